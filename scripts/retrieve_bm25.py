@@ -1,0 +1,22 @@
+"""Rule bm25: BM25 (bm25s, lucene, k1 1.5, b 0.75, English stop words, Snowball stemmer) top-k."""
+
+from rerank_study import beir, candidates, retrieval, splits, trec
+from rerank_study.acquire import DataPins, verified_path
+from rerank_study.rule import run_rule
+
+
+def main(sm):
+    pins = DataPins.load(sm.params.pins)
+    corpus = beir.read_corpus(verified_path(sm.input.corpus, "corpus.jsonl", pins))
+    queries = beir.read_queries(verified_path(sm.input.queries, "queries.jsonl", pins))
+    qids = splits.canonical_order(splits.read_split(sm.input.dev) + splits.read_split(sm.input.confirm))
+    doc_ids = list(corpus)
+    p = sm.params.bm25
+    scores = retrieval.bm25_score_matrix([corpus[d].full_text for d in doc_ids], [queries[q] for q in qids],
+                                         p["k1"], p["b"], p["method"], p["stopwords"], p["stemmer"])
+    top = candidates.retriever_top(scores, doc_ids, qids, p["depth"])
+    candidates.write_retriever_table(sm.output.table, top)
+    trec.write_run(sm.output.run, {q: [d for d, _, _ in top[q]] for q in qids}, "bm25")
+
+
+run_rule(snakemake, main)  # noqa: F821

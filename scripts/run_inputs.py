@@ -1,0 +1,28 @@
+"""Rule run_inputs: the analysed development queries (all, or the first N for smoke), their
+candidates cut at the run's depth, and ONLY their development qrels."""
+
+from rerank_study import beir, candidates, splits
+from rerank_study.acquire import DataPins, verified_path
+from rerank_study.errors import PipelineError
+from rerank_study.fileio import atomic_write_text, write_tsv
+from rerank_study.rule import run_rule
+
+
+def main(sm):
+    dev = splits.read_split(sm.input.dev)
+    qids = dev[: sm.params.n_queries] if sm.params.n_queries else dev
+    depth = sm.params.depth
+    rows = [r for r in candidates.read_candidate_rows(sm.input.candidates) if r["qid"] in set(qids)]
+    by_q = {q: [r for r in rows if r["qid"] == q and int(r["rank"]) <= depth] for q in qids}
+    bad = [q for q, lst in by_q.items() if len(lst) != depth or any(r["split"] != "dev" for r in lst)]
+    if bad:
+        raise PipelineError(f"candidates missing or not development queries for {bad[:10]}")
+    qrels = beir.read_qrels(verified_path(sm.input.qrels_dev, "qrels/train.tsv", DataPins.load(sm.params.pins)))
+    atomic_write_text(sm.output.queries, splits.split_text(qids))
+    candidates.write_candidates(sm.output.candidates, [tuple(r[c] for c in candidates.CANDIDATE_HEADER)
+                                                       for q in qids for r in by_q[q]])
+    write_tsv(sm.output.qrels, beir.QRELS_HEADER,
+              [(q, d, rel) for q in qids for d, rel in sorted(qrels[q].items())])
+
+
+run_rule(snakemake, main)  # noqa: F821

@@ -1,0 +1,51 @@
+"""Rule manifest: every artefact of the run with its role, path and sha256.
+
+Run artefacts are listed relative to the run folder; pinned inputs outside it (data, splits,
+candidates) with their configured path. ``deterministic: false`` marks the measurement files
+(timings, memory) and the report that shows them: same inputs and pins give byte-identical
+files for every other entry."""
+
+from pathlib import Path
+
+from rerank_study.fileio import read_json, sha256_file, write_json
+from rerank_study.rule import run_rule
+
+INPUTS = [("corpus", "corpus"), ("queries", "queries"), ("qrels_dev", "qrels_dev"), ("split_dev", "split_dev"),
+          ("split_confirm", "split_confirm"), ("candidates", "candidates"), ("candidates_run", "candidates")]
+RUN = [("run_queries", "analysed_queries"), ("run_candidates", "candidates"), ("run_qrels", "qrels_dev"),
+       ("groups", "groups"), ("groups_meta", "groups"), ("pairs", "pairs"), ("shape_check", "shape_check"),
+       ("rankings", "rankings"), ("run_rrf", "runs"), ("run_ce", "runs"), ("run_blend", "runs"),
+       ("per_query", "per_query"), ("grouped_indices", "bootstrap_indices"), ("query_indices", "bootstrap_indices"),
+       ("replicates", "replicates"), ("summary", "summary"), ("forest_plot", "figure"), ("delta_plot", "figure"),
+       ("report", "report"), ("scoring_measurements", "measurements")]
+NON_DETERMINISTIC = {"report", "scoring_measurements"}
+
+
+def main(sm):
+    p = sm.params.paths
+    rundir = Path(sm.params.rundir)
+    entries = []
+    for key, role in INPUTS:
+        entries.append({"key": key, "role": role, "scope": "input", "path": p[key], "sha256": sha256_file(p[key]),
+                        "deterministic": True})
+    for key, role in RUN:
+        path = Path(p[key])
+        entries.append({"key": key, "role": role, "scope": "run", "path": str(path.relative_to(rundir)),
+                        "sha256": sha256_file(path), "deterministic": key not in NON_DETERMINISTIC})
+    meas = Path(sm.input.measurements)
+    entries.append({"key": "report_measurements", "role": "measurements", "scope": "run",
+                    "path": str(meas.relative_to(rundir)), "sha256": sha256_file(meas), "deterministic": False})
+    model = read_json(p["model"])
+    write_json(sm.output[0], {
+        "run": sm.params.run,
+        "scorer": "STAND-IN" if sm.params.scorer == "stand-in" else "pinned",
+        "model_identity": model["identity"],
+        "model_weights_sha256": model["weights_sha256"],
+        "lockdir": sm.params.lockdir,
+        "kind": "development",
+        "settings": sm.params.settings,
+        "artefacts": entries,
+    })
+
+
+run_rule(snakemake, main)  # noqa: F821

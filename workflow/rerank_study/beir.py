@@ -1,0 +1,134 @@
+"""Readers for the BEIR layout (corpus.jsonl, queries.jsonl, qrels/*.tsv).
+
+Every reader fails with the file and line number on a malformed or truncated line. Callers
+must verify the file's pin first (see ``acquire.verified_path``); these functions only parse.
+
+Note on ``queries.jsonl``: SciFact's query metadata carries evidence document ids and labels
+for every claim, including the sealed confirmation claims. ``read_queries`` keeps only the
+query text and discards metadata, so no stage can use it as a backdoor to relevance.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import MalformedInputError, MissingInputError
+
+QRELS_HEADER = ("query-id", "corpus-id", "score")
+
+
+@dataclass(frozen=True)
+class Doc:
+    doc_id: str
+    title: str
+    text: str
+
+    @property
+    def full_text(self) -> str:
+        return doc_text(self.title, self.text)
+
+
+def doc_text(title: str, text: str) -> str:
+    """BEIR's document text convention, used for every model: ``(title + " " + text).strip()``."""
+    return (title + " " + text).strip()
+
+
+def _jsonl_records(path):
+    path = Path(path)
+    if not path.exists():
+        raise MissingInputError(f"MISSING FILE: {path} does not exist")
+    with open(path, encoding="utf-8", newline="") as fh:
+        for line_no, line in enumerate(fh, start=1):
+            if not line.endswith("\n"):
+                raise MalformedInputError(path, line_no, "last line is not terminated by a newline (truncated file?)")
+            if not line.strip():
+                raise MalformedInputError(path, line_no, "empty line")
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise MalformedInputError(path, line_no, f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+            if not isinstance(rec, dict):
+                raise MalformedInputError(path, line_no, "a JSON object was expected")
+            yield line_no, rec
+
+
+def _str_field(path, line_no, rec, key, allow_empty=True):
+    if key not in rec:
+        raise MalformedInputError(path, line_no, f"missing key {key!r}")
+    val = rec[key]
+    if not isinstance(val, str):
+        raise MalformedInputError(path, line_no, f"key {key!r} must be a string, got {type(val).__name__}")
+    if not allow_empty and not val:
+        raise MalformedInputError(path, line_no, f"key {key!r} is empty")
+    return val
+
+
+def read_corpus(path) -> dict[str, Doc]:
+    """corpus.jsonl -> {doc_id: Doc}, in file order."""
+    docs: dict[str, Doc] = {}
+    for line_no, rec in _jsonl_records(path):
+        doc_id = _str_field(path, line_no, rec, "_id", allow_empty=False)
+        if doc_id in docs:
+            raise MalformedInputError(path, line_no, f"duplicate document id {doc_id!r}")
+        docs[doc_id] = Doc(doc_id, _str_field(path, line_no, rec, "title"), _str_field(path, line_no, rec, "text"))
+    if not docs:
+        raise MalformedInputError(path, 0, "the corpus is empty")
+    return docs
+
+
+def read_queries(path) -> dict[str, str]:
+    """queries.jsonl -> {query_id: text}, in file order. Metadata is discarded (see module doc)."""
+    queries: dict[str, str] = {}
+    for line_no, rec in _jsonl_records(path):
+        qid = _str_field(path, line_no, rec, "_id", allow_empty=False)
+        if qid in queries:
+            raise MalformedInputError(path, line_no, f"duplicate query id {qid!r}")
+        queries[qid] = _str_field(path, line_no, rec, "text", allow_empty=False)
+    return queries
+
+
+def read_qrels(path) -> dict[str, dict[str, int]]:
+    """qrels/*.tsv (BEIR header, CRLF or LF) -> {query_id: {doc_id: relevance}}."""
+    path = Path(path)
+    if not path.exists():
+        raise MissingInputError(f"MISSING FILE: {path} does not exist")
+    qrels: dict[str, dict[str, int]] = {}
+    with open(path, encoding="utf-8", newline="") as fh:
+        for line_no, line in enumerate(fh, start=1):
+            if not line.endswith("\n"):
+                raise MalformedInputError(path, line_no, "last line is not terminated by a newline (truncated file?)")
+            cells = line.rstrip("\r\n").split("\t")
+            if line_no == 1:
+                if tuple(cells) != QRELS_HEADER:
+                    raise MalformedInputError(path, 1, f"header {cells} != {list(QRELS_HEADER)}")
+                continue
+            if len(cells) != 3:
+                raise MalformedInputError(path, line_no, f"{len(cells)} tab-separated cells, 3 expected")
+            qid, did, score = cells
+            if not qid or not did:
+                raise MalformedInputError(path, line_no, "empty query or document id")
+            try:
+                rel = int(score)
+            except ValueError:
+                raise MalformedInputError(path, line_no, f"score {score!r} is not an integer") from None
+            if did in qrels.get(qid, {}):
+                raise MalformedInputError(path, line_no, f"duplicate judgement for ({qid}, {did})")
+            qrels.setdefault(qid, {})[did] = rel
+    if not qrels:
+        raise MalformedInputError(path, 1, "no judgements after the header")
+    return qrels
+
+
+def qrels_content_sha256(qrels: dict[str, dict[str, int]]) -> str:
+    """Order-independent hash of a qrels table: sha256 of the sorted ``qid\\tdocid\\tscore\\n`` rows."""
+    import hashlib
+
+    rows = sorted(f"{q}\t{d}\t{r}\n" for q, docs in qrels.items() for d, r in docs.items())
+    return hashlib.sha256("".join(rows).encode("utf-8")).hexdigest()
+
+
+def relevant_docs(qrels_of_query: dict[str, int]) -> set[str]:
+    """Judged relevant documents (relevance > 0), as trec_eval counts them."""
+    return {d for d, r in qrels_of_query.items() if r > 0}

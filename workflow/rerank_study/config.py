@@ -1,0 +1,127 @@
+"""Load and validate the experiment configuration.
+
+The schema (``workflow/schemas/config.schema.yaml``) is JSON-schema; every key is required and
+unknown keys are errors, so a typo never silently falls back to a default. Errors name the key.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+from .errors import ConfigError
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+SCHEMA_PATH = PACKAGE_DIR.parent / "schemas" / "config.schema.yaml"
+
+
+def _load_yaml(path):
+    import yaml
+
+    with open(path, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def _key_path(err) -> str:
+    parts = [str(p) for p in err.absolute_path]
+    if err.validator == "additionalProperties":
+        # name the offending extra key(s)
+        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+        return ", ".join(".".join(parts + [e]) for e in extra) or ".".join(parts)
+    if err.validator == "required":
+        missing = [m for m in err.validator_value if m not in err.instance]
+        return ", ".join(".".join(parts + [m]) for m in missing) or ".".join(parts)
+    return ".".join(parts) or "<top level>"
+
+
+BOOLEAN_SWITCHES = ("smoke",)
+_TRUE, _FALSE = {"true", "True", "yes", "1"}, {"false", "False", "no", "0"}
+
+
+def normalize_switches(cfg: dict) -> dict:
+    """``snakemake --config smoke=true`` passes the string 'true': turn such strings into booleans
+    (in place); anything else is left for the schema to reject."""
+    for key in BOOLEAN_SWITCHES:
+        val = cfg.get(key)
+        if isinstance(val, str) and val in _TRUE | _FALSE:
+            cfg[key] = val in _TRUE
+    return cfg
+
+
+def validate_config(cfg: dict, schema_path=SCHEMA_PATH) -> dict:
+    """Normalise command-line switches, then validate ``cfg`` against the schema and the
+    cross-key rules (in place); return it."""
+    import jsonschema
+
+    normalize_switches(cfg)
+    schema = _load_yaml(schema_path)
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = []
+        for err in errors:
+            key = _key_path(err)
+            if err.validator == "additionalProperties":
+                msg = "unknown key (typo?); allowed here: " + ", ".join(sorted(err.schema.get("properties", {})))
+            elif err.validator == "required":
+                msg = "required key is missing"
+            else:
+                msg = err.message
+            lines.append(f"  config key '{key}': {msg}")
+        raise ConfigError("INVALID CONFIG (fix config/config.yaml or the --config value):\n" + "\n".join(lines))
+    problems = []
+    comps = cfg["comparisons"]
+    if comps["primary"] not in comps["all"]:
+        problems.append(f"config key 'comparisons.primary': {comps['primary']!r} is not one of {sorted(comps['all'])}")
+    for name, (a, b) in comps["all"].items():
+        if a == b:
+            problems.append(f"config key 'comparisons.all.{name}': compares {a!r} with itself")
+    lo, hi = cfg["bootstrap"]["percentiles"]
+    if not lo < hi:
+        problems.append(f"config key 'bootstrap.percentiles': {lo} must be < {hi}")
+    cand = cfg["candidates"]
+    if cand["depth"] > min(cand["bm25"]["depth"], cand["dense"]["depth"]) * 2:
+        problems.append("config key 'candidates.depth': larger than the fused pool can hold")
+    if cfg["smoke_settings"]["depth"] > cand["depth"]:
+        problems.append(f"config key 'smoke_settings.depth': {cfg['smoke_settings']['depth']} > candidates.depth {cand['depth']}")
+    if cfg["smoke_settings"]["queries"] > cfg["splits"]["dev_size"]:
+        problems.append("config key 'smoke_settings.queries': larger than splits.dev_size")
+    if max(cfg["metrics"]["recall_ks"]) > cand["depth"]:
+        problems.append("config key 'metrics.recall_ks': a cut-off deeper than the candidate lists")
+    if problems:
+        raise ConfigError("INVALID CONFIG (fix config/config.yaml or the --config value):\n  " + "\n  ".join(problems))
+    return cfg
+
+
+def load_config(path, overrides: dict | None = None) -> dict:
+    cfg = _load_yaml(path)
+    if overrides:
+        cfg = deep_update(cfg, overrides)
+    return validate_config(cfg)
+
+
+def deep_update(base: dict, extra: dict) -> dict:
+    out = copy.deepcopy(base)
+    for k, v in extra.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_update(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def run_name(cfg: dict) -> str:
+    if cfg["run_name"]:
+        return cfg["run_name"]
+    return ("smoke" if cfg["smoke"] else "dev") + ("-standin" if cfg["scorer"] == "stand-in" else "")
+
+
+def run_shape(cfg: dict) -> tuple[int | None, int]:
+    """(number of development queries analysed or None for all, candidates per query)."""
+    if cfg["smoke"]:
+        return cfg["smoke_settings"]["queries"], cfg["smoke_settings"]["depth"]
+    return None, cfg["candidates"]["depth"]
+
+
+def repin_set(cfg: dict) -> set[str]:
+    return {p for p in cfg["repin"].split(",") if p}

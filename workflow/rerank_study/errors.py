@@ -1,0 +1,42 @@
+"""Loud, specific failures. Every message names the file, the expected and actual value and the fix."""
+
+
+class PipelineError(Exception):
+    """Base class: an error the pipeline raises on purpose, with a user-facing message."""
+
+
+class PinMismatchError(PipelineError):
+    """A file's hash differs from its pin."""
+
+    def __init__(self, what, path, algo, expected, actual, source=None, fix=None):
+        self.what, self.path, self.algo = what, str(path), algo
+        self.expected, self.actual, self.source = expected, actual, source
+        msg = (
+            f"PIN MISMATCH for {what}: {path}\n"
+            f"  {algo} expected: {expected}\n"
+            f"  {algo} actual:   {actual}"
+        )
+        if source:
+            msg += f"\n  came from: {source}"
+        msg += "\n  " + (fix or "The file is not the pinned one; nothing was read from it or kept.")
+        super().__init__(msg)
+
+
+class MissingInputError(PipelineError):
+    """A required input is absent."""
+
+
+class MalformedInputError(PipelineError):
+    """A line of an input file cannot be parsed."""
+
+    def __init__(self, path, line_no, problem):
+        self.path, self.line_no, self.problem = str(path), line_no, problem
+        super().__init__(f"MALFORMED INPUT {path}, line {line_no}: {problem}")
+
+
+class ConfigError(PipelineError):
+    """The configuration is invalid; the message names the key."""
+
+
+class SealError(PipelineError):
+    """An action would break the confirmation seal or the frozen protocol."""

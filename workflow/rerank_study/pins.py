@@ -1,0 +1,53 @@
+"""Pins derived by the pipeline itself (query splits, frozen candidates) in ``<lockdir>/derived_pins.json``.
+
+A derived pin is written only when the run explicitly allows it (``--config repin=...``) or
+when it does not exist yet AND the run allows it; otherwise a run verifies and never rewrites.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from .errors import PinMismatchError, MissingInputError
+from .fileio import canonical_json, read_json, sha256_file, write_json
+
+log = logging.getLogger(__name__)
+DERIVED = "derived_pins.json"
+
+
+def derived_path(lockdir) -> Path:
+    return Path(lockdir) / DERIVED
+
+
+def load_derived(lockdir) -> dict:
+    p = derived_path(lockdir)
+    return read_json(p) if p.exists() else {}
+
+
+def get_pin(lockdir, name: str) -> dict | None:
+    return load_derived(lockdir).get(name)
+
+
+def set_pin(lockdir, name: str, value: dict) -> None:
+    pins = load_derived(lockdir)
+    old = pins.get(name)
+    if old is not None and old != value:
+        log.warning("RE-PINNING %s in %s:\n  old: %s  new: %s", name, derived_path(lockdir),
+                    canonical_json(old), canonical_json(value))
+    pins[name] = value
+    write_json(derived_path(lockdir), pins)
+
+
+def require_pin(lockdir, name: str, how_to_create: str) -> dict:
+    pin = get_pin(lockdir, name)
+    if pin is None:
+        raise MissingInputError(f"NO PIN: {derived_path(lockdir)} has no {name!r} pin. {how_to_create}")
+    return pin
+
+
+def verify_against(path, expected_sha256: str, what: str, fix: str) -> str:
+    actual = sha256_file(path)
+    if actual != expected_sha256:
+        raise PinMismatchError(what, path, "sha256", expected_sha256, actual, None, fix)
+    return actual

@@ -1,0 +1,77 @@
+# Paths (one place), pins and small helpers shared by every rule file.
+import json
+from rerank_study.config import run_name, run_shape
+
+LOCK = config["lockdir"]
+RES = config["resources"]
+OUT = config["results"]
+RUN = run_name(config)
+RUNDIR = f"{OUT}/{RUN}"
+N_QUERIES, DEPTH = run_shape(config)
+
+with open(f"{LOCK}/data_pins.json", encoding="utf-8") as _fh:
+    DATA_PINS = json.load(_fh)
+with open(f"{LOCK}/model_pins.json", encoding="utf-8") as _fh:
+    MODEL_PINS = json.load(_fh)
+
+_ce = MODEL_PINS["cross_encoder"]
+MODEL_FOLDER = (f"standin-seed{config['standin']['head_seed']}" if config["scorer"] == "stand-in"
+                else f"ce-{_ce['revision']}")
+
+P = {
+    # verified data (dev side); the sealed confirmation qrels live elsewhere (confirm.smk)
+    "corpus": f"{RES}/data/scifact/corpus.jsonl",
+    "queries": f"{RES}/data/scifact/queries.jsonl",
+    "qrels_dev": f"{RES}/data/scifact/qrels/train.tsv",
+    "data_cache": f"{RES}/cache/scifact",
+    # splits and frozen candidates
+    "split_dev": f"{RES}/splits/dev.txt",
+    "split_confirm": f"{RES}/splits/confirm.txt",
+    "bi_encoder": f"{RES}/models/bi-encoder/MODEL.json",
+    "bm25": f"{RES}/candidates/bm25_top.tsv",
+    "bm25_run": f"{RES}/candidates/bm25_top.trec",
+    "dense": f"{RES}/candidates/dense_top.tsv",
+    "dense_run": f"{RES}/candidates/dense_top.trec",
+    "candidates": f"{RES}/candidates/candidates.tsv",
+    "candidates_run": f"{RES}/candidates/candidates_rrf.trec",
+    "candidates_meta": f"{RES}/candidates/candidates.json",
+    "embedding_cache": f"{RES}/cache/embeddings",
+    # the cross-encoder (pinned or stand-in)
+    "model": f"{RES}/models/{MODEL_FOLDER}/MODEL.json",
+    "score_cache": f"{RES}/cache/ce_scores",
+    # one run of the development analysis
+    "run_candidates": f"{RUNDIR}/inputs/candidates.tsv",
+    "run_qrels": f"{RUNDIR}/inputs/qrels.tsv",
+    "run_queries": f"{RUNDIR}/inputs/queries.txt",
+    "groups": f"{RUNDIR}/groups.tsv",
+    "groups_meta": f"{RUNDIR}/groups.json",
+    "pairs": f"{RUNDIR}/pairs.tsv",
+    "shape_check": f"{RUNDIR}/shape_check.json",
+    "scoring_measurements": f"{RUNDIR}/measurements/scoring.json",
+    "rankings": f"{RUNDIR}/rankings.tsv",
+    "run_rrf": f"{RUNDIR}/runs/rrf.trec",
+    "run_ce": f"{RUNDIR}/runs/ce.trec",
+    "run_blend": f"{RUNDIR}/runs/blend.trec",
+    "per_query": f"{RUNDIR}/per_query.tsv",
+    "grouped_indices": f"{RUNDIR}/bootstrap/grouped_indices.tsv",
+    "query_indices": f"{RUNDIR}/bootstrap/query_indices.tsv",
+    "replicates": f"{RUNDIR}/bootstrap/replicates.tsv",
+    "summary": f"{RUNDIR}/summary.json",
+    "report": f"{RUNDIR}/report.md",
+    "forest_plot": f"{RUNDIR}/figures/forest.png",
+    "delta_plot": f"{RUNDIR}/figures/primary_delta.png",
+    "manifest": f"{RUNDIR}/manifest.json",
+    "audit": f"{RUNDIR}/audit.json",
+}
+
+
+def log_of(rule_name, per_run=True):
+    return f"{RUNDIR}/logs/{rule_name}.log" if per_run else f"{RES}/logs/{rule_name}.log"
+
+
+def bench_of(rule_name, per_run=True):
+    return f"{RUNDIR}/benchmarks/{rule_name}.tsv" if per_run else f"{RES}/benchmarks/{rule_name}.tsv"
+
+
+def data_sha(name):
+    return DATA_PINS["files"][name]["sha256"]

@@ -1,0 +1,41 @@
+# Evidence groups (qrels + query ids ONLY, written before any score is merged) and the
+# per-query evaluation of the three methods.
+
+
+rule groups:
+    input:
+        queries=P["run_queries"],
+        qrels=P["run_qrels"],
+    output:
+        groups=P["groups"],
+        meta=P["groups_meta"],
+    log:
+        log_of("groups"),
+    benchmark:
+        bench_of("groups")
+    script:
+        "../../scripts/make_groups.py"
+
+
+rule evaluate:
+    input:
+        groups=P["groups"],  # the group manifest exists before any score is merged with qrels
+        queries=P["run_queries"],
+        candidates=P["run_candidates"],
+        pairs=P["pairs"],
+        qrels=P["run_qrels"],
+    output:
+        rankings=P["rankings"],
+        rrf=P["run_rrf"],
+        ce=P["run_ce"],
+        blend=P["run_blend"],
+        per_query=P["per_query"],
+    params:
+        blend_k=config["blend"]["k"],
+        metrics=config["metrics"],
+    log:
+        log_of("evaluate"),
+    benchmark:
+        bench_of("evaluate")
+    script:
+        "../../scripts/evaluate_runs.py"

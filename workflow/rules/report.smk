@@ -1,0 +1,71 @@
+# Report, manifest and the independent audit (standard library only, run with python -I -S).
+
+
+rule report:
+    input:
+        summary=P["summary"],
+        per_query=P["per_query"],
+        pairs=P["pairs"],
+        shape_check=P["shape_check"],
+        scoring=P["scoring_measurements"],
+        model=P["model"],
+        candidates_meta=P["candidates_meta"],
+        groups_meta=P["groups_meta"],
+        bench_score=bench_of("score"),
+        bench_evaluate=bench_of("evaluate"),
+        bench_bootstrap=bench_of("bootstrap"),
+    output:
+        report=P["report"],
+        forest=P["forest_plot"],
+        delta=P["delta_plot"],
+        measurements=f"{RUNDIR}/measurements/report.json",
+    params:
+        lockdir=LOCK,
+    log:
+        log_of("report"),
+    benchmark:
+        bench_of("report")
+    script:
+        "../../scripts/make_report.py"
+
+
+rule manifest:
+    input:
+        report=P["report"],
+        measurements=f"{RUNDIR}/measurements/report.json",
+    output:
+        P["manifest"],
+    params:
+        paths=P,
+        run=RUN,
+        rundir=RUNDIR,
+        lockdir=LOCK,
+        scorer=config["scorer"],
+        settings={
+            "n_queries": N_QUERIES, "depth": DEPTH, "blend_k": config["blend"]["k"],
+            "metrics": config["metrics"], "bootstrap_B": config["bootstrap"]["B"],
+            "bootstrap_seed": config["bootstrap"]["seed"], "percentiles": config["bootstrap"]["percentiles"],
+            "threshold": config["threshold"], "comparisons": config["comparisons"],
+            "max_length": config["ce"]["max_length"],
+        },
+    log:
+        log_of("manifest"),
+    script:
+        "../../scripts/write_manifest.py"
+
+
+rule audit:
+    input:
+        manifest=P["manifest"],
+    output:
+        P["audit"],
+    params:
+        rundir=RUNDIR,
+        lockdir=LOCK,
+        python=sys.executable,
+    log:
+        log_of("audit"),
+    benchmark:
+        bench_of("audit")
+    shell:
+        "{params.python} -I -S scripts/audit.py {params.rundir} --lockdir {params.lockdir} --out {output} > {log} 2>&1"

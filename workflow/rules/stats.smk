@@ -1,0 +1,26 @@
+# Grouped (and query-level) paired bootstrap of the per-query differences.
+
+
+rule bootstrap:
+    input:
+        per_query=P["per_query"],
+        groups=P["groups"],
+        queries=P["run_queries"],
+    output:
+        grouped_indices=P["grouped_indices"],
+        query_indices=P["query_indices"],
+        replicates=P["replicates"],
+        summary=P["summary"],
+    params:
+        bootstrap=config["bootstrap"],
+        threshold=config["threshold"],
+        comparisons=config["comparisons"],
+        metrics=config["metrics"],
+        scorer=config["scorer"],
+        run=RUN,
+    log:
+        log_of("bootstrap"),
+    benchmark:
+        bench_of("bootstrap")
+    script:
+        "../../scripts/bootstrap_stats.py"
