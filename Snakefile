@@ -16,7 +16,7 @@ from snakemake.exceptions import WorkflowError
 from rerank_study.errors import ConfigError
 from rerank_study.config import validate_config
 
-configfile: "config/config.yaml"
+configfile: str(Path(workflow.basedir) / "config" / "config.yaml")
 
 try:
     validate_config(config)

@@ -376,6 +376,8 @@ def audit_run(rundir: Path, lockdir: Path | None, au: Audit) -> dict:
             rec[f"{m}_ndcg@{nk}"] = ndcg(o, qrels[q], nk)
             for k in rks:
                 rec[f"{m}_recall@{k}"] = recall(o, qrels[q], k)
+                positives = {d for d, g in qrels[q].items() if g > 0}
+                rec[f"{m}_capped_recall@{k}"] = len(positives & set(o[:k])) / min(len(positives), k)
             rec[f"{m}_mrr@{mk}"] = mrr(o, qrels[q], mk)
             rec[f"{m}_first_rel_rank"] = first_rel(o, qrels[q])
         recomputed[q] = rec
@@ -505,6 +507,9 @@ def audit_run(rundir: Path, lockdir: Path | None, au: Audit) -> dict:
                    "weakened_by_blend": sum(recomputed[q][f"blend_{metric}"] < recomputed[q][f"ce_{metric}"] for q in ce_win)}
             for k, v in rep.items():
                 au.check("summary", summary["repair"].get(k) == v, sp, f"repair {k}", v, summary["repair"].get(k))
+    if "evalstats" in summary and "evalstats" in settings and len(recomputed) == len(analysed):
+        _audit_evalstats(summary["evalstats"], settings["evalstats"], analysed, recomputed, qrels, cands, comps,
+                         metric, sp, au)
     _audit_report(path_of("report"), expected_numbers, primary, au)
 
     # 10. the seal ---------------------------------------------------------------------------
@@ -526,6 +531,56 @@ def audit_run(rundir: Path, lockdir: Path | None, au: Audit) -> dict:
     return {"seconds": round(time.perf_counter() - t0, 3), "run": manifest.get("run"), "kind": kind,
             "scorer": manifest["scorer"], "queries": len(analysed), "pairs": sum(len(v) for v in logits.values()),
             "groups": len(groups), "replicates": B}
+
+
+def _audit_evalstats(ev, cfg, analysed, recomputed, qrels, cands, comps, metric, sp, au):
+    """McNemar counts on success@1 and the declared slice means, from the recomputed per-query data."""
+    for name, (a, b) in comps.items():
+        sa = [recomputed[q][f"{a}_first_rel_rank"] == 1 for q in analysed]
+        sb = [recomputed[q][f"{b}_first_rel_rank"] == 1 for q in analysed]
+        gained = sum(1 for x, y in zip(sa, sb) if x and not y)
+        lost = sum(1 for x, y in zip(sa, sb) if y and not x)
+        n = gained + lost
+        tail = sum(math.comb(n, k) for k in range(min(gained, lost) + 1))
+        p = 1.0 if n == 0 else min(1.0, 2 * tail / 2 ** n)
+        got = ev["mcnemar"]["comparisons"].get(name, {})
+        for key, val in (("gained", gained), ("lost", lost), ("unchanged", len(analysed) - n)):
+            au.check("evalstats", got.get(key) == val, sp, f"McNemar {name} {key}", val, got.get(key))
+        au.check("evalstats", got.get("p") is not None and abs(got["p"] - p) <= 1e-12, sp, f"McNemar {name} p",
+                 p, got.get("p"))
+
+    def slice_of(family, q):
+        n_rel = sum(1 for g in qrels[q].values() if g > 0)
+        in_c = sum(1 for d in cands[q] if qrels[q].get(d, 0) > 0)
+        if family == "relevant_count":
+            return "one" if n_rel == 1 else "several"
+        return "all" if in_c == n_rel else ("none" if in_c == 0 else "partly")
+
+    for family, weights in cfg["slices"].items():
+        got_f = ev["slices"].get(family, {})
+        for s_name, w in weights.items():
+            qs = [q for q in analysed if slice_of(family, q) == s_name]
+            got_s = got_f.get("slices", {}).get(s_name, {})
+            au.check("evalstats", got_s.get("n") == len(qs), sp, f"slice {family}.{s_name} n", len(qs), got_s.get("n"))
+            for m in METHODS:
+                val = seq_sum(recomputed[q][f"{m}_{metric}"] for q in qs) / len(qs) if qs else None
+                au.check("evalstats", got_s.get("means", {}).get(m) == val, sp, f"slice {family}.{s_name} {m} mean",
+                         val, got_s.get("means", {}).get(m))
+        for m in METHODS:
+            means = {}
+            for s_name in weights:
+                qs = [q for q in analysed if slice_of(family, q) == s_name]
+                means[s_name] = seq_sum(recomputed[q][f"{m}_{metric}"] for q in qs) / len(qs) if qs else None
+            total = 0.0
+            for s_name in sorted(weights):
+                if weights[s_name] == 0:
+                    continue
+                if means[s_name] is None:
+                    total = None
+                    break
+                total += weights[s_name] * means[s_name]
+            found = got_f.get("declared_weight_mean", {}).get(m)
+            au.check("evalstats", found == total, sp, f"declared-weight mean {family} {m}", total, found)
 
 
 def _first_diff(a, b):

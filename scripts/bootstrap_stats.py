@@ -21,7 +21,8 @@ def main(sm):
         raise PipelineError(f"{sm.input.per_query}: queries differ from the analysed list {sm.input.queries}")
     m = sm.params.metrics
     metric = f"ndcg@{m['ndcg_k']}"
-    others = [f"recall@{k}" for k in m["recall_ks"]] + [f"mrr@{m['mrr_k']}"]
+    others = ([f"recall@{k}" for k in m["recall_ks"]] + [f"capped_recall@{k}" for k in m["recall_ks"]]
+              + [f"mrr@{m['mrr_k']}"])
     table = {r["qid"]: {k: float(v) for k, v in r.items() if k != "qid" and not k.endswith("first_rel_rank")
                         and not k.startswith("n_")} for r in rows}
     first_rel = {r["qid"]: {meth: (int(r[f"{meth}_first_rel_rank"]) if r[f"{meth}_first_rel_rank"] else None)
@@ -38,6 +39,9 @@ def main(sm):
     summary, g_idx, q_idx, reps = analysis.analyse(
         qids, table, groups, gids, comps, sm.params.comparisons["primary"], metric, b["B"], b["seed"],
         b["percentiles"], sm.params.threshold, first_rel, others)
+    counts = {r["qid"]: (int(r["n_relevant"]), int(r["n_relevant_in_candidates"])) for r in rows}
+    summary["evalstats"] = analysis.evaluation_statistics(qids, table, counts, first_rel, groups, comps, summary,
+                                                          sm.params.evalstats, metric, sm.params.depth)
     write_matrix(sm.output.grouped_indices, g_idx, "draw")
     write_matrix(sm.output.query_indices, q_idx, "draw")
     cols = list(reps)

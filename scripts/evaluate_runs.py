@@ -11,7 +11,8 @@ RANKING_HEADER = ("qid", "doc_id", "r0", "logit", "r1", "blend_score", "blend_ra
 
 
 def per_query_header(m):
-    cols = [f"ndcg@{m['ndcg_k']}"] + [f"recall@{k}" for k in m["recall_ks"]] + [f"mrr@{m['mrr_k']}", "first_rel_rank"]
+    cols = ([f"ndcg@{m['ndcg_k']}"] + [f"recall@{k}" for k in m["recall_ks"]]
+            + [f"capped_recall@{k}" for k in m["recall_ks"]] + [f"mrr@{m['mrr_k']}", "first_rel_rank"])
     return ["qid", "n_relevant", "n_relevant_in_candidates"] + [f"{meth}_{c}" for meth in METHODS for c in cols], cols
 
 

@@ -60,6 +60,7 @@ def main(sm):
         "summary.json sha256": sha256_file(sm.input.summary),
         **{f"library {k}": v for k, v in lib_versions().items()},
         "python": platform.python_version(),
+        "library source sha256 (workflow/rerank_study)": sm.params.code,
     }
     meas = {
         "torch threads": scoring["threads"],
@@ -77,7 +78,8 @@ def main(sm):
     }
     figures = {"forest plot": str(Path(sm.output.forest).relative_to(Path(sm.output.report).parent)),
                "primary Δ distribution": str(Path(sm.output.delta).relative_to(Path(sm.output.report).parent))}
-    text = report.render(summary, meas, provenance, figures=figures)
+    text = report.render(summary, meas, provenance, extra_sections=[report.evalstats_section(summary)],
+                         figures=figures)
     write_json(sm.output.measurements, {"_note": "measurements of this execution; not reproducible byte for byte",
                                         **meas})
     atomic_write_text(sm.output.report, text)

@@ -43,6 +43,7 @@ def main(sm):
         "model_weights_sha256": model["weights_sha256"],
         "lockdir": sm.params.lockdir,
         "kind": "development",
+        "code_sha256": sm.params.code,
         "settings": sm.params.settings,
         "artefacts": entries,
     })

@@ -57,7 +57,7 @@ def check_file(path, name: str, pins: DataPins, source: str) -> str:
 
     qrels files also carry an order-independent ``content_sha256`` pin. It never replaces the
     file hash; when the file hash fails but the content hash matches, the error says so (the
-    pinned bytes of ``qrels/test.tsv`` come from a rebuilt mirror whose line order may differ
+    pinned bytes of the sealed confirmation qrels come from a rebuilt mirror whose line order may differ
     from BEIR's own file), so a maintainer can re-pin knowingly instead of guessing.
     """
     pin = pins.pin(name)
@@ -165,7 +165,7 @@ def acquire(names, pins: DataPins, cache_dir, mirror=None, zip_path=None, url=No
             + (f"  - the mirror {mirror} does not contain them\n" if mirror else "  - no local mirror is configured\n")
             + "Supply them in one of two ways:\n"
             + "  1. a local copy: --config data_mirror=/path/to/scifact (a folder with corpus.jsonl, queries.jsonl,\n"
-            + "     qrels/train.tsv, qrels/test.tsv) or --config data_zip=/path/to/scifact.zip;\n"
+            + "     qrels/*.tsv in BEIR layout) or --config data_zip=/path/to/scifact.zip;\n"
             + f"  2. network access to {pins.url} (the archive is verified by sha256 and md5)."
         )
     with zipfile.ZipFile(archive) as zf:

@@ -3,6 +3,7 @@ query-level bootstrap intervals, and the diagnostics. Pure: tables in, numbers o
 
 from __future__ import annotations
 
+import math
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -82,3 +83,110 @@ def analyse(qids: Sequence[str], table: Mapping[str, Mapping[str, float]], group
                           "weakened = blend < CE among CE wins",
         }
     return summary, g_idx, q_idx, replicates
+
+
+def evaluation_statistics(qids: Sequence[str], table: Mapping[str, Mapping[str, float]],
+                          counts: Mapping[str, tuple[int, int]], first_rel: Mapping[str, Mapping[str, int | None]],
+                          groups: Sequence[Sequence[str]], comparisons: Mapping[str, Sequence[str]],
+                          summary: Mapping, ev: Mapping, metric: str, depth: int) -> dict:
+    """The seed 000 / 003 tools on one run. ``counts[q] = (n_relevant, n_relevant_in_candidates)``."""
+    from . import evalstats as es
+
+    n = len(qids)
+    group_of = {q: i for i, g in enumerate(groups) for q in g}
+    multi = {q for g in groups if len(g) > 1 for q in g}
+    out: dict = {}
+
+    # exact McNemar on the declared binary outcome (success@1: the rank-1 document is relevant)
+    success = {m: [first_rel[q][m] == 1 for q in qids] for m in METHODS}
+    mc = {}
+    for name, (a, b) in comparisons.items():
+        c = es.paired_binary_counts(success[a], success[b])
+        disc = [q for q, x, y in zip(qids, success[a], success[b]) if x != y]
+        mc[name] = {**c, "p": es.exact_mcnemar(c["gained"], c["lost"]),
+                    "discordant_in_multi_query_groups": sum(1 for q in disc if q in multi),
+                    "discordant_groups": len({group_of[q] for q in disc})}
+    out["mcnemar"] = {"outcome": ev["binary_outcome"], "comparisons": mc,
+                      "assumption": "exact McNemar treats queries as independent; queries in one evidence group "
+                                    "share relevant documents and are not. The grouped bootstrap is the primary "
+                                    "uncertainty statement; this test is a secondary, binary view."}
+
+    # chance level of the candidate pool (how hard is the pool?)
+    k = ev["chance_k"]
+    hit = [es.chance_hit_at_k(depth, counts[q][1], k) for q in qids]
+    rec = [es.chance_recall_at_k(depth, counts[q][1], counts[q][0], k) for q in qids]
+    out["chance"] = {
+        "k": k, "candidates_per_query": depth,
+        "mean_chance_success": bs.seq_mean(hit), "mean_chance_recall": bs.seq_mean(rec),
+        "observed_success": {m: sum(1 for q in qids if first_rel[q][m] is not None and first_rel[q][m] <= k) / n
+                             for m in METHODS},
+        "queries_without_relevant_candidate": sum(1 for q in qids if counts[q][1] == 0),
+        "definition": "chance success@k = 1 - C(N-m, k)/C(N, k) for m relevant among N candidates (random order); "
+                      "chance recall@k = min(k, N)/N * m/|P|",
+    }
+
+    # declared slices: per-slice means, raw population mean, declared-weight (stratified) mean
+    slices = {}
+    for fam, weights in ev["slices"].items():
+        members = {s: [] for s in weights}
+        for q in qids:
+            members[es.assign_slice(fam, *counts[q])].append(q)
+        fam_out = {"slices": {}, "raw_mean": {}, "declared_weight_mean": {}}
+        for s, qs in members.items():
+            fam_out["slices"][s] = {"n": len(qs), "weight": weights[s], "population_share": len(qs) / n,
+                                    "means": {m: (bs.seq_mean(table[q][f"{m}_{metric}"] for q in qs) if qs else None)
+                                              for m in METHODS}}
+        for m in METHODS:
+            fam_out["raw_mean"][m] = bs.seq_mean(table[q][f"{m}_{metric}"] for q in qids)
+            fam_out["declared_weight_mean"][m] = es.stratified_mean(
+                {s: fam_out["slices"][s]["means"][m] for s in weights}, weights)
+        slices[fam] = fam_out
+    out["slices"] = slices
+
+    # analysis plan: primary, guardrails (pass/fail), exploratory per-slice comparisons (Holm, BH)
+    guard = {}
+    for name, loss in ev["guardrails"].items():
+        lower = summary["comparisons"][name]["grouped_interval"][0]
+        guard[name] = {"tolerated_loss": loss, "grouped_lower": lower, "mean": summary["comparisons"][name]["mean"],
+                       "pass": lower >= -loss,
+                       "rule": "passes when the grouped interval's lower bound >= -tolerated loss"}
+    explo = []
+    for fam in ev["exploratory"]["families"]:
+        for s in ev["slices"][fam]:
+            qs = [q for q in qids if es.assign_slice(fam, *counts[q]) == s]
+            for name in ev["exploratory"]["comparisons"]:
+                a, b = comparisons[name]
+                d = [table[q][f"{a}_{metric}"] - table[q][f"{b}_{metric}"] for q in qs]
+                st = es.sign_test(d) if d else {"wins": 0, "losses": 0, "ties": 0, "p": None}
+                explo.append({"family": fam, "slice": s, "comparison": name, "n": len(qs),
+                              "mean_delta": bs.seq_mean(d) if d else None, **st})
+    tested = [e for e in explo if e["p"] is not None]  # an empty slice is no test and not in the family
+    ps = [e["p"] for e in tested]
+    for e in explo:
+        e["p_holm"] = e["p_bh"] = None
+    for e, h, q in zip(tested, es.holm(ps), es.benjamini_hochberg(ps)):
+        e["p_holm"], e["p_bh"] = h, q
+    out["plan"] = {"primary": {"comparison": summary["primary"], "metric": metric},
+                   "guardrails": guard, "exploratory": explo,
+                   "exploratory_test": "exact sign test (wins vs losses of the per-query Δ; ties dropped); "
+                                       "p adjusted over all non-empty exploratory tests with Holm and "
+                                       "Benjamini-Hochberg"}
+
+    # power: the minimum detectable primary Δ of the confirmation set from the grouped variance
+    pw = ev["power"]
+    a, b = comparisons[summary["primary"]]
+    d = [table[q][f"{a}_{metric}"] - table[q][f"{b}_{metric}"] for q in qids]
+    pos = {q: i for i, q in enumerate(qids)}
+    if len(groups) >= 2:
+        var = es.grouped_variance_of_mean(d, [[pos[q] for q in g] for g in groups])
+        sd_eff = math.sqrt(n * var)
+        out["power"] = {
+            "alpha": pw["alpha"], "power": pw["power"], "n_development": n, "n_confirmation": pw["confirm_n"],
+            "grouped_variance_of_mean": var, "sd_eff": sd_eff,
+            "mde_confirmation": es.minimum_detectable_effect(sd_eff, pw["confirm_n"], pw["alpha"], pw["power"]),
+            "formula": "MDE = (z_{1-alpha/2} + z_{power}) * sd_eff / sqrt(n_conf); sd_eff^2 = n_dev * Var(mean Δ), "
+                       "Var(mean Δ) = G/(G-1) * sum_g (S_g - n_g * mean Δ)^2 / n_dev^2 (grouped, linearised)",
+        }
+    else:
+        out["power"] = None
+    return out

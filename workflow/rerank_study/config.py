@@ -88,6 +88,21 @@ def validate_config(cfg: dict, schema_path=SCHEMA_PATH) -> dict:
         problems.append("config key 'smoke_settings.queries': larger than splits.dev_size")
     if max(cfg["metrics"]["recall_ks"]) > cand["depth"]:
         problems.append("config key 'metrics.recall_ks': a cut-off deeper than the candidate lists")
+    ev = cfg["evalstats"]
+    from .evalstats import validate_slices
+
+    try:
+        validate_slices(ev["slices"])
+    except ValueError as exc:
+        problems.append(f"config key 'evalstats.slices': {exc}")
+    for name in list(ev["guardrails"]) + list(ev["exploratory"]["comparisons"]):
+        if name not in comps["all"]:
+            problems.append(f"config key 'evalstats': comparison {name!r} is not one of {sorted(comps['all'])}")
+    if comps["primary"] in ev["guardrails"]:
+        problems.append("config key 'evalstats.guardrails': the primary comparison cannot also be a guardrail")
+    for fam in ev["exploratory"]["families"]:
+        if fam not in ev["slices"]:
+            problems.append(f"config key 'evalstats.exploratory.families': {fam!r} is not a declared slice family")
     if problems:
         raise ConfigError("INVALID CONFIG (fix config/config.yaml or the --config value):\n  " + "\n  ".join(problems))
     return cfg

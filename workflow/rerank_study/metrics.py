@@ -74,6 +74,8 @@ def query_metrics(ranked: Sequence[str], qrels_q: Mapping[str, int], ndcg_k: int
     out = {f"ndcg@{ndcg_k}": ndcg_at(ranked, qrels_q, ndcg_k)}
     for k in recall_ks:
         out[f"recall@{k}"] = recall_at(ranked, qrels_q, k)
+    for k in recall_ks:
+        out[f"capped_recall@{k}"] = capped_recall_at(ranked, qrels_q, k)
     out[f"mrr@{mrr_k}"] = mrr_at(ranked, qrels_q, mrr_k)
     out["first_rel_rank"] = first_relevant_rank(ranked, qrels_q)
     out["n_relevant"] = sum(1 for r in qrels_q.values() if r > 0)

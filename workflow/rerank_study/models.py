@@ -74,14 +74,16 @@ def copy_verified(src_files: dict[str, Path], dest_dir, file_pins: dict, what: s
 
 
 # ------------------------------------------------------------------ the pinned cross-encoder --
-def _hf_files(repo: str, revision: str, names, local_only: bool) -> dict[str, Path]:
+def _hf_files(repo: str, revision: str, names, local_only: bool, cache_dir=None) -> dict[str, Path]:
     from huggingface_hub import hf_hub_download
 
-    return {n: Path(hf_hub_download(repo_id=repo, filename=n, revision=revision, local_files_only=local_only))
+    return {n: Path(hf_hub_download(repo_id=repo, filename=n, revision=revision, local_files_only=local_only,
+                                    cache_dir=cache_dir))
             for n in names}
 
 
-def resolve_pinned_cross_encoder(ce_pins: dict, dest_dir, model_dir: str = "", allow_download: bool = True) -> dict:
+def resolve_pinned_cross_encoder(ce_pins: dict, dest_dir, model_dir: str = "", allow_download: bool = True,
+                                 hf_cache_dir=None) -> dict:
     """Place the verified pinned cross-encoder files in ``dest_dir``; write and return MODEL.json."""
     files = {n: p for n, p in ce_pins["files"].items() if not n.startswith("_")}
     repo, rev = ce_pins["repo"], ce_pins["revision"]
@@ -103,13 +105,15 @@ def resolve_pinned_cross_encoder(ce_pins: dict, dest_dir, model_dir: str = "", a
             if not name:
                 continue
             try:
-                found, source = _hf_files(name, rev, files, local_only=True), f"Hugging Face cache {name}@{rev}"
+                found = _hf_files(name, rev, files, local_only=True, cache_dir=hf_cache_dir)
+                source = f"Hugging Face cache {name}@{rev}"
                 break
             except Exception as exc:  # noqa: BLE001 - every failure is reported below
                 attempts.append(f"Hugging Face cache {name}@{rev}: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
     if found is None and allow_download:
         try:
-            found, source = _hf_files(repo, rev, files, local_only=False), f"download {repo}@{rev}"
+            found = _hf_files(repo, rev, files, local_only=False, cache_dir=hf_cache_dir)
+            source = f"download {repo}@{rev}"
         except Exception as exc:  # noqa: BLE001
             attempts.append(f"download {repo}@{rev}: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
     if found is None:
@@ -170,7 +174,9 @@ def build_standin(bi_pins: dict, ce_pins: dict, dest_dir, head_seed: int, head_s
     tensors["classifier.weight"] = (torch.randn(arch["num_labels"], hidden, generator=gen) * head_std).contiguous()
     tensors["classifier.bias"] = torch.zeros(arch["num_labels"])
     tensors.pop("bert.embeddings.position_ids", None)
-    metadata = {"format": "pt", "stand_in": f"{STANDIN_LABEL}: all-MiniLM-L6-v2 encoder + head seed {head_seed}"}
+    # ONE metadata key only: safetensors serialises the metadata map in hash order, so a second key
+    # made the file bytes differ between processes (the STAND-IN label lives in config.json)
+    metadata = {"format": "pt"}
     dest.mkdir(parents=True, exist_ok=True)
     with atomic_path(dest / "model.safetensors") as tmp:
         save_file(tensors, str(tmp), metadata=metadata)

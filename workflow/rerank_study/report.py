@@ -147,3 +147,73 @@ def plots(summary: Mapping, primary_deltas, forest_path, delta_path) -> None:
     fig.tight_layout()
     fig.savefig(delta_path, dpi=100, metadata={"Software": None})
     plt.close(fig)
+
+
+def _p(x) -> str:
+    return "NA" if x is None else (f"{x:.3g}" if x >= 1e-4 else f"{x:.2e}")
+
+
+def evalstats_section(summary: Mapping) -> str:
+    """Report section for the seed 000 / 003 tools (numbers from summary['evalstats'])."""
+    ev = summary["evalstats"]
+    metric = summary["metric"]
+    out = ["## Evaluation statistics (primers: seeds 000 and 003)", ""]
+    plan = ev["plan"]
+    out += ["### Analysis plan (declared in config before results; frozen into the confirmation protocol)", "",
+            f"- **PRIMARY**: {plan['primary']['comparison']} on {plan['primary']['metric']} (threshold "
+            f"{summary['threshold']}) — see the table above."]
+    for name, g in plan["guardrails"].items():
+        out.append(f"- **GUARDRAIL** {name}: tolerated loss {g['tolerated_loss']}; grouped lower bound "
+                   f"{f6(g['grouped_lower'])} → **{'PASS' if g['pass'] else 'FAIL'}** ({g['rule']}).")
+    out += ["", "### Exact McNemar on a binary outcome", "",
+            f"Outcome: **{ev['mcnemar']['outcome']}** (the rank-1 document is judged relevant). Only discordant "
+            "queries inform the test.", "",
+            "| comparison | gained | lost | unchanged | exact two-sided p | discordant queries in multi-query groups |",
+            "|---|---|---|---|---|---|"]
+    for name, c in ev["mcnemar"]["comparisons"].items():
+        out.append(f"| {name} | {c['gained']} | {c['lost']} | {c['unchanged']} | {_p(c['p'])} | "
+                   f"{c['discordant_in_multi_query_groups']} |")
+    out += ["", f"> Warning (seed 000): McNemar assumes independent queries. {ev['mcnemar']['assumption']}", ""]
+    ch = ev["chance"]
+    k = ch["k"]
+    out += ["### Recall done right, and the chance level of the candidate pool", "",
+            f"Recall@K divides by |P| (all judged relevant documents); **capped Recall@K** divides by min(|P|, K) and "
+            "is a different metric, reported under its own name.", "",
+            "| method | " + " | ".join(f"{c[5:]}" for c in summary["methods"]["rrf"] if c.startswith("mean_") and "recall" in c)
+            + " |", "|---|" + "---|" * sum(1 for c in summary["methods"]["rrf"] if c.startswith("mean_") and "recall" in c)]
+    for m in ("rrf", "ce", "blend"):
+        vals = [v for c, v in summary["methods"][m].items() if c.startswith("mean_") and "recall" in c]
+        out.append(f"| {m} | " + " | ".join(f6(v) for v in vals) + " |")
+    out += ["", f"Chance level for a uniformly random ordering of the {ch['candidates_per_query']} candidates: "
+            f"success@{k} (≥1 relevant in the top {k}) = {f6(ch['mean_chance_success'])}, Recall@{k} = "
+            f"{f6(ch['mean_chance_recall'])} (mean over queries; {ch['definition']}). Observed success@{k}: "
+            + ", ".join(f"{m} {f6(v)}" for m, v in ch["observed_success"].items())
+            + f". Queries with no relevant document among the candidates: {ch['queries_without_relevant_candidate']}.", ""]
+    out += ["### Declared slices and weights", ""]
+    for fam, f in ev["slices"].items():
+        out += [f"**{fam}** — {metric}", "", "| slice | n | population share | declared weight | rrf | ce | blend |",
+                "|---|---|---|---|---|---|---|"]
+        for s, v in f["slices"].items():
+            out.append(f"| {s} | {v['n']} | {f6(v['population_share'])} | {v['weight']} | "
+                       + " | ".join(f6(v["means"][m]) for m in ("rrf", "ce", "blend")) + " |")
+        out.append("| raw population mean | | | | " + " | ".join(f6(f["raw_mean"][m]) for m in ("rrf", "ce", "blend")) + " |")
+        out.append("| declared-weight mean Σ w_g m_g | | | | "
+                   + " | ".join(f6(f["declared_weight_mean"][m]) for m in ("rrf", "ce", "blend")) + " |")
+        out.append("")
+    out += ["NA = an empty stratum with positive weight: the declared-weight mean is undefined, not zero.", "",
+            "### Exploratory per-slice comparisons (NOT confirmatory)", "",
+            f"{plan['exploratory_test']}.", "",
+            "| family | slice | comparison | n | mean Δ | W/T/L | p | p Holm | p BH |", "|---|---|---|---|---|---|---|---|---|"]
+    for e in plan["exploratory"]:
+        out.append(f"| {e['family']} | {e['slice']} | {e['comparison']} | {e['n']} | {f6(e['mean_delta'])} | "
+                   f"{e['wins']}/{e['ties']}/{e['losses']} | {_p(e['p'])} | {_p(e['p_holm'])} | {_p(e['p_bh'])} |")
+    pw = ev["power"]
+    out += ["", "### Power of the confirmation set", ""]
+    if pw is None:
+        out.append("Not computable: fewer than two evidence groups.")
+    else:
+        out += [f"Minimum detectable primary Δ on the {pw['n_confirmation']} confirmation queries at α = {pw['alpha']}, "
+                f"power {pw['power']}: **{f6(pw['mde_confirmation'])}** (per-query SD implied by the grouped variance "
+                f"of this run: {f6(pw['sd_eff'])}; {pw['formula']}).",
+                "For two-proportion A/B sample sizes (seed 003) use `python -m rerank_study.evalstats sample-size`."]
+    return "\n".join(out) + "\n"

@@ -2,7 +2,7 @@
 
 * Confirmation set = every query of ``queries.jsonl`` that has no judgement in the training
   qrels (for SciFact: exactly BEIR's ``test`` split, 300 claims). It is derived WITHOUT reading
-  the sealed ``qrels/test.tsv``; the unsealing step later checks it equals that file's queries.
+  the sealed confirmation qrels; the unsealing step later checks it equals that file's queries.
 * Development set = ``dev_size`` queries drawn without replacement from the training-qrels
   queries (sorted canonically) with ``numpy.random.default_rng(seed).choice``.
 

@@ -7,6 +7,7 @@ rule bi_encoder:
     output:
         P["bi_encoder"],
     params:
+        code=CODE,  # library source hash: a change in the science reruns the rule
         lockdir=LOCK,
     log:
         log_of("bi_encoder", per_run=False),
@@ -26,6 +27,7 @@ rule bm25:
         table=P["bm25"],
         run=P["bm25_run"],
     params:
+        code=CODE,  # library source hash: a change in the science reruns the rule
         pins=f"{LOCK}/data_pins.json",
         bm25=config["candidates"]["bm25"],
     log:
@@ -47,6 +49,7 @@ rule dense:
         table=P["dense"],
         run=P["dense_run"],
     params:
+        code=CODE,  # library source hash: a change in the science reruns the rule
         pins=f"{LOCK}/data_pins.json",
         dense=config["candidates"]["dense"],
         threads=config["ce"]["threads"],
@@ -72,6 +75,7 @@ rule candidates:
         run=P["candidates_run"],
         meta=P["candidates_meta"],
     params:
+        code=CODE,  # library source hash: a change in the science reruns the rule
         lockdir=LOCK,
         candidates=config["candidates"],
     log:

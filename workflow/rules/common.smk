@@ -14,6 +14,16 @@ with open(f"{LOCK}/data_pins.json", encoding="utf-8") as _fh:
 with open(f"{LOCK}/model_pins.json", encoding="utf-8") as _fh:
     MODEL_PINS = json.load(_fh)
 
+# sha256 of the library's source (workflow/rerank_study/*.py): a param of every computing rule,
+# so that a change in the science reruns what depends on it (Snakemake only tracks the rule
+# scripts themselves); also recorded in every manifest.
+import hashlib as _hashlib
+
+_h = _hashlib.sha256()
+for _p in sorted((Path(workflow.basedir) / "workflow" / "rerank_study").glob("*.py")):
+    _h.update(_p.name.encode() + b"\0" + _p.read_bytes())
+CODE = _h.hexdigest()
+
 _ce = MODEL_PINS["cross_encoder"]
 MODEL_FOLDER = (f"standin-seed{config['standin']['head_seed']}" if config["scorer"] == "stand-in"
                 else f"ce-{_ce['revision']}")

@@ -8,6 +8,7 @@ rule fetch_data:
         queries=ensure(P["queries"], sha256=data_sha("queries.jsonl")),
         qrels_dev=ensure(P["qrels_dev"], sha256=data_sha("qrels/train.tsv")),
     params:
+        code=CODE,  # library source hash: a change in the science reruns the rule
         names=["corpus.jsonl", "queries.jsonl", "qrels/train.tsv"],
         pins=f"{LOCK}/data_pins.json",
         cache=P["data_cache"],
@@ -29,6 +30,7 @@ rule splits:
         dev=P["split_dev"],
         confirm=P["split_confirm"],
     params:
+        code=CODE,  # library source hash: a change in the science reruns the rule
         lockdir=LOCK,
         pins=f"{LOCK}/data_pins.json",
         dev_size=config["splits"]["dev_size"],

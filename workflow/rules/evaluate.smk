@@ -9,6 +9,8 @@ rule groups:
     output:
         groups=P["groups"],
         meta=P["groups_meta"],
+    params:
+        code=CODE,  # library source hash: a change in the science reruns the rule
     log:
         log_of("groups"),
     benchmark:
@@ -31,6 +33,7 @@ rule evaluate:
         blend=P["run_blend"],
         per_query=P["per_query"],
     params:
+        code=CODE,  # library source hash: a change in the science reruns the rule
         blend_k=config["blend"]["k"],
         metrics=config["metrics"],
     log:

@@ -20,6 +20,7 @@ rule report:
         delta=P["delta_plot"],
         measurements=f"{RUNDIR}/measurements/report.json",
     params:
+        code=CODE,  # library source hash: a change in the science reruns the rule
         lockdir=LOCK,
     log:
         log_of("report"),
@@ -36,6 +37,7 @@ rule manifest:
     output:
         P["manifest"],
     params:
+        code=CODE,  # library source hash: a change in the science reruns the rule
         paths=P,
         run=RUN,
         rundir=RUNDIR,
@@ -47,6 +49,7 @@ rule manifest:
             "bootstrap_seed": config["bootstrap"]["seed"], "percentiles": config["bootstrap"]["percentiles"],
             "threshold": config["threshold"], "comparisons": config["comparisons"],
             "max_length": config["ce"]["max_length"],
+            "evalstats": config["evalstats"],
         },
     log:
         log_of("manifest"),
@@ -60,12 +63,14 @@ rule audit:
     output:
         P["audit"],
     params:
+        code=CODE,  # library source hash: a change in the science reruns the rule
         rundir=RUNDIR,
         lockdir=LOCK,
         python=sys.executable,
+        script=str(Path(workflow.basedir) / "scripts" / "audit.py"),
     log:
         log_of("audit"),
     benchmark:
         bench_of("audit")
     shell:
-        "{params.python} -I -S scripts/audit.py {params.rundir} --lockdir {params.lockdir} --out {output} > {log} 2>&1"
+        "{params.python} -I -S {params.script} {params.rundir} --lockdir {params.lockdir} --out {output} > {log} 2>&1"

@@ -7,6 +7,7 @@ if config["scorer"] == "stand-in":
         output:
             P["model"],
         params:
+            code=CODE,  # library source hash: a change in the science reruns the rule
             lockdir=LOCK,
             head_seed=config["standin"]["head_seed"],
             head_std=config["standin"]["head_std"],
@@ -23,6 +24,7 @@ else:
         output:
             P["model"],
         params:
+            code=CODE,  # library source hash: a change in the science reruns the rule
             lockdir=LOCK,  # model_dir is read from the config in the script (a location, not a setting)
         log:
             log_of("pinned_model", per_run=False),
@@ -43,6 +45,7 @@ rule run_inputs:
         candidates=P["run_candidates"],
         qrels=P["run_qrels"],
     params:
+        code=CODE,  # library source hash: a change in the science reruns the rule
         pins=f"{LOCK}/data_pins.json",
         n_queries=N_QUERIES,
         depth=DEPTH,
@@ -63,6 +66,7 @@ rule score:
         shape_check=P["shape_check"],
         measurements=P["scoring_measurements"],
     params:
+        code=CODE,  # library source hash: a change in the science reruns the rule
         pins=f"{LOCK}/data_pins.json",
         ce=config["ce"],
         cache=P["score_cache"],

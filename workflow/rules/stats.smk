@@ -12,10 +12,13 @@ rule bootstrap:
         replicates=P["replicates"],
         summary=P["summary"],
     params:
+        code=CODE,  # library source hash: a change in the science reruns the rule
         bootstrap=config["bootstrap"],
         threshold=config["threshold"],
         comparisons=config["comparisons"],
         metrics=config["metrics"],
+        evalstats=config["evalstats"],
+        depth=DEPTH,
         scorer=config["scorer"],
         run=RUN,
     log:

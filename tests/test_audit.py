@@ -1,0 +1,291 @@
+"""The independent audit: standard library only, imports nothing from the project, passes on real
+results and rejects every kind of corruption — also when the manifest hashes were updated to
+match the corrupted file."""
+
+import ast
+import csv
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+AUDIT = ROOT / "scripts" / "audit.py"
+
+
+def test_audit_imports_only_the_standard_library_and_nothing_from_the_project():
+    tree = ast.parse(AUDIT.read_text())
+    mods = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            mods |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, "relative import in the audit"
+            mods.add(node.module.split(".")[0])
+    assert mods <= set(sys.stdlib_module_names), mods - set(sys.stdlib_module_names)
+    assert "rerank_study" not in AUDIT.read_text().replace("rerank_study/", "")
+
+
+# ---------------------------------------------------------------------------- harness --
+def run_audit(rundir: Path, lockdir: Path):
+    proc = subprocess.run([sys.executable, "-I", "-S", str(AUDIT), str(rundir), "--lockdir", str(lockdir),
+                           "--out", str(rundir.parent / f"{rundir.name}-audit.json")], capture_output=True, text=True)
+    result = json.loads((rundir.parent / f"{rundir.name}-audit.json").read_text()) if proc.returncode in (0, 1) else None
+    return proc, result
+
+
+def rehash_manifest(rundir: Path):
+    """What a careless or dishonest editor would do: make the manifest agree with the files."""
+    m = json.loads((rundir / "manifest.json").read_text())
+    for a in m["artefacts"]:
+        p = Path(a["path"])
+        p = p if p.is_absolute() else rundir / p
+        if a["scope"] == "run":
+            a["sha256"] = hashlib.sha256(p.read_bytes()).hexdigest()
+    (rundir / "manifest.json").write_text(json.dumps(m, indent=2, sort_keys=True) + "\n")
+
+
+def read_rows(path):
+    with open(path, encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh, delimiter="\t"))
+
+
+def write_rows(path, rows, header=None):
+    header = header or list(rows[0])
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        fh.write("\t".join(header) + "\n")
+        for r in rows:
+            fh.write("\t".join(r[h] for h in header) + "\n")
+
+
+@pytest.fixture
+def copy_of(tmp_path, smoke_run, dev_run, fixture_workdir):
+    def make(which="smoke"):
+        src = smoke_run if which == "smoke" else dev_run
+        dst = tmp_path / which
+        shutil.copytree(src, dst)
+        return dst
+    make.lockdir = fixture_workdir / "lockfiles"
+    return make
+
+
+@pytest.mark.parametrize("which", ["smoke", "dev"])
+def test_untouched_results_pass(copy_of, which):
+    rundir = copy_of(which)
+    proc, result = run_audit(rundir, copy_of.lockdir)
+    assert proc.returncode == 0, proc.stdout
+    assert result["ok"] and result["checks"]["replicates"]["checked"] == 60001
+
+
+def test_unupdated_manifest_catches_any_byte_change(copy_of):
+    rundir = copy_of()
+    p = rundir / "summary.json"
+    p.write_text(p.read_text().replace('"n_groups"', '"n_groups" ', 1))
+    proc, result = run_audit(rundir, copy_of.lockdir)
+    assert proc.returncode == 1 and "manifest_hashes" in result["failed_checks"]
+
+
+# ------------------------------------------------------------------------- corruptions --
+def c_changed_logit(d):
+    rows = read_rows(d / "pairs.tsv")
+    rows[3]["logit"] = repr(float(rows[3]["logit"]) + 5.0)
+    write_rows(d / "pairs.tsv", rows)
+
+
+def c_swap_candidates(d):
+    rows = read_rows(d / "inputs/candidates.tsv")
+    rows[0]["doc_id"], rows[1]["doc_id"] = rows[1]["doc_id"], rows[0]["doc_id"]
+    write_rows(d / "inputs/candidates.tsv", rows)
+
+
+def c_duplicate_candidate(d):
+    rows = read_rows(d / "inputs/candidates.tsv")
+    rows[1]["doc_id"] = rows[0]["doc_id"]
+    write_rows(d / "inputs/candidates.tsv", rows)
+
+
+def c_missing_pair(d):
+    rows = read_rows(d / "pairs.tsv")
+    write_rows(d / "pairs.tsv", rows[:7] + rows[8:])
+
+
+def c_blend_tie_other_way(d):
+    rows = read_rows(d / "rankings.tsv")
+    by = {}
+    for r in rows:
+        by.setdefault((r["qid"], r["blend_score"]), []).append(r)
+    tied = [v for v in by.values() if len(v) >= 2]
+    assert tied, "this result has no exact blend tie to flip"
+    a, b = tied[0][:2]
+    a["blend_rank"], b["blend_rank"] = b["blend_rank"], a["blend_rank"]
+    write_rows(d / "rankings.tsv", rows)
+    run = (d / "runs/blend.trec").read_text().splitlines()
+    ia = next(i for i, l in enumerate(run) if l.split()[0] == a["qid"] and l.split()[2] == a["doc_id"])
+    ib = next(i for i, l in enumerate(run) if l.split()[0] == b["qid"] and l.split()[2] == b["doc_id"])
+    pa, pb = run[ia].split(), run[ib].split()
+    pa[2], pb[2] = pb[2], pa[2]
+    run[ia], run[ib] = " ".join(pa), " ".join(pb)
+    (d / "runs/blend.trec").write_text("\n".join(run) + "\n")
+
+
+def c_query_dropped(d):
+    rows = read_rows(d / "per_query.tsv")
+    write_rows(d / "per_query.tsv", rows[:-1])
+
+
+def c_wrong_length(d):
+    rows = read_rows(d / "inputs/candidates.tsv")
+    write_rows(d / "inputs/candidates.tsv", rows[:-1])
+
+
+def c_query_moved_group(d):
+    rows = read_rows(d / "groups.tsv")
+    rows[-1]["group_id"], rows[-1]["group_index"] = rows[0]["group_id"], rows[0]["group_index"]
+    write_rows(d / "groups.tsv", rows)
+
+
+def c_replicate_changed(d):
+    rows = read_rows(d / "bootstrap/replicates.tsv")
+    rows[1234]["grouped_blend-ce"] = repr(float(rows[1234]["grouped_blend-ce"]) + 1e-9)
+    write_rows(d / "bootstrap/replicates.tsv", rows)
+
+
+def c_index_changed(d):
+    rows = read_rows(d / "bootstrap/grouped_indices.tsv")
+    n = len(rows[0]) - 1
+    rows[77]["draw0"] = str((int(rows[77]["draw0"]) + 1) % n)
+    write_rows(d / "bootstrap/grouped_indices.tsv", rows)
+
+
+def c_interval_endpoint(d):
+    s = json.loads((d / "summary.json").read_text())
+    s["comparisons"]["blend-ce"]["grouped_interval"][0] -= 1e-6
+    (d / "summary.json").write_text(json.dumps(s, indent=2, sort_keys=True) + "\n")
+
+
+def c_mean_of_group_means(d):
+    """Replace the ratio estimator by the mean of group means, consistently in replicates + summary."""
+    pq = read_rows(d / "per_query.tsv")
+    groups = read_rows(d / "groups.tsv")
+    members = {}
+    for g in groups:
+        members.setdefault(int(g["group_index"]), []).append(g["qid"])
+    assert any(len(m) > 1 for m in members.values()), "needs a group with more than one query"
+    val = {r["qid"]: float(r["blend_ndcg@10"]) - float(r["ce_ndcg@10"]) for r in pq}
+    gmean = {g: sum(val[q] for q in m) / len(m) for g, m in members.items()}
+    idx = read_rows(d / "bootstrap/grouped_indices.tsv")
+    reps = read_rows(d / "bootstrap/replicates.tsv")
+    for r, row in zip(reps, idx):
+        draws = [int(row[k]) for k in row if k != "replicate"]
+        r["grouped_blend-ce"] = repr(sum(gmean[g] for g in draws) / len(draws))
+    write_rows(d / "bootstrap/replicates.tsv", reps)
+
+
+def c_metric_value(d):
+    rows = read_rows(d / "per_query.tsv")
+    rows[0]["rrf_ndcg@10"] = repr(float(rows[0]["rrf_ndcg@10"]) + 0.01)
+    write_rows(d / "per_query.tsv", rows)
+
+
+def c_report_number(d):
+    s = json.loads((d / "summary.json").read_text())
+    mean = f"{s['comparisons']['blend-rrf']['mean']:.6f}"
+    text = (d / "report.md").read_text()
+    line = next(l for l in text.splitlines() if l.startswith("| blend-rrf"))
+    (d / "report.md").write_text(text.replace(line, line.replace(mean, "0.999999", 1)))
+
+
+def c_confirmation_query_leaked(d, confirm_id):
+    pq = read_rows(d / "per_query.tsv")
+    pq[0]["qid"] = confirm_id
+    write_rows(d / "per_query.tsv", pq)
+
+
+def c_qrels_extra_judgement(d):
+    text = (d / "inputs/qrels.tsv").read_text()
+    first = text.splitlines()[1].split("\t")[0]
+    (d / "inputs/qrels.tsv").write_text(text + f"{first}\t999999999\t1\n")
+
+
+def c_standin_label_removed(d):
+    rows = read_rows(d / "pairs.tsv")
+    for r in rows:
+        r["model"] = r["model"].replace("STAND-IN:", "")
+    write_rows(d / "pairs.tsv", rows)
+
+
+CORRUPTIONS = {
+    # ranking
+    "changed_logit": (c_changed_logit, "smoke", {"blend"}),
+    "swapped_candidates": (c_swap_candidates, "smoke", {"candidates"}),
+    "duplicated_candidate": (c_duplicate_candidate, "smoke", {"candidates"}),
+    "missing_pair": (c_missing_pair, "smoke", {"pairs"}),
+    "blend_tie_other_way": (c_blend_tie_other_way, "dev", {"blend"}),
+    "query_dropped_from_per_query": (c_query_dropped, "smoke", {"per_query"}),
+    "candidate_list_wrong_length": (c_wrong_length, "smoke", {"candidates"}),
+    # statistical
+    "query_moved_to_another_group": (c_query_moved_group, "dev", {"groups"}),
+    "replicate_changed": (c_replicate_changed, "smoke", {"replicates"}),
+    "bootstrap_index_changed": (c_index_changed, "dev", {"replicates"}),
+    "interval_endpoint_changed": (c_interval_endpoint, "smoke", {"summary"}),
+    "mean_of_group_means": (c_mean_of_group_means, "dev", {"replicates"}),
+    # more a reviewer would try
+    "per_query_metric_changed": (c_metric_value, "smoke", {"per_query"}),
+    "report_number_changed": (c_report_number, "smoke", {"report"}),
+    "qrels_extra_judgement": (c_qrels_extra_judgement, "smoke", {"qrels"}),
+    "standin_label_removed": (c_standin_label_removed, "smoke", {"scorer_label"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORRUPTIONS))
+@pytest.mark.parametrize("manifest_updated", [False, True], ids=["manifest-stale", "manifest-rehashed"])
+def test_corruption_is_rejected(copy_of, name, manifest_updated):
+    fn, which, expected = CORRUPTIONS[name]
+    rundir = copy_of(which)
+    fn(rundir)
+    if manifest_updated:
+        rehash_manifest(rundir)
+    proc, result = run_audit(rundir, copy_of.lockdir)
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    failed = set(result["failed_checks"])
+    assert expected <= failed, (failed, proc.stdout[-2000:])
+    assert ("manifest_hashes" in failed) != manifest_updated
+    assert "AUDIT FAILED" in proc.stdout
+    for check in expected:  # every failure names file, item, expected and found
+        f = result["checks"][check]["first_failures"][0]
+        assert f["file"] and f["item"] and "expected" in f and "found" in f
+
+
+def test_confirmation_query_id_in_a_development_artefact_breaks_the_seal(copy_of):
+    rundir = copy_of()
+    confirm_id = (copy_of.lockdir / "splits/confirm.txt").read_text().split()[0]
+    c_confirmation_query_leaked(rundir, confirm_id)
+    rehash_manifest(rundir)
+    proc, result = run_audit(rundir, copy_of.lockdir)
+    assert proc.returncode == 1 and "seal" in result["failed_checks"]
+
+
+def test_not_a_run_folder_exits_2(tmp_path):
+    proc = subprocess.run([sys.executable, "-I", "-S", str(AUDIT), str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == 2 and "cannot be audited" in proc.stderr
+
+
+def test_changed_mcnemar_count_or_slice_mean_is_rejected(copy_of):
+    rundir = copy_of()
+    s = json.loads((rundir / "summary.json").read_text())
+    s["evalstats"]["mcnemar"]["comparisons"]["blend-ce"]["gained"] += 1
+    fam = next(iter(s["evalstats"]["slices"]))
+    sl = next(v for v in s["evalstats"]["slices"][fam]["slices"].values() if v["n"])
+    sl["means"]["ce"] += 0.001
+    (rundir / "summary.json").write_text(json.dumps(s, indent=2, sort_keys=True) + "\n")
+    rehash_manifest(rundir)
+    proc, result = run_audit(rundir, copy_of.lockdir)
+    assert proc.returncode == 1 and "evalstats" in result["failed_checks"]
+    items = {f["item"] for f in result["checks"]["evalstats"]["first_failures"]}
+    assert "McNemar blend-ce gained" in items and any(i.startswith(f"slice {fam}.") for i in items)

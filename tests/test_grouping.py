@@ -1,0 +1,35 @@
+"""Evidence groups on hand-built graphs."""
+
+import pytest
+
+from rerank_study import grouping
+
+
+def test_chain_star_isolated():
+    qrels = {
+        "a": {"d1": 1}, "b": {"d1": 1, "d2": 1}, "c": {"d2": 1},          # chain a-b-c
+        "s": {"x1": 1, "x2": 1, "x3": 1}, "l1": {"x1": 1}, "l2": {"x2": 1}, "l3": {"x3": 1},  # star
+        "i": {"solo": 1},                                                  # isolated
+        "z": {"d1": 0, "other": 1},                                        # shares only a non-relevant doc
+    }
+    order = ["a", "s", "i", "b", "l1", "z", "c", "l2", "l3"]
+    groups = grouping.evidence_groups(order, qrels)
+    assert groups == [["a", "b", "c"], ["s", "l1", "l2", "l3"], ["i"], ["z"]]
+    assert grouping.group_ids(groups) == ["G001", "G002", "G003", "G004"]
+    assert grouping.size_histogram(groups) == {1: 2, 3: 1, 4: 1}
+
+
+def test_chain_joined_late_merges_components():
+    # q1-q3 share d13, q2-q4 share d24, q3-q4 share d34 -> one component, found in any order
+    qrels = {"q1": {"d13": 1}, "q2": {"d24": 1}, "q3": {"d13": 1, "d34": 1}, "q4": {"d24": 1, "d34": 1}}
+    assert grouping.evidence_groups(["q1", "q2", "q3", "q4"], qrels) == [["q1", "q2", "q3", "q4"]]
+
+
+def test_only_analysed_queries_count():
+    qrels = {"a": {"d": 1}, "b": {"e": 1}, "outside": {"d": 1, "e": 1}}
+    assert grouping.evidence_groups(["a", "b"], qrels) == [["a"], ["b"]]
+
+
+def test_missing_judgements_refused():
+    with pytest.raises(ValueError, match="without judgements"):
+        grouping.evidence_groups(["a"], {})

@@ -1,0 +1,238 @@
+"""Atomic writes, exact floats, BEIR readers with file/line errors, pinned acquisition."""
+
+import hashlib
+import http.server
+import json
+import shutil
+import threading
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA, FIXTURE
+from rerank_study import acquire, beir, fileio
+from rerank_study.errors import MalformedInputError, MissingInputError, PinMismatchError
+
+NAMES = ["corpus.jsonl", "queries.jsonl", "qrels/train.tsv", "qrels/test.tsv"]
+
+
+def sha(p):
+    return hashlib.sha256(Path(p).read_bytes()).hexdigest()
+
+
+# ------------------------------------------------------------------------------ fileio --
+def test_atomic_write_leaves_nothing_on_failure(tmp_path):
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+    with pytest.raises(RuntimeError):
+        with fileio.atomic_open(target) as fh:
+            fh.write("half")
+            raise RuntimeError("interrupted")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+def test_atomic_path_renames_only_after_the_check(tmp_path):
+    target = tmp_path / "f.bin"
+    with pytest.raises(ValueError):
+        with fileio.atomic_path(target) as tmp:
+            tmp.write_bytes(b"bad")
+            raise ValueError("hash mismatch")
+    assert not target.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_float_text_round_trips_exactly():
+    for x in (0.1, 1 / 3, -7.62939453125e-06, 1e-300, 0.03252313490743415):
+        assert float(fileio.fmt_float(x)) == x
+    with pytest.raises(ValueError):
+        fileio.fmt_float(float("nan"))
+
+
+def test_read_tsv_reports_line_of_truncated_row(tmp_path):
+    p = tmp_path / "t.tsv"
+    p.write_text("a\tb\n1\t2\n3")
+    with pytest.raises(MalformedInputError, match=r"line 3: last line is not terminated"):
+        fileio.read_tsv(p)
+    p.write_text("a\tb\n1\t2\t3\n")
+    with pytest.raises(MalformedInputError, match="line 2: 3 cells"):
+        fileio.read_tsv(p)
+
+
+# ------------------------------------------------------------------------------ readers --
+def test_fixture_reads_and_doc_text_convention():
+    corpus = beir.read_corpus(FIXTURE / "corpus.jsonl")
+    queries = beir.read_queries(FIXTURE / "queries.jsonl")
+    qrels = beir.read_qrels(FIXTURE / "qrels/train.tsv")
+    assert len(corpus) == 163 and len(queries) == 18 and len(qrels) == 12
+    d = corpus["31715818"]
+    assert d.full_text == (d.title + " " + d.text).strip()
+    assert qrels["35"] == {"5152028": 1, "11705328": 1}
+
+
+def test_reader_matches_beir_generic_data_loader(tmp_path):
+    """Upstream comparison: BEIR's own loader reads the same corpus, queries and qrels."""
+    from beir.datasets.data_loader import GenericDataLoader
+
+    corpus, queries, qrels = GenericDataLoader(data_folder=str(FIXTURE)).load(split="train")
+    ours = beir.read_corpus(FIXTURE / "corpus.jsonl")
+    assert {k: (v["title"], v["text"]) for k, v in corpus.items()} == {k: (d.title, d.text) for k, d in ours.items()}
+    assert qrels == beir.read_qrels(FIXTURE / "qrels/train.tsv")
+    our_q = beir.read_queries(FIXTURE / "queries.jsonl")
+    assert queries == {q: our_q[q] for q in qrels}
+
+
+@pytest.mark.parametrize("content,match", [
+    ('{"_id": "1", "title": "t", "text": "x"}\n{"_id": "2", "title": "t"', "line 2: last line is not terminated"),
+    ('{"_id": "1", "title": "t", "text": "x"}\n{"_id": 2, "title": "t", "text": "x"}\n', "line 2: key '_id' must be a string"),
+    ('{"_id": "1", "title": "t", "text": "x"}\nnot json\n', "line 2: invalid JSON"),
+    ('{"_id": "1", "title": "t", "text": "x"}\n{"_id": "1", "title": "t", "text": "y"}\n', "line 2: duplicate document id"),
+])
+def test_malformed_corpus_lines_name_file_and_line(tmp_path, content, match):
+    p = tmp_path / "corpus.jsonl"
+    p.write_text(content)
+    with pytest.raises(MalformedInputError, match=match) as exc:
+        beir.read_corpus(p)
+    assert str(p) in str(exc.value)
+
+
+def test_malformed_qrels(tmp_path):
+    p = tmp_path / "q.tsv"
+    p.write_bytes(b"query-id\tcorpus-id\tscore\r\n1\t2\tone\r\n")
+    with pytest.raises(MalformedInputError, match="line 2: score 'one' is not an integer"):
+        beir.read_qrels(p)
+    p.write_bytes(b"qid\tdoc\tscore\r\n")
+    with pytest.raises(MalformedInputError, match="line 1: header"):
+        beir.read_qrels(p)
+
+
+def test_queries_metadata_is_discarded():
+    # SciFact query metadata carries evidence doc ids (for sealed claims too); the reader drops it
+    queries = beir.read_queries(FIXTURE / "queries.jsonl")
+    assert all(isinstance(v, str) for v in queries.values())
+
+
+# ------------------------------------------------------------------------- acquisition --
+@pytest.fixture
+def pins():
+    return acquire.DataPins.load(DATA / "lockfiles" / "data_pins.json")
+
+
+def test_pins_of_fixture_are_its_sha256sums(pins):
+    sums = dict(reversed(l.split("  ")) for l in (FIXTURE / "SHA256SUMS").read_text().splitlines())
+    for name in NAMES:
+        assert pins.pin(name)["sha256"] == sums[name] == sha(FIXTURE / name)
+
+
+def test_acquire_from_mirror_then_cache(tmp_path, pins):
+    cache = tmp_path / "cache"
+    prov = acquire.acquire(NAMES[:3], pins, cache, mirror=FIXTURE)
+    assert {v["source"].split()[0] for v in prov.values()} == {"mirror"}
+    assert sha(cache / "corpus.jsonl") == pins.pin("corpus.jsonl")["sha256"]
+    prov2 = acquire.acquire(NAMES[:3], pins, cache, mirror=None)  # no source needed any more
+    assert {v["source"] for v in prov2.values()} == {"cache"}
+
+
+def test_wrong_hash_in_mirror_names_file_hashes_and_source(tmp_path, pins):
+    mirror = tmp_path / "mirror"
+    shutil.copytree(FIXTURE, mirror)
+    bad = mirror / "queries.jsonl"
+    bad.write_bytes(bad.read_bytes().replace(b"0-dimensional", b"1-dimensional"))
+    with pytest.raises(PinMismatchError) as exc:
+        acquire.acquire(["queries.jsonl"], pins, tmp_path / "cache", mirror=mirror)
+    msg = str(exc.value)
+    assert "queries.jsonl" in msg and pins.pin("queries.jsonl")["sha256"] in msg and sha(bad) in msg
+    assert f"mirror {bad}" in msg
+    assert not (tmp_path / "cache" / "queries.jsonl").exists()
+
+
+def test_truncated_file_is_rejected_by_hash(tmp_path, pins):
+    mirror = tmp_path / "mirror"
+    shutil.copytree(FIXTURE, mirror)
+    p = mirror / "corpus.jsonl"
+    p.write_bytes(p.read_bytes()[:-100])
+    with pytest.raises(PinMismatchError, match="corpus.jsonl"):
+        acquire.acquire(["corpus.jsonl"], pins, tmp_path / "cache", mirror=mirror)
+
+
+def test_missing_everything_says_how_to_supply_it(tmp_path, pins):
+    with pytest.raises(MissingInputError) as exc:
+        acquire.acquire(["corpus.jsonl"], pins, tmp_path / "cache", mirror=tmp_path / "empty", url=None)
+    msg = str(exc.value)
+    assert "corpus.jsonl" in msg and "data_mirror=" in msg and pins.url in msg
+
+
+def test_verified_cache_is_never_overwritten(tmp_path, pins):
+    cache = tmp_path / "cache"
+    acquire.acquire(["queries.jsonl"], pins, cache, mirror=FIXTURE)
+    (cache / "queries.jsonl").write_bytes(b"tampered\n")
+    with pytest.raises(PinMismatchError, match="changed after it was verified"):
+        acquire.acquire(["queries.jsonl"], pins, cache, mirror=FIXTURE)
+    assert (cache / "queries.jsonl").read_bytes() == b"tampered\n"  # left for inspection, not replaced
+
+
+def test_content_hash_hint_for_reordered_qrels(tmp_path, pins):
+    mirror = tmp_path / "mirror"
+    shutil.copytree(FIXTURE, mirror)
+    p = mirror / "qrels/train.tsv"
+    lines = p.read_bytes().split(b"\r\n")
+    p.write_bytes(b"\r\n".join([lines[0]] + list(reversed([l for l in lines[1:] if l]))) + b"\r\n")
+    with pytest.raises(PinMismatchError, match="judgements are IDENTICAL"):
+        acquire.acquire(["qrels/train.tsv"], pins, tmp_path / "cache", mirror=mirror)
+
+
+def _fixture_zip(tmp_path):
+    zpath = tmp_path / "scifact.zip"
+    with zipfile.ZipFile(zpath, "w") as zf:
+        for n in NAMES:
+            zf.write(FIXTURE / n, f"scifact/{n}")
+    raw = json.loads((DATA / "lockfiles" / "data_pins.json").read_text())
+    raw["zip"].update({"sha256": sha(zpath), "md5": hashlib.md5(zpath.read_bytes()).hexdigest(),
+                       "bytes": zpath.stat().st_size})
+    pin_path = tmp_path / "pins.json"
+    pin_path.write_text(json.dumps(raw))
+    return zpath, acquire.DataPins.load(pin_path)
+
+
+def test_acquire_from_local_zip_verifies_zip_and_members(tmp_path):
+    zpath, zpins = _fixture_zip(tmp_path)
+    prov = acquire.acquire(NAMES[:3], zpins, tmp_path / "cache", zip_path=zpath)
+    assert all(v["source"].startswith(f"zip {zpath}") for v in prov.values())
+    # a zip with the right size but a wrong md5/sha256 is refused before extraction
+    bad = tmp_path / "bad.zip"
+    data = bytearray(zpath.read_bytes())
+    data[100] ^= 1
+    bad.write_bytes(bytes(data))
+    with pytest.raises(PinMismatchError, match="scifact.zip"):
+        acquire.acquire(["corpus.jsonl"], zpins, tmp_path / "cache2", zip_path=bad)
+    assert not (tmp_path / "cache2" / "corpus.jsonl").exists()
+
+
+def test_download_path_with_a_local_http_server(tmp_path):
+    """The real download code (urllib) against a local server standing in for the BEIR host."""
+    zpath, zpins = _fixture_zip(tmp_path)
+    serve = tmp_path / "www"
+    serve.mkdir()
+    shutil.copy(zpath, serve / "scifact.zip")
+    (serve / "broken.zip").write_bytes(zpath.read_bytes()[:-10])
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **k):
+            super().__init__(*a, directory=str(serve), **k)
+
+        def log_message(self, *a):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{httpd.server_port}"
+        dl = tmp_path / "dl"
+        with pytest.raises(PinMismatchError, match="size"):
+            acquire.acquire(["corpus.jsonl"], zpins, tmp_path / "c1", url=f"{base}/broken.zip", download_dir=dl)
+        assert not (dl / "scifact.zip").exists()  # never renamed into place
+        prov = acquire.acquire(NAMES[:3], zpins, tmp_path / "c2", url=f"{base}/scifact.zip", download_dir=dl)
+        assert (dl / "scifact.zip").exists()
+        assert all("downloaded" in v["source"] for v in prov.values())
+    finally:
+        httpd.shutdown()

@@ -1,0 +1,28 @@
+"""Sealing: no development rule can reach the confirmation qrels (structural, tested on the DAG)."""
+
+import re
+
+from conftest import ROOT, make_lockdir, run_snakemake
+
+
+def test_development_dag_never_reads_the_confirmation_qrels(tmp_path):
+    make_lockdir(tmp_path / "lockfiles")
+    for smoke in ("false", "true"):
+        proc = run_snakemake(tmp_path, "--detailed-summary", "--forceall", config={"smoke": smoke})
+        files = proc.stdout
+        assert "pairs.tsv" in files and "candidates.tsv" in files  # the summary lists the whole DAG
+        assert "test.tsv" not in files and "sealed" not in files
+
+
+def test_only_the_confirmation_code_names_the_sealed_file():
+    allowed = {"scripts/confirm.py", "workflow/rules/confirm.smk", "workflow/rerank_study/protocol.py",
+               "scripts/audit.py"}  # the audit checks a confirmation run against the sealed file's pin
+    offenders = []
+    for path in list((ROOT / "scripts").glob("*.py")) + list((ROOT / "workflow").rglob("*.py")) + \
+            list((ROOT / "workflow").rglob("*.smk")) + [ROOT / "Snakefile"]:
+        rel = str(path.relative_to(ROOT))
+        if rel in allowed:
+            continue
+        if re.search(r"test\.tsv|qrels_confirm", path.read_text()):
+            offenders.append(rel)
+    assert offenders == [], f"development code mentions the sealed confirmation qrels: {offenders}"
