@@ -36,5 +36,5 @@ include: "workflow/rules/confirm.smk"
 
 rule all:
     input:
-        P["audit"],
+        P["opening"] if CONFIRM else P["audit"],
     default_target: True

@@ -241,6 +241,14 @@ def audit_run(rundir: Path, lockdir: Path | None, au: Audit) -> dict:
                  sha256_of(lock_list))
     au.check("lockfile_pins", art["candidates"]["sha256"] == derived["candidates"]["sha256"],
              str(path_of("candidates")), "candidates", derived["candidates"]["sha256"], art["candidates"]["sha256"])
+    if kind == "confirmation":
+        sha_file = lockdir / "protocol.sha256"
+        frozen = sha_file.read_text(encoding="utf-8").split()[0] if sha_file.exists() else None
+        au.check("lockfile_pins", frozen is not None and frozen == manifest.get("protocol_sha256"), str(sha_file),
+                 "frozen protocol", frozen, manifest.get("protocol_sha256"))
+        if frozen is not None:
+            au.check("lockfile_pins", sha256_of(lockdir / "protocol.json") == frozen, str(lockdir / "protocol.json"),
+                     "protocol.json sha256", frozen, sha256_of(lockdir / "protocol.json"))
     model_pins = json.loads((lockdir / "model_pins.json").read_text(encoding="utf-8"))["cross_encoder"]
     if manifest["scorer"] == "pinned":
         au.check("lockfile_pins", manifest["model_weights_sha256"] == model_pins["files"]["model.safetensors"]["sha256"],

@@ -4,7 +4,8 @@
     python3.11 scripts/bootstrap.py            # set up .venv (idempotent; skips when the locks are unchanged)
     python3.11 scripts/bootstrap.py --test     # ... then run the test suite (the README's test command)
 
-Steps: python -m venv .venv; pip install --no-deps torch==2.13.0 (lockfiles/torch.txt);
+Steps: python -m venv .venv; pip install torch==2.13.0 (lockfiles/torch.txt; with its own
+requirements, which on a CUDA build include the nvidia libraries it needs);
 pip install --no-deps --require-hashes -r lockfiles/requirements.lock; pip install --no-deps -e .;
 pip check. A stamp (.venv/.lock-sha256) records the sha256 of the lockfiles installed.
 """
@@ -52,7 +53,7 @@ def main() -> int:
         pip = [py, "-m", "pip", "--disable-pip-version-check"]
         torch_line = [l for l in (ROOT / "lockfiles/torch.txt").read_text().splitlines()
                       if l.strip() and not l.startswith("#")]
-        run(pip + ["install", "--no-deps"] + torch_line)
+        run(pip + ["install"] + torch_line)
         run(pip + ["install", "--no-deps", "--require-hashes", "-r", ROOT / "lockfiles/requirements.lock"])
         run(pip + ["install", "--no-deps", "--no-build-isolation", "-e", ROOT])
         run(pip + ["check"])

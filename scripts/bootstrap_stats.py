@@ -37,7 +37,7 @@ def main(sm):
     b = sm.params.bootstrap
     comps = {k: tuple(v) for k, v in sm.params.comparisons["all"].items()}
     summary, g_idx, q_idx, reps = analysis.analyse(
-        qids, table, groups, gids, comps, sm.params.comparisons["primary"], metric, b["B"], b["seed"],
+        qids, table, groups, gids, comps, sm.params.comparisons["primary"], metric, b["B"], sm.params.seed,
         b["percentiles"], sm.params.threshold, first_rel, others)
     counts = {r["qid"]: (int(r["n_relevant"]), int(r["n_relevant_in_candidates"])) for r in rows}
     summary["evalstats"] = analysis.evaluation_statistics(qids, table, counts, first_rel, groups, comps, summary,

@@ -23,6 +23,20 @@ def lib_versions():
     return {n: md.version(n) for n in names}
 
 
+def retriever_context(bm25_tsv, dense_tsv, qrels_tsv, summary):
+    """nDCG@10 of the first-stage retrievers on the analysed (confirmation) queries."""
+    from rerank_study import beir, candidates, metrics
+    from rerank_study.bootstrap import seq_mean
+
+    qrels = beir.read_qrels(qrels_tsv)
+    out = {}
+    for name, path in (("BM25 (bm25s) top-100", bm25_tsv), ("dense all-MiniLM-L6-v2 top-100", dense_tsv)):
+        top = candidates.read_retriever_table(path)
+        out[name] = seq_mean(metrics.ndcg_at([d for d, _, _ in top[q]], qrels[q], 10) for q in qrels)
+    out["RRF top-50 candidates"] = summary["methods"]["rrf"]["mean"]
+    return out
+
+
 def main(sm):
     summary = read_json(sm.input.summary)
     scoring = read_json(sm.input.scoring)
@@ -78,8 +92,16 @@ def main(sm):
     }
     figures = {"forest plot": str(Path(sm.output.forest).relative_to(Path(sm.output.report).parent)),
                "primary Δ distribution": str(Path(sm.output.delta).relative_to(Path(sm.output.report).parent))}
-    text = report.render(summary, meas, provenance, extra_sections=[report.evalstats_section(summary)],
-                         figures=figures)
+    sections = [report.evalstats_section(summary)]
+    title = "Development analysis"
+    if sm.params.kind == "confirmation":
+        op = sm.params.opening
+        title = f"Confirmation analysis — opening {op['opening']} of protocol {op['protocol_sha256'][:12]}"
+        provenance["protocol sha256"] = op["protocol_sha256"]
+        bm25_tsv, dense_tsv, qrels_tsv = sm.input.retrievers
+        sections.insert(0, report.confirmation_section(summary, op, retriever_context(bm25_tsv, dense_tsv, qrels_tsv,
+                                                                                     summary)))
+    text = report.render(summary, meas, provenance, extra_sections=sections, figures=figures, title=title)
     write_json(sm.output.measurements, {"_note": "measurements of this execution; not reproducible byte for byte",
                                         **meas})
     atomic_write_text(sm.output.report, text)

@@ -1,5 +1,6 @@
-"""Rule run_inputs: the analysed development queries (all, or the first N for smoke), their
-candidates cut at the run's depth, and ONLY their development qrels."""
+"""Rule run_inputs: the analysed queries (the development split - all, or the first N for smoke -
+or, in a confirmation opening, the confirmation split), their candidates cut at the run's depth,
+and ONLY their judgements."""
 
 from rerank_study import beir, candidates, splits
 from rerank_study.acquire import DataPins, verified_path
@@ -9,15 +10,19 @@ from rerank_study.rule import run_rule
 
 
 def main(sm):
-    dev = splits.read_split(sm.input.dev)
-    qids = dev[: sm.params.n_queries] if sm.params.n_queries else dev
+    split = splits.read_split(sm.input.split)
+    qids = split[: sm.params.n_queries] if sm.params.n_queries else split
     depth = sm.params.depth
     rows = [r for r in candidates.read_candidate_rows(sm.input.candidates) if r["qid"] in set(qids)]
     by_q = {q: [r for r in rows if r["qid"] == q and int(r["rank"]) <= depth] for q in qids}
-    bad = [q for q, lst in by_q.items() if len(lst) != depth or any(r["split"] != "dev" for r in lst)]
+    label = sm.params.split_label
+    bad = [q for q, lst in by_q.items() if len(lst) != depth or any(r["split"] != label for r in lst)]
     if bad:
-        raise PipelineError(f"candidates missing or not development queries for {bad[:10]}")
-    qrels = beir.read_qrels(verified_path(sm.input.qrels_dev, "qrels/train.tsv", DataPins.load(sm.params.pins)))
+        raise PipelineError(f"candidates missing or not {label} queries for {bad[:10]}")
+    qrels = beir.read_qrels(verified_path(sm.input.qrels, sm.params.qrels_pin, DataPins.load(sm.params.pins)))
+    unjudged = [q for q in qids if q not in qrels]
+    if unjudged:
+        raise PipelineError(f"analysed queries without judgements in {sm.input.qrels}: {unjudged[:10]}")
     atomic_write_text(sm.output.queries, splits.split_text(qids))
     candidates.write_candidates(sm.output.candidates, [tuple(r[c] for c in candidates.CANDIDATE_HEADER)
                                                        for q in qids for r in by_q[q]])

@@ -10,9 +10,9 @@ from pathlib import Path
 from rerank_study.fileio import read_json, sha256_file, write_json
 from rerank_study.rule import run_rule
 
-INPUTS = [("corpus", "corpus"), ("queries", "queries"), ("qrels_dev", "qrels_dev"), ("split_dev", "split_dev"),
+INPUTS = [("corpus", "corpus"), ("queries", "queries"), ("split_dev", "split_dev"),
           ("split_confirm", "split_confirm"), ("candidates", "candidates"), ("candidates_run", "candidates")]
-RUN = [("run_queries", "analysed_queries"), ("run_candidates", "candidates"), ("run_qrels", "qrels_dev"),
+RUN = [("run_queries", "analysed_queries"), ("run_candidates", "candidates"), ("run_qrels", "qrels_run"),
        ("groups", "groups"), ("groups_meta", "groups"), ("pairs", "pairs"), ("shape_check", "shape_check"),
        ("rankings", "rankings"), ("run_rrf", "runs"), ("run_ce", "runs"), ("run_blend", "runs"),
        ("per_query", "per_query"), ("grouped_indices", "bootstrap_indices"), ("query_indices", "bootstrap_indices"),
@@ -25,7 +25,8 @@ def main(sm):
     p = sm.params.paths
     rundir = Path(sm.params.rundir)
     entries = []
-    for key, role in INPUTS:
+    qk = sm.params.qrels_key  # qrels_dev, or qrels_confirm in a confirmation opening
+    for key, role in INPUTS + [(qk, qk)]:
         entries.append({"key": key, "role": role, "scope": "input", "path": p[key], "sha256": sha256_file(p[key]),
                         "deterministic": True})
     for key, role in RUN:
@@ -42,7 +43,9 @@ def main(sm):
         "model_identity": model["identity"],
         "model_weights_sha256": model["weights_sha256"],
         "lockdir": sm.params.lockdir,
-        "kind": "development",
+        "kind": sm.params.kind,
+        "protocol_sha256": sm.params.protocol_sha256,
+        "labels": sm.params.labels,
         "code_sha256": sm.params.code,
         "settings": sm.params.settings,
         "artefacts": entries,

@@ -50,13 +50,13 @@ def _report_numbers(report: str):
     rows = {}
     for line in report.splitlines():
         m = re.match(r"\| (blend-ce|blend-rrf|ce-rrf)( \(primary\))? \| (.*) \|$", line)
-        if m:
-            rows[m.group(1)] = [c.strip() for c in m.group(3).split("|")]
+        if m:  # the first table with these rows is the comparison table
+            rows.setdefault(m.group(1), [c.strip() for c in m.group(3).split("|")])
     methods = {}
     for line in report.splitlines():
         m = re.match(r"\| (rrf|ce|blend) \| ([0-9.\-]+) \|", line)
-        if m:
-            methods[m.group(1)] = m.group(2)
+        if m:  # the first table with these rows is the methods table
+            methods.setdefault(m.group(1), m.group(2))
     return rows, methods
 
 

@@ -34,7 +34,7 @@ def _key_path(err) -> str:
     return ".".join(parts) or "<top level>"
 
 
-BOOLEAN_SWITCHES = ("smoke",)
+BOOLEAN_SWITCHES = ("smoke", "allow_standin_for_testing", "allow_dirty_for_testing")
 _TRUE, _FALSE = {"true", "True", "yes", "1"}, {"false", "False", "no", "0"}
 
 
@@ -59,7 +59,7 @@ def validate_config(cfg: dict, schema_path=SCHEMA_PATH) -> dict:
     errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
     if errors:
         lines = []
-        for err in errors:
+        for err in errors:  # (one line per distinct problem)
             key = _key_path(err)
             if err.validator == "additionalProperties":
                 msg = "unknown key (typo?); allowed here: " + ", ".join(sorted(err.schema.get("properties", {})))
@@ -67,7 +67,9 @@ def validate_config(cfg: dict, schema_path=SCHEMA_PATH) -> dict:
                 msg = "required key is missing"
             else:
                 msg = err.message
-            lines.append(f"  config key '{key}': {msg}")
+            line = f"  config key '{key}': {msg}"
+            if line not in lines:
+                lines.append(line)
         raise ConfigError("INVALID CONFIG (fix config/config.yaml or the --config value):\n" + "\n".join(lines))
     problems = []
     comps = cfg["comparisons"]
@@ -126,6 +128,7 @@ def deep_update(base: dict, extra: dict) -> dict:
 
 
 def run_name(cfg: dict) -> str:
+    """The development run's folder name (a confirmation opening is named by its protocol)."""
     if cfg["run_name"]:
         return cfg["run_name"]
     return ("smoke" if cfg["smoke"] else "dev") + ("-standin" if cfg["scorer"] == "stand-in" else "")

@@ -57,7 +57,7 @@ def comparison_table(summary: Mapping) -> list[str]:
 
 def render(summary: Mapping, measurements: Mapping, provenance: Mapping, extra_sections: list[str] | None = None,
            figures: Mapping[str, str] | None = None, title: str = "Development analysis") -> str:
-    out = [f"# {title} — run `{summary['run']}`", ""]
+    out = [f"# {title} — `{summary['run']}`", ""]
     if summary.get("scorer") == "STAND-IN":
         out += [STANDIN_BANNER]
     prim = summary["comparisons"][summary["primary"]]
@@ -216,4 +216,35 @@ def evalstats_section(summary: Mapping) -> str:
                 f"power {pw['power']}: **{f6(pw['mde_confirmation'])}** (per-query SD implied by the grouped variance "
                 f"of this run: {f6(pw['sd_eff'])}; {pw['formula']}).",
                 "For two-proportion A/B sample sizes (seed 003) use `python -m rerank_study.evalstats sample-size`."]
+    return "\n".join(out) + "\n"
+
+
+PUBLISHED = {"BM25 (bm25s) top-100": ("BEIR paper, Anserini BM25", 0.665),
+             "dense all-MiniLM-L6-v2 top-100": ("MTEB leaderboard, all-MiniLM-L6-v2", 0.6451)}
+
+
+def confirmation_section(summary: Mapping, opening: Mapping, retrievers: Mapping[str, float]) -> str:
+    """The decision under the frozen protocol, whatever the outcome, and the retrievers for context."""
+    prim = summary["comparisons"][summary["primary"]]
+    thr = summary["threshold"]
+    out = []
+    if opening["labels"]:
+        out += [f"> **{' / '.join(opening['labels'])}** — this opening was let through by test-only switches; it is "
+                "not a confirmation result.", ""]
+    out += ["## Decision under the frozen protocol", "",
+            f"Protocol sha256 `{opening['protocol_sha256']}`, opening {opening['opening']}. "
+            f"Bootstrap seed {summary['bootstrap']['seed']}, B = {summary['bootstrap']['B']}.", "",
+            f"- Mean {summary['primary']} Δ {summary['metric']} = **{f6(prim['mean'])}**; the practical threshold "
+            f"{thr} is **{'REACHED' if prim['mean_reaches_threshold'] else 'NOT REACHED'}** "
+            f"({'supports' if prim['mean_reaches_threshold'] else 'does not support'} the practical hypothesis).",
+            f"- Grouped interval {interval_text(prim['grouped_interval'])}: covers 0 — "
+            f"{yn(prim['grouped_covers_0'])}; covers {thr} — {yn(prim['grouped_covers_threshold'])}.",
+            f"- Query-level interval {interval_text(prim['query_interval'])}: covers 0 — {yn(prim['query_covers_0'])}; "
+            f"covers {thr} — {yn(prim['query_covers_threshold'])}.",
+            "- This result is final for this protocol: no re-tuning and re-testing on these queries.", "",
+            "### First-stage retrievers on the confirmation queries (context only)", "",
+            "| retriever | nDCG@10 here | published | source |", "|---|---|---|---|"]
+    for name, v in retrievers.items():
+        src, val = PUBLISHED.get(name, ("—", None))
+        out.append(f"| {name} | {f6(v)} | {'' if val is None else val} | {src} |")
     return "\n".join(out) + "\n"

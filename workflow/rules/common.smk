@@ -1,13 +1,33 @@
 # Paths (one place), pins and small helpers shared by every rule file.
 import json
+from rerank_study import protocol as _protocol
 from rerank_study.config import run_name, run_shape
+from rerank_study.errors import SealError
 
 LOCK = config["lockdir"]
 RES = config["resources"]
 OUT = config["results"]
-RUN = run_name(config)
+
+# Confirmation mode: only with an unseal token, and only after every guard passed (before any job).
+CONFIRM = bool(config["unseal"])
+UNSEAL = None
+if CONFIRM:
+    try:
+        UNSEAL = _protocol.check_unseal(config, LOCK, workflow.basedir)
+    except SealError as _exc:
+        raise WorkflowError(str(_exc)) from None
+    if config["smoke"]:
+        raise WorkflowError("a confirmation opening analyses the whole confirmation set: drop smoke=true")
+    RUN = f"confirm-{UNSEAL['sha256'][:12]}-{UNSEAL['opening']}"
+    N_QUERIES, DEPTH = None, config["candidates"]["depth"]
+else:
+    RUN = run_name(config)
+    N_QUERIES, DEPTH = run_shape(config)
 RUNDIR = f"{OUT}/{RUN}"
-N_QUERIES, DEPTH = run_shape(config)
+# the name written INTO deterministic artefacts: a re-opening must reproduce opening 1 byte for byte
+RUN_LABEL = f"confirm-{UNSEAL['sha256'][:12]}" if CONFIRM else RUN
+KIND = "confirmation" if CONFIRM else "development"
+BOOTSTRAP_SEED = config["bootstrap"]["confirm_seed"] if CONFIRM else config["bootstrap"]["seed"]
 
 with open(f"{LOCK}/data_pins.json", encoding="utf-8") as _fh:
     DATA_PINS = json.load(_fh)
@@ -34,6 +54,9 @@ P = {
     "queries": f"{RES}/data/scifact/queries.jsonl",
     "qrels_dev": f"{RES}/data/scifact/qrels/train.tsv",
     "data_cache": f"{RES}/cache/scifact",
+    # the sealed confirmation judgements: produced only by confirm.smk, after the guards
+    "qrels_confirm": f"{RES}/sealed/scifact/{_protocol.SEALED_QRELS}",
+    "sealed_cache": f"{RES}/cache/sealed",
     # splits and frozen candidates
     "split_dev": f"{RES}/splits/dev.txt",
     "split_confirm": f"{RES}/splits/confirm.txt",
@@ -72,7 +95,12 @@ P = {
     "delta_plot": f"{RUNDIR}/figures/primary_delta.png",
     "manifest": f"{RUNDIR}/manifest.json",
     "audit": f"{RUNDIR}/audit.json",
+    "opening": f"{RUNDIR}/OPENING.json",
 }
+# what a run analyses: the development split and qrels, or (confirmation) the sealed ones
+RUN_SPLIT = P["split_confirm"] if CONFIRM else P["split_dev"]
+RUN_QRELS = P["qrels_confirm"] if CONFIRM else P["qrels_dev"]
+RUN_QRELS_PIN = _protocol.SEALED_QRELS if CONFIRM else "qrels/train.tsv"
 
 
 def log_of(rule_name, per_run=True):

@@ -1,2 +1,56 @@
-# The sealed confirmation (see lockfiles/protocol.json and scripts/confirm.py). Nothing here is
-# an input of the development DAG.
+# The sealed confirmation. These rules exist only when --config unseal=<protocol sha256> passed
+# every guard of rerank_study.protocol.check_unseal (checked in common.smk before any job):
+#
+#   python scripts/confirm.py freeze --dev-run results/dev     (once; writes lockfiles/protocol.*)
+#   snakemake confirm --cores 4 --config unseal=<sha256 in lockfiles/protocol.sha256>
+#
+# fetch_sealed_qrels is the ONLY rule of the project that reads the confirmation judgements.
+
+if CONFIRM:
+
+    rule fetch_sealed_qrels:
+        input:
+            confirm=P["split_confirm"],
+        output:
+            ensure(P["qrels_confirm"], sha256=data_sha(_protocol.SEALED_QRELS)),
+        params:
+            code=CODE,  # library source hash: a change in the science reruns the rule
+            names=[_protocol.SEALED_QRELS],
+            pins=f"{LOCK}/data_pins.json",
+            cache=P["sealed_cache"],
+            expect_split=P["split_confirm"],
+        log:
+            log_of("fetch_sealed_qrels"),
+        benchmark:
+            bench_of("fetch_sealed_qrels")
+        script:
+            "../../scripts/fetch_data.py"
+
+    rule confirm:
+        """Record the opening in the append-only ledger (and check a re-opening reproduces the first)."""
+        input:
+            manifest=P["manifest"],
+            audit=P["audit"],
+            summary=P["summary"],
+        output:
+            P["opening"],
+        params:
+            lockdir=LOCK,
+            run=RUN,
+            unseal={k: UNSEAL[k] for k in ("sha256", "opening", "previous", "git", "labels")},
+            paths={k: P[k] for k in ("model", "corpus", "queries", "qrels_confirm", "candidates", "split_confirm")},
+        log:
+            log_of("confirm"),
+        script:
+            "../../scripts/confirm_ledger.py"
+
+else:
+
+    rule confirm:
+        """Without a valid unseal token the confirmation stays sealed (the guard explains why)."""
+        output:
+            f"{OUT}/confirm-sealed",
+        run:
+            from rerank_study.protocol import check_unseal
+
+            check_unseal(config, LOCK, workflow.basedir)  # raises SealError with the reason and the fix

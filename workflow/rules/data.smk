@@ -9,7 +9,7 @@ rule fetch_data:
         qrels_dev=ensure(P["qrels_dev"], sha256=data_sha("qrels/train.tsv")),
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
-        names=["corpus.jsonl", "queries.jsonl", "qrels/train.tsv"],
+        names=["corpus.jsonl", "queries.jsonl", "qrels/train.tsv"],  # -> output[0], [1], [2]
         pins=f"{LOCK}/data_pins.json",
         cache=P["data_cache"],
         # data_mirror / data_zip / data.url are read from the config inside the script: where the

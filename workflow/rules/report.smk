@@ -14,6 +14,7 @@ rule report:
         bench_score=bench_of("score"),
         bench_evaluate=bench_of("evaluate"),
         bench_bootstrap=bench_of("bootstrap"),
+        retrievers=[P["bm25"], P["dense"], P["run_qrels"]] if CONFIRM else [],
     output:
         report=P["report"],
         forest=P["forest_plot"],
@@ -22,6 +23,9 @@ rule report:
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
         lockdir=LOCK,
+        kind=KIND,
+        opening=({"protocol_sha256": UNSEAL["sha256"], "opening": UNSEAL["opening"], "labels": UNSEAL["labels"],
+                  "protocol": UNSEAL["protocol"]} if CONFIRM else None),
     log:
         log_of("report"),
     benchmark:
@@ -43,10 +47,14 @@ rule manifest:
         rundir=RUNDIR,
         lockdir=LOCK,
         scorer=config["scorer"],
+        kind=KIND,
+        qrels_key="qrels_confirm" if CONFIRM else "qrels_dev",
+        protocol_sha256=UNSEAL["sha256"] if CONFIRM else None,
+        labels=UNSEAL["labels"] if CONFIRM else [],
         settings={
             "n_queries": N_QUERIES, "depth": DEPTH, "blend_k": config["blend"]["k"],
             "metrics": config["metrics"], "bootstrap_B": config["bootstrap"]["B"],
-            "bootstrap_seed": config["bootstrap"]["seed"], "percentiles": config["bootstrap"]["percentiles"],
+            "bootstrap_seed": BOOTSTRAP_SEED, "percentiles": config["bootstrap"]["percentiles"],
             "threshold": config["threshold"], "comparisons": config["comparisons"],
             "max_length": config["ce"]["max_length"],
             "evalstats": config["evalstats"],

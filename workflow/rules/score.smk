@@ -38,8 +38,8 @@ rule run_inputs:
     """The run's analysed queries, their candidates (cut at the run's depth) and their qrels."""
     input:
         candidates=P["candidates"],
-        dev=P["split_dev"],
-        qrels_dev=P["qrels_dev"],
+        split=RUN_SPLIT,
+        qrels=RUN_QRELS,
     output:
         queries=P["run_queries"],
         candidates=P["run_candidates"],
@@ -49,6 +49,8 @@ rule run_inputs:
         pins=f"{LOCK}/data_pins.json",
         n_queries=N_QUERIES,
         depth=DEPTH,
+        qrels_pin=RUN_QRELS_PIN,
+        split_label="confirm" if CONFIRM else "dev",
     log:
         log_of("run_inputs"),
     script:

@@ -14,13 +14,14 @@ rule bootstrap:
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
         bootstrap=config["bootstrap"],
+        seed=BOOTSTRAP_SEED,  # development 110; the frozen confirmation protocol 111
         threshold=config["threshold"],
         comparisons=config["comparisons"],
         metrics=config["metrics"],
         evalstats=config["evalstats"],
         depth=DEPTH,
         scorer=config["scorer"],
-        run=RUN,
+        run=RUN_LABEL,
     log:
         log_of("bootstrap"),
     benchmark:

@@ -1,0 +1,64 @@
+"""Rule confirm: append this opening to the ledger; a re-opening must reproduce opening 1 byte for byte."""
+
+import datetime as dt
+import logging
+
+from rerank_study import protocol
+from rerank_study.errors import PipelineError
+from rerank_study.fileio import read_json, sha256_file, write_json
+from rerank_study.rule import run_rule
+
+log = logging.getLogger("confirm")
+
+
+def main(sm):
+    u = sm.params.unseal
+    manifest = read_json(sm.input.manifest)
+    audit = read_json(sm.input.audit)
+    summary = read_json(sm.input.summary)
+    if not audit["ok"]:
+        raise PipelineError(f"the audit of this opening failed ({audit['failed_checks']}): not recorded as an opening")
+    arte = {a["key"]: a["sha256"] for a in manifest["artefacts"] if a["deterministic"]}
+    prim = summary["comparisons"][summary["primary"]]
+    entry = {
+        "time": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
+        "protocol_sha256": u["sha256"],
+        "opening": u["opening"],
+        "run": sm.params.run,
+        "labels": u["labels"],
+        "code_commit": u["git"]["commit"],
+        "code_uncommitted_paths": u["git"]["dirty"],
+        "code_sha256": manifest["code_sha256"],
+        "model_identity": manifest["model_identity"],
+        "model_weights_sha256": manifest["model_weights_sha256"],
+        "data_sha256": {k: arte[k] for k in ("corpus", "queries", "qrels_confirm")},
+        "candidates_sha256": arte["candidates"],
+        "split_confirm_sha256": arte["split_confirm"],
+        "summary_sha256": sha256_file(sm.input.summary),
+        "artefacts_sha256": arte,
+        "primary": {"comparison": summary["primary"], "mean": prim["mean"],
+                    "grouped_interval": prim["grouped_interval"], "query_interval": prim["query_interval"],
+                    "reaches_threshold": prim["mean_reaches_threshold"], "threshold": summary["threshold"]},
+    }
+    differences = []
+    if u["previous"]:
+        first = u["previous"][0]
+        differences = sorted(k for k in set(first["artefacts_sha256"]) | set(arte)
+                             if first["artefacts_sha256"].get(k) != arte.get(k))
+        entry["reproduces_opening"] = first["opening"]
+        entry["reproduced_byte_identical"] = not differences
+        entry["differences"] = differences
+    protocol.append_ledger(sm.params.lockdir, entry)
+    write_json(sm.output[0], entry)
+    if differences:
+        raise PipelineError(f"RE-OPENING {u['opening']} DID NOT REPRODUCE opening {first['opening']}: artefacts differ: "
+                            f"{differences}. Recorded in the ledger; the first result stands and was not touched.")
+    if u["previous"]:
+        log.warning("RE-OPENING %d REPRODUCED opening %d byte for byte (%d deterministic artefacts); the first result "
+                    "was not touched", u["opening"], u["previous"][0]["opening"], len(arte))
+    else:
+        log.warning("CONFIRMATION OPENED (opening 1 of protocol %s) and recorded in %s/%s: commit the ledger",
+                    u["sha256"], sm.params.lockdir, protocol.LEDGER)
+
+
+run_rule(snakemake, main)  # noqa: F821
