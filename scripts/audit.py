@@ -465,9 +465,11 @@ def audit_run(rundir: Path, lockdir: Path | None, au: Audit) -> dict:
         hist[str(len(g))] = hist.get(str(len(g)), 0) + 1
     au.check("summary", summary["group_size_histogram"] == dict(sorted(hist.items(), key=lambda kv: int(kv[0]))), sp,
              "group size histogram", hist, summary["group_size_histogram"])
+    method_means = {}
     if len(recomputed) == len(analysed):
         for m in METHODS:
             mean = seq_sum(recomputed[q][f"{m}_{metric}"] for q in analysed) / len(analysed)
+            method_means[m] = mean
             au.check("summary", summary["methods"][m]["mean"] == mean, sp, f"method {m} mean {metric}", mean,
                      summary["methods"][m]["mean"])
             for other in [f"recall@{k}" for k in rks] + [f"mrr@{mk}"]:
@@ -518,7 +520,7 @@ def audit_run(rundir: Path, lockdir: Path | None, au: Audit) -> dict:
     if "evalstats" in summary and "evalstats" in settings and len(recomputed) == len(analysed):
         _audit_evalstats(summary["evalstats"], settings["evalstats"], analysed, recomputed, qrels, cands, comps,
                          metric, sp, au)
-    _audit_report(path_of("report"), expected_numbers, primary, au)
+    _audit_report(path_of("report"), expected_numbers, method_means, au)
 
     # 10. the seal ---------------------------------------------------------------------------
     confirm_ids = set(split_confirm)
@@ -610,14 +612,19 @@ def _read_matrix(path: Path, rows: int, cols: int, au: Audit) -> list[list[int]]
     return out
 
 
-def _audit_report(path: Path, expected: dict, primary: str, au: Audit) -> None:
-    """The comparison rows of report.md must show the recomputed numbers (6 decimals)."""
+def _audit_report(path: Path, expected: dict, method_means: dict, au: Audit) -> None:
+    """The methods and comparison tables of report.md (their first rows) must show the
+    recomputed numbers (6 decimals)."""
     text = path.read_text(encoding="utf-8")
     rows = {}
     for line in text.splitlines():
         if line.startswith("| ") and "|" in line[2:]:
             first = line.split("|")[1].strip()
             rows.setdefault(first.replace(" (primary)", ""), line)
+    for m, mean in method_means.items():
+        cells = [c.strip() for c in rows.get(m, "|  |  |").split("|")[1:-1]]
+        au.check("report", len(cells) > 1 and cells[1] == f"{mean:.6f}", str(path), f"method {m} mean",
+                 f"{mean:.6f}", cells[1] if len(cells) > 1 else "missing row")
     for name, exp in expected.items():
         line = rows.get(name)
         if line is None:

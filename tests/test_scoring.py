@@ -41,7 +41,7 @@ def test_scores_are_bit_identical_to_cross_encoder_predict_per_batch(loaded, pai
         ours += scoring.score_batch(tok, model, [qs[i] for i in idx], [ds[i] for i in idx], SETTINGS)
     ce = CrossEncoder(str(folder), device="cpu")
     assert type(ce.activation_fn).__name__ == "Identity"  # raw logits, as the pinned model is configured
-    assert ce.max_length == 512
+    assert ce.max_seq_length == 512
     upstream = []
     for idx in scoring.chunks(list(range(len(ds))), SETTINGS.batch_size):
         upstream += ce.predict([[qs[i], ds[i]] for i in idx], batch_size=SETTINGS.batch_size).tolist()

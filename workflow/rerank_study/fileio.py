@@ -53,28 +53,6 @@ def sha256_text(text: str) -> str:
 
 
 @contextlib.contextmanager
-def atomic_open(path, mode: str = "w", encoding: str | None = "utf-8", newline: str | None = "\n") -> Iterator:
-    """Open a temporary sibling of ``path``; on success fsync and rename it to ``path``.
-
-    On any exception the temporary file is removed and ``path`` is left untouched.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-    binary = "b" in mode
-    try:
-        with os.fdopen(fd, mode, **({} if binary else {"encoding": encoding, "newline": newline})) as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-@contextlib.contextmanager
 def atomic_path(path) -> Iterator[Path]:
     """Yield a temporary sibling path of ``path``; rename it to ``path`` only if the block succeeds.
 
@@ -94,6 +72,16 @@ def atomic_path(path) -> Iterator[Path]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def atomic_open(path, mode: str = "w", encoding: str | None = "utf-8", newline: str | None = "\n") -> Iterator:
+    """Open a temporary sibling of ``path`` for writing; on success it is fsynced and renamed to
+    ``path``. On any exception the temporary file is removed and ``path`` is left untouched."""
+    kwargs = {} if "b" in mode else {"encoding": encoding, "newline": newline}
+    with atomic_path(path) as tmp:
+        with open(tmp, mode, **kwargs) as fh:
+            yield fh
 
 
 def atomic_write_bytes(path, data: bytes) -> None:

@@ -61,6 +61,8 @@ rule manifest:
         },
     log:
         log_of("manifest"),
+    benchmark:
+        bench_of("manifest")
     script:
         "../../scripts/write_manifest.py"
 

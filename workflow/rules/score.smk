@@ -53,6 +53,8 @@ rule run_inputs:
         split_label="confirm" if CONFIRM else "dev",
     log:
         log_of("run_inputs"),
+    benchmark:
+        bench_of("run_inputs")
     script:
         "../../scripts/run_inputs.py"
 
