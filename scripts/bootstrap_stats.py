@@ -49,8 +49,7 @@ def main(sm):
         fh.write("replicate\t" + "\t".join(cols) + "\n")
         for i in range(b["B"]):
             fh.write(f"{i}\t" + "\t".join(fmt_float(float(reps[c][i])) for c in cols) + "\n")
-    summary.update({
-        "run": sm.params.run,
+    summary.update({  # (no run name here: the same analysis must give the same bytes in any folder)
         "scorer": "STAND-IN" if sm.params.scorer == "stand-in" else "pinned",
         "inputs": {"per_query_sha256": sha256_file(sm.input.per_query), "groups_sha256": sha256_file(sm.input.groups)},
         "comparisons_definition": {k: f"{a} - {b_} (per-query {metric})" for k, (a, b_) in comps.items()},

@@ -101,7 +101,8 @@ def main(sm):
         bm25_tsv, dense_tsv, qrels_tsv = sm.input.retrievers
         sections.insert(0, report.confirmation_section(summary, op, retriever_context(bm25_tsv, dense_tsv, qrels_tsv,
                                                                                      summary)))
-    text = report.render(summary, meas, provenance, extra_sections=sections, figures=figures, title=title)
+    text = report.render(summary, meas, provenance, extra_sections=sections, figures=figures, title=title,
+                         run=sm.params.run)
     write_json(sm.output.measurements, {"_note": "measurements of this execution; not reproducible byte for byte",
                                         **meas})
     atomic_write_text(sm.output.report, text)

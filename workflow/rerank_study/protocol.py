@@ -96,7 +96,7 @@ def freeze(cfg: dict, lockdir, dev_summary_path, allow_standin_for_testing: bool
         **frozen_fields(cfg, lockdir),
         "power": {k: power[k] for k in ("alpha", "power", "n_development", "n_confirmation", "sd_eff",
                                         "grouped_variance_of_mean", "mde_confirmation", "formula")},
-        "development_evidence": {"summary_sha256": sha256_file(dev_summary_path), "run": dev.get("run"),
+        "development_evidence": {"summary_sha256": sha256_file(dev_summary_path), "run": Path(dev_summary_path).parent.name,
                                  "scorer": dev.get("scorer"),
                                  "primary_mean": dev["comparisons"][dev["primary"]]["mean"],
                                  "primary_grouped_interval": dev["comparisons"][dev["primary"]]["grouped_interval"]},

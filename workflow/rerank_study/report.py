@@ -56,8 +56,8 @@ def comparison_table(summary: Mapping) -> list[str]:
 
 
 def render(summary: Mapping, measurements: Mapping, provenance: Mapping, extra_sections: list[str] | None = None,
-           figures: Mapping[str, str] | None = None, title: str = "Development analysis") -> str:
-    out = [f"# {title} — `{summary['run']}`", ""]
+           figures: Mapping[str, str] | None = None, title: str = "Development analysis", run: str = "") -> str:
+    out = [f"# {title} — `{run}`", ""]
     if summary.get("scorer") == "STAND-IN":
         out += [STANDIN_BANNER]
     prim = summary["comparisons"][summary["primary"]]

@@ -24,8 +24,6 @@ else:
     RUN = run_name(config)
     N_QUERIES, DEPTH = run_shape(config)
 RUNDIR = f"{OUT}/{RUN}"
-# the name written INTO deterministic artefacts: a re-opening must reproduce opening 1 byte for byte
-RUN_LABEL = f"confirm-{UNSEAL['sha256'][:12]}" if CONFIRM else RUN
 KIND = "confirmation" if CONFIRM else "development"
 BOOTSTRAP_SEED = config["bootstrap"]["confirm_seed"] if CONFIRM else config["bootstrap"]["seed"]
 

@@ -24,6 +24,7 @@ rule report:
         code=CODE,  # library source hash: a change in the science reruns the rule
         lockdir=LOCK,
         kind=KIND,
+        run=RUN,
         opening=({"protocol_sha256": UNSEAL["sha256"], "opening": UNSEAL["opening"], "labels": UNSEAL["labels"],
                   "protocol": UNSEAL["protocol"]} if CONFIRM else None),
     log:

@@ -21,7 +21,6 @@ rule bootstrap:
         evalstats=config["evalstats"],
         depth=DEPTH,
         scorer=config["scorer"],
-        run=RUN_LABEL,
     log:
         log_of("bootstrap"),
     benchmark:
