@@ -7,7 +7,7 @@
 
 * score: cross-encoder pairs/second with the STAND-IN (same architecture and token counts as the
   pinned model) under the project's batching, per thread count, each in a fresh process, with its
-  peak RSS; pairs are the first queries' candidates of resources/candidates/candidates.tsv;
+  peak RSS; pairs are the development queries' candidates (resources/splits/dev.txt order);
 * bootstrap: vectorised grouped replicates (B=10000, G=94 groups over 100 queries) per comparison;
 * audit: wall time of scripts/audit.py (python -I -S) on a finished run.
 """
@@ -35,8 +35,10 @@ t0 = time.perf_counter(); tok, model = scoring.load_cross_encoder(folder); t_loa
 corpus = beir.read_corpus(res + "/data/scifact/corpus.jsonl")
 queries = beir.read_queries(res + "/data/scifact/queries.jsonl")
 ranked = candidates.read_candidates(res + "/candidates/candidates.tsv")
+dev = [l for l in open(res + "/splits/dev.txt").read().split("\n") if l]  # development queries only
 done, t_inf, trunc = 0, 0.0, 0
-for q, docs in ranked.items():
+for q in dev:
+    docs = ranked[q]
     if done >= n_pairs:
         break
     dt = [corpus[d].full_text for d in docs]
