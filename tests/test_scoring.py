@@ -2,8 +2,9 @@
 documented batching; token statistics; the shape audit."""
 
 import json
+import subprocess
+import sys
 
-import numpy as np
 import pytest
 
 from conftest import FIXTURE, ROOT
@@ -31,25 +32,44 @@ def pairs():
     return [queries["35"]] * len(docs), docs
 
 
-def test_scores_are_bit_identical_to_cross_encoder_predict_per_batch(loaded, pairs):
-    from sentence_transformers import CrossEncoder
+BIT_IDENTITY_CHILD = r"""
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1] + "/workflow")
+from rerank_study import beir, scoring
+S = scoring.ScoringSettings(512, "longest_first", 16, 4, 110, "float32")
+scoring.setup_torch(S)
+folder, fixture = sys.argv[2], sys.argv[1] + "/tests/data/scifact_fixture"
+docs = [d.full_text for d in beir.read_corpus(fixture + "/corpus.jsonl").values()][:37]  # 16 + 16 + 5
+qs = [beir.read_queries(fixture + "/queries.jsonl")["35"]] * len(docs)
+tok, model = scoring.load_cross_encoder(folder)
+batches = scoring.chunks(list(range(len(docs))), S.batch_size)
+ours = [x for idx in batches for x in scoring.score_batch(tok, model, [qs[i] for i in idx], [docs[i] for i in idx], S)]
+from sentence_transformers import CrossEncoder
+ce = CrossEncoder(folder, device="cpu")
+up = [x for idx in batches for x in ce.predict([[qs[i], docs[i]] for i in idx], batch_size=S.batch_size).tolist()]
+whole = ce.predict([[q, d] for q, d in zip(qs, docs)], batch_size=S.batch_size).tolist()
+again = [x for idx in batches for x in scoring.score_batch(tok, model, [qs[i] for i in idx], [docs[i] for i in idx], S)]
+print(json.dumps({"ours": [repr(x) for x in ours], "upstream": [repr(x) for x in up], "again": [repr(x) for x in again],
+                  "whole": [repr(x) for x in whole], "activation": type(ce.activation_fn).__name__,
+                  "max_len": ce.max_seq_length}))
+"""
 
-    folder, tok, model = loaded
-    qs, ds = pairs
-    ours = []
-    for idx in scoring.chunks(list(range(len(ds))), SETTINGS.batch_size):
-        ours += scoring.score_batch(tok, model, [qs[i] for i in idx], [ds[i] for i in idx], SETTINGS)
-    ce = CrossEncoder(str(folder), device="cpu")
-    assert type(ce.activation_fn).__name__ == "Identity"  # raw logits, as the pinned model is configured
-    assert ce.max_seq_length == 512
-    upstream = []
-    for idx in scoring.chunks(list(range(len(ds))), SETTINGS.batch_size):
-        upstream += ce.predict([[qs[i], ds[i]] for i in idx], batch_size=SETTINGS.batch_size).tolist()
-    assert np.array(ours, dtype=np.float64).tobytes() == np.array(upstream, dtype=np.float64).tobytes()
-    # the reason the batching is documented: predict() over the whole list length-sorts and
-    # re-batches, which moves scores in the last bits (seen: up to ~6e-8)
-    whole = ce.predict([[q, d] for q, d in zip(qs, ds)], batch_size=SETTINGS.batch_size).tolist()
-    assert max(abs(a - b) for a, b in zip(ours, whole)) < 1e-5
+
+def test_scores_are_bit_identical_to_cross_encoder_predict_per_batch(loaded):
+    """In a fresh process, as the scoring rule runs: our logits == CrossEncoder.predict(chunk, batch_size=16)
+    on the same chunks, byte for byte (37 fixture pairs: batches of 16, 16 and 5, long pairs truncated)."""
+    folder, _, _ = loaded
+    out = subprocess.run([sys.executable, "-c", BIT_IDENTITY_CHILD, str(ROOT), str(folder)], capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    assert r["activation"] == "Identity" and r["max_len"] == 512  # raw logits, as the pinned model is configured
+    assert r["ours"] == r["upstream"], [(i, a, b) for i, (a, b) in enumerate(zip(r["ours"], r["upstream"])) if a != b]
+    assert r["ours"] == r["again"]
+    # the reason the batching is documented: predict() over the whole list length-sorts and re-batches,
+    # which moves scores in the last bits (seen: up to ~6e-8)
+    assert max(abs(float(a) - float(b)) for a, b in zip(r["ours"], r["whole"])) < 1e-5
 
 
 def test_token_stats_and_truncation_flag(loaded, pairs):
