@@ -48,9 +48,7 @@ def main(sm):
     hits = inferred = 0
     rows = []
     t0 = time.perf_counter()
-    from transformers import AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(str(model_dir))
+    tok = scoring.load_tokenizer(model_dir)  # the weights are loaded only if a batch is not cached
     t_load += time.perf_counter() - t0
     with tqdm(total=n_pairs, desc="cross-encoder pairs", unit="pair") as bar:
         for qid, docs in ranked.items():
@@ -69,7 +67,7 @@ def main(sm):
                 else:
                     if model is None:
                         t0 = time.perf_counter()
-                        _, model = scoring.load_cross_encoder(model_dir)
+                        model = scoring.load_model(model_dir)
                         t_load += time.perf_counter() - t0
                     t0 = time.perf_counter()
                     batch_logits = scoring.score_batch(tok, model, qs, ds, settings)
@@ -97,7 +95,7 @@ def main(sm):
     else:
         if model is None:
             t0 = time.perf_counter()
-            _, model = scoring.load_cross_encoder(model_dir)
+            model = scoring.load_model(model_dir)
             t_load += time.perf_counter() - t0
         shapes = scoring.shape_check(tok, model, check_q, check_d, settings)
         shapes["hidden_size"] = model.config.hidden_size

@@ -62,15 +62,25 @@ def setup_torch(settings: ScoringSettings) -> None:
     torch.manual_seed(settings.seed)
 
 
-def load_cross_encoder(model_dir):
-    """(tokenizer, model) from a verified folder, fp32, eval mode."""
-    import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+def load_tokenizer(model_dir):
+    from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(str(model_dir))
+    return AutoTokenizer.from_pretrained(str(model_dir))
+
+
+def load_model(model_dir):
+    """The sequence classifier from a verified folder, fp32, eval mode."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
     model = AutoModelForSequenceClassification.from_pretrained(str(model_dir), dtype=torch.float32)
     model.eval()
-    return tok, model
+    return model
+
+
+def load_cross_encoder(model_dir):
+    """(tokenizer, model) from a verified folder."""
+    return load_tokenizer(model_dir), load_model(model_dir)
 
 
 def token_stats(tok, queries: Sequence[str], docs: Sequence[str], max_length: int) -> list[dict]:
