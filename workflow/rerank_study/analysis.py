@@ -14,6 +14,11 @@ from .grouping import size_histogram
 METHODS = ("rrf", "ce", "blend")
 
 
+def deltas(table: Mapping[str, Mapping[str, float]], qids: Sequence[str], a: str, b: str, metric: str) -> list[float]:
+    """Per-query paired differences Δ_q = M_a(q) - M_b(q), in the order of ``qids``."""
+    return [table[q][f"{a}_{metric}"] - table[q][f"{b}_{metric}"] for q in qids]
+
+
 def analyse(qids: Sequence[str], table: Mapping[str, Mapping[str, float]], groups: Sequence[Sequence[str]],
             group_ids: Sequence[str], comparisons: Mapping[str, Sequence[str]], primary: str, metric: str,
             B: int, seed: int, percentiles: Sequence[float], threshold: float,
@@ -42,20 +47,20 @@ def analyse(qids: Sequence[str], table: Mapping[str, Mapping[str, float]], group
     }
     replicates = {}
     for name, (a, b) in comparisons.items():
-        deltas = [x - y for x, y in zip(per_method[a], per_method[b])]
-        grouped = bs.grouped_replicates(deltas, positions, g_idx)
-        query = bs.query_replicates(deltas, q_idx)
+        d = deltas(table, qids, a, b, metric)
+        grouped = bs.grouped_replicates(d, positions, g_idx)
+        query = bs.query_replicates(d, q_idx)
         replicates[f"grouped_{name}"] = grouped
         replicates[f"query_{name}"] = query
         gi, qi = bs.interval(grouped.tolist(), percentiles), bs.interval(query.tolist(), percentiles)
-        w, t, l = bs.wins_ties_losses(deltas)
-        logo = bs.leave_one_group_out(deltas, positions) if len(groups) > 1 else None
+        w, t, l = bs.wins_ties_losses(d)
+        logo = bs.leave_one_group_out(d, positions) if len(groups) > 1 else None
         comp = {
-            "a": a, "b": b, "mean": bs.seq_mean(deltas),
+            "a": a, "b": b, "mean": bs.seq_mean(d),
             "grouped_interval": [gi.lower, gi.upper], "query_interval": [qi.lower, qi.upper],
             "grouped_covers_0": gi.covers(0.0), "grouped_covers_threshold": gi.covers(threshold),
             "query_covers_0": qi.covers(0.0), "query_covers_threshold": qi.covers(threshold),
-            "mean_reaches_threshold": bs.seq_mean(deltas) >= threshold,
+            "mean_reaches_threshold": bs.seq_mean(d) >= threshold,
             "wins": w, "ties": t, "losses": l,
             "leave_one_group_out": None if logo is None else {
                 "min": min(logo), "max": max(logo),
@@ -65,23 +70,24 @@ def analyse(qids: Sequence[str], table: Mapping[str, Mapping[str, float]], group
         summary["comparisons"][name] = comp
     # worst queries of the primary comparison and the repair / weakening counts
     a, b = comparisons[primary]
-    prim = {q: table[q][f"{a}_{metric}"] - table[q][f"{b}_{metric}"] for q in qids}
-    order = sorted(qids, key=lambda q: (prim[q], qids.index(q)))
+    prim = dict(zip(qids, deltas(table, qids, a, b, metric)))
+    position = {q: i for i, q in enumerate(qids)}
+    order = sorted(qids, key=lambda q: (prim[q], position[q]))
     summary["worst_primary"] = [{
         "qid": q, "delta": prim[q], **{f"{m}_{metric}": table[q][f"{m}_{metric}"] for m in (a, b)},
         **({f"{m}_first_rel_rank": first_rel[q][m] for m in (a, b)} if first_rel else {}),
     } for q in order[:3]]
-    if {"ce", "rrf", "blend"} <= set(METHODS):
-        ce_loss = [q for q in qids if table[q][f"ce_{metric}"] < table[q][f"rrf_{metric}"]]
-        ce_win = [q for q in qids if table[q][f"ce_{metric}"] > table[q][f"rrf_{metric}"]]
-        summary["repair"] = {
-            "ce_losses_vs_rrf": len(ce_loss),
-            "repaired_by_blend": sum(1 for q in ce_loss if table[q][f"blend_{metric}"] > table[q][f"ce_{metric}"]),
-            "ce_wins_vs_rrf": len(ce_win),
-            "weakened_by_blend": sum(1 for q in ce_win if table[q][f"blend_{metric}"] < table[q][f"ce_{metric}"]),
-            "definition": "CE loss/win = CE metric < / > RRF metric; repaired = blend > CE among CE losses; "
-                          "weakened = blend < CE among CE wins",
-        }
+    # CE vs RRF, and what the blend does to those queries
+    ce_loss = [q for q in qids if table[q][f"ce_{metric}"] < table[q][f"rrf_{metric}"]]
+    ce_win = [q for q in qids if table[q][f"ce_{metric}"] > table[q][f"rrf_{metric}"]]
+    summary["repair"] = {
+        "ce_losses_vs_rrf": len(ce_loss),
+        "repaired_by_blend": sum(1 for q in ce_loss if table[q][f"blend_{metric}"] > table[q][f"ce_{metric}"]),
+        "ce_wins_vs_rrf": len(ce_win),
+        "weakened_by_blend": sum(1 for q in ce_win if table[q][f"blend_{metric}"] < table[q][f"ce_{metric}"]),
+        "definition": "CE loss/win = CE metric < / > RRF metric; repaired = blend > CE among CE losses; "
+                      "weakened = blend < CE among CE wins",
+    }
     return summary, g_idx, q_idx, replicates
 
 
@@ -156,7 +162,7 @@ def evaluation_statistics(qids: Sequence[str], table: Mapping[str, Mapping[str, 
             qs = [q for q in qids if es.assign_slice(fam, *counts[q]) == s]
             for name in ev["exploratory"]["comparisons"]:
                 a, b = comparisons[name]
-                d = [table[q][f"{a}_{metric}"] - table[q][f"{b}_{metric}"] for q in qs]
+                d = deltas(table, qs, a, b, metric)
                 st = es.sign_test(d) if d else {"wins": 0, "losses": 0, "ties": 0, "p": None}
                 explo.append({"family": fam, "slice": s, "comparison": name, "n": len(qs),
                               "mean_delta": bs.seq_mean(d) if d else None, **st})
@@ -175,7 +181,7 @@ def evaluation_statistics(qids: Sequence[str], table: Mapping[str, Mapping[str, 
     # power: the minimum detectable primary Δ of the confirmation set from the grouped variance
     pw = ev["power"]
     a, b = comparisons[summary["primary"]]
-    d = [table[q][f"{a}_{metric}"] - table[q][f"{b}_{metric}"] for q in qids]
+    d = deltas(table, qids, a, b, metric)
     pos = {q: i for i, q in enumerate(qids)}
     if len(groups) >= 2:
         var = es.grouped_variance_of_mean(d, [[pos[q] for q in g] for g in groups])

@@ -42,13 +42,6 @@ def seq_mean(values) -> float:
     return seq_sum(values) / len(values)
 
 
-def paired_deltas(a: Mapping[str, float], b: Mapping[str, float], qids: Sequence[str]) -> list[float]:
-    missing = [q for q in qids if q not in a or q not in b]
-    if missing:
-        raise ValueError(f"queries missing a metric value: {missing[:10]}")
-    return [a[q] - b[q] for q in qids]
-
-
 def group_positions(qids: Sequence[str], groups: Sequence[Sequence[str]]) -> list[list[int]]:
     pos = {q: i for i, q in enumerate(qids)}
     flat = [q for g in groups for q in g]
