@@ -7,10 +7,16 @@
 # Config: config/config.yaml (every key documented in config/README.md), validated against
 # workflow/schemas/config.schema.yaml before anything runs.
 
+import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
+# This checkout's library, for the Snakefile AND for every rule script (they run in subprocesses that
+# inherit PYTHONPATH, which Python puts before site-packages): never another clone's installed copy.
+_LIB = str(Path(workflow.basedir) / "workflow")
+sys.path.insert(0, _LIB)
+os.environ["PYTHONPATH"] = os.pathsep.join([_LIB] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                                                      if p and p != _LIB])
 
 from snakemake.exceptions import WorkflowError
 from rerank_study.errors import ConfigError
@@ -36,5 +42,7 @@ include: "workflow/rules/confirm.smk"
 
 rule all:
     input:
-        P["opening"] if CONFIRM else P["audit"],
+        # --config repin=...: a re-pinning invocation (writes the lockfiles, analyses nothing);
+        # otherwise the confirmation opening, or the development run up to its audit
+        [P[f"freeze_{name}"] for name in sorted(REPIN)] if REPIN else (P["opening"] if CONFIRM else P["audit"]),
     default_target: True

@@ -28,7 +28,6 @@ import sys
 import time
 from pathlib import Path
 
-PROJECT = Path(__file__).resolve().parent.parent
 MAX_FAILURES_SHOWN = 20
 METHODS = ("rrf", "ce", "blend")
 
@@ -206,12 +205,11 @@ def audit_run(rundir: Path, lockdir: Path | None, au: Audit) -> dict:
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     settings = manifest["settings"]
     if lockdir is None:
-        lockdir = resolve(manifest["lockdir"], PROJECT)
+        lockdir = resolve(manifest["lockdir"], rundir)
     art = {a["key"]: a for a in manifest["artefacts"]}
 
     def path_of(key):
-        a = art[key]
-        return rundir / a["path"] if a["scope"] == "run" else resolve(a["path"], PROJECT)
+        return resolve(art[key]["path"], rundir)  # every manifest path is relative to the run folder
 
     # 1. hashes against the manifest -----------------------------------------------------
     for key, a in art.items():

@@ -4,7 +4,7 @@ import csv
 import platform
 from pathlib import Path
 
-from rerank_study import pins, report
+from rerank_study import report
 from rerank_study.fileio import atomic_write_text, read_json, read_tsv, sha256_file, write_json
 from rerank_study.rule import run_rule
 
@@ -31,8 +31,8 @@ def retriever_context(bm25_tsv, dense_tsv, qrels_tsv, summary):
     qrels = beir.read_qrels(qrels_tsv)
     out = {}
     for name, path in (("BM25 (bm25s) top-100", bm25_tsv), ("dense all-MiniLM-L6-v2 top-100", dense_tsv)):
-        top = candidates.read_retriever_table(path)
-        out[name] = seq_mean(metrics.ndcg_at([d for d, _, _ in top[q]], qrels[q], 10) for q in qrels)
+        top = candidates.read_ranked_lists_gz(path)  # the frozen candidates' committed retriever lists
+        out[name] = seq_mean(metrics.ndcg_at(top[q], qrels[q], 10) for q in qrels)
     out["RRF top-50 candidates"] = summary["methods"]["rrf"]["mean"]
     return out
 
@@ -44,7 +44,7 @@ def main(sm):
     model = read_json(sm.input.model)
     lockdir = Path(sm.params.lockdir)
     data_pins = read_json(lockdir / "data_pins.json")
-    derived = pins.load_derived(lockdir)
+    derived = read_json(sm.input.derived)
     rows = read_tsv(sm.input.per_query)
     a, b = summary["comparisons"][summary["primary"]]["a"], summary["comparisons"][summary["primary"]]["b"]
     metric = summary["metric"]

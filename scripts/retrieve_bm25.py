@@ -1,6 +1,6 @@
 """Rule bm25: BM25 (bm25s, lucene, k1 1.5, b 0.75, English stop words, Snowball stemmer) top-k."""
 
-from rerank_study import beir, candidates, retrieval, splits, trec
+from rerank_study import beir, candidates, retrieval, splits
 from rerank_study.acquire import DataPins, verified_path
 from rerank_study.rule import run_rule
 
@@ -16,7 +16,6 @@ def main(sm):
                                          p["k1"], p["b"], p["method"], p["stopwords"], p["stemmer"])
     top = candidates.retriever_top(scores, doc_ids, qids, p["depth"])
     candidates.write_retriever_table(sm.output.table, top)
-    trec.write_run(sm.output.run, {q: [d for d, _, _ in top[q]] for q in qids}, "bm25")
 
 
 run_rule(snakemake, main)  # noqa: F821

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from rerank_study import beir, candidates, models, retrieval, splits, trec
+from rerank_study import beir, candidates, models, retrieval, splits
 from rerank_study.acquire import DataPins, verified_path
 from rerank_study.rule import run_rule
 
@@ -14,7 +14,7 @@ log = logging.getLogger("dense")
 
 
 def main(sm):
-    torch.set_num_threads(sm.params.threads)
+    torch.set_num_threads(sm.threads)  # speed only: the ranked lists are compared, never the float bytes
     pins = DataPins.load(sm.params.pins)
     corpus = beir.read_corpus(verified_path(sm.input.corpus, "corpus.jsonl", pins))
     queries = beir.read_queries(verified_path(sm.input.queries, "queries.jsonl", pins))
@@ -25,7 +25,7 @@ def main(sm):
     doc_ids = list(corpus)
     texts = [corpus[d].full_text for d in doc_ids]
     settings = {"max_seq_length": p["max_seq_length"], "batch_size": p["batch_size"], "normalize": p["normalize"],
-                "threads": sm.params.threads, "torch": torch.__version__}
+                "threads": sm.threads, "torch": torch.__version__}
     key = retrieval.embedding_cache_key({"identity_sha256": meta["identity_sha256"]}, settings, texts)
     d_emb, cached = retrieval.cached_embeddings(
         sm.params.cache, key, lambda: retrieval.encode(model, texts, p["batch_size"], p["normalize"], progress=True))
@@ -34,7 +34,6 @@ def main(sm):
     scores = retrieval.dense_score_matrix(q_emb, d_emb)
     top = candidates.retriever_top(scores, doc_ids, qids, p["depth"])
     candidates.write_retriever_table(sm.output.table, top)
-    trec.write_run(sm.output.run, {q: [d for d, _, _ in top[q]] for q in qids}, "dense")
 
 
 run_rule(snakemake, main)  # noqa: F821

@@ -2,24 +2,38 @@
 or, in a confirmation opening, the confirmation split), their candidates cut at the run's depth,
 and ONLY their judgements."""
 
-from rerank_study import beir, candidates, splits
+from rerank_study import beir, candidates, pins, splits
 from rerank_study.acquire import DataPins, verified_path
-from rerank_study.errors import PipelineError
+from rerank_study.errors import PinMismatchError, PipelineError
 from rerank_study.fileio import atomic_write_text, write_tsv
 from rerank_study.rule import run_rule
 
 
+def check_frozen_candidates(sm) -> None:
+    """The committed table is the pinned one, and the config still describes how it was made."""
+    pin = pins.verify_frozen_candidates(sm.input.derived, sm.input.candidates)
+    for key, value in sm.params.candidate_params.items():
+        if pin["params"].get(key) != value:
+            raise PinMismatchError(
+                f"candidate setting {key}", sm.input.derived, "value", pin["params"].get(key), value, "config",
+                "The frozen candidates were made with the pinned value. Restore it in config/config.yaml, or re-freeze "
+                "knowingly: snakemake --config repin=candidates (this changes the experiment).")
+
+
 def main(sm):
+    check_frozen_candidates(sm)
     split = splits.read_split(sm.input.split)
     qids = split[: sm.params.n_queries] if sm.params.n_queries else split
     depth = sm.params.depth
-    rows = [r for r in candidates.read_candidate_rows(sm.input.candidates) if r["qid"] in set(qids)]
-    by_q = {q: [r for r in rows if r["qid"] == q and int(r["rank"]) <= depth] for q in qids}
+    by_q = {q: [] for q in qids}
+    for r in candidates.read_candidate_rows(sm.input.candidates):
+        if r["qid"] in by_q and int(r["rank"]) <= depth:
+            by_q[r["qid"]].append(r)
     label = sm.params.split_label
     bad = [q for q, lst in by_q.items() if len(lst) != depth or any(r["split"] != label for r in lst)]
     if bad:
         raise PipelineError(f"candidates missing or not {label} queries for {bad[:10]}")
-    qrels = beir.read_qrels(verified_path(sm.input.qrels, sm.params.qrels_pin, DataPins.load(sm.params.pins)))
+    qrels = beir.read_qrels(verified_path(sm.input.qrels, sm.params.qrels_pin, DataPins.load(sm.input.data_pins)))
     unjudged = [q for q in qids if q not in qrels]
     if unjudged:
         raise PipelineError(f"analysed queries without judgements in {sm.input.qrels}: {unjudged[:10]}")

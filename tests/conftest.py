@@ -28,21 +28,30 @@ def full_mirror() -> Path:
     return SHARED
 
 
-def make_lockdir(dest: Path) -> Path:
-    """A fresh lockfile folder for the fixture: fixture data pins + the project's real model pins."""
+def make_lockdir(dest: Path, frozen: bool = True) -> Path:
+    """A fresh lockfile folder for the fixture: the fixture's committed pins (data; with ``frozen``
+    also its split lists and frozen candidates) + the project's real model pins."""
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy(DATA / "lockfiles" / "data_pins.json", dest / "data_pins.json")
     shutil.copy(ROOT / "lockfiles" / "model_pins.json", dest / "model_pins.json")
+    if frozen:
+        shutil.copy(DATA / "lockfiles" / "derived_pins.json", dest / "derived_pins.json")
+        for sub in ("splits", "candidates"):
+            shutil.copytree(DATA / "lockfiles" / sub, dest / sub)
     return dest
 
 
 def run_snakemake(workdir: Path, *args: str, config: dict | None = None, check: bool = True,
-                  targets: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+                  targets: tuple[str, ...] = (), fixture: bool = True) -> subprocess.CompletedProcess:
+    """Snakemake on the committed fixture (its config overrides and data), or with ``fixture=False``
+    on the project's own config (the caller then names the data and the lockfiles)."""
     cfg = {"resources": str(workdir / "resources"), "results": str(workdir / "results"),
-           "lockdir": str(workdir / "lockfiles"), "data_mirror": str(FIXTURE), "scorer": "stand-in"}
+           "lockdir": str(workdir / "lockfiles"), "scorer": "stand-in"}
+    if fixture:
+        cfg["data_mirror"] = str(FIXTURE)
     cfg.update(config or {})
     cmd = [str(SNAKEMAKE), "-s", str(ROOT / "Snakefile"), "--directory", str(workdir), "--cores", "2",
-           "--configfile", str(DATA / "fixture_config.yaml"), *args,
+           *(["--configfile", str(DATA / "fixture_config.yaml")] if fixture else []), *args,
            "--config", *[f"{k}={v}" for k, v in cfg.items()]]
     if targets:
         cmd += ["--", *targets]
@@ -55,10 +64,9 @@ def run_snakemake(workdir: Path, *args: str, config: dict | None = None, check: 
 
 @pytest.fixture(scope="session")
 def fixture_workdir(tmp_path_factory) -> Path:
-    """A work folder with the fixture's splits and candidates pinned (explicit repin, as a user would)."""
+    """A work folder with the fixture's committed pins (splits and frozen candidates), as a clone has them."""
     wd = tmp_path_factory.mktemp("pipeline")
     make_lockdir(wd / "lockfiles")
-    run_snakemake(wd, config={"repin": "splits,candidates"}, targets=(str(wd / "resources/candidates/candidates.tsv"),))
     return wd
 
 

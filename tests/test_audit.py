@@ -67,8 +67,13 @@ def write_rows(path, rows, header=None):
 @pytest.fixture
 def copy_of(tmp_path, smoke_run, dev_run, fixture_workdir):
     def make(which="smoke"):
+        """A copy of the run folder; the inputs it names (../../resources, ../../lockfiles) are linked."""
         src = smoke_run if which == "smoke" else dev_run
-        dst = tmp_path / which
+        base = tmp_path / which
+        (base / "results").mkdir(parents=True)
+        for sub in ("resources", "lockfiles"):
+            (base / sub).symlink_to(fixture_workdir / sub)
+        dst = base / "results" / src.name
         shutil.copytree(src, dst)
         return dst
     make.lockdir = fixture_workdir / "lockfiles"

@@ -169,18 +169,21 @@ def test_config_typo_stops_at_start_naming_the_key(tmp_path):
     assert proc.returncode != 0 and "config key 'scorer'" in (proc.stdout + proc.stderr)
 
 
-def test_no_pins_no_silent_draw(tmp_path):
+def test_no_committed_splits_no_silent_draw(tmp_path):
+    make_lockdir(tmp_path / "lockfiles", frozen=False)
+    proc = run_snakemake(tmp_path, "-n", config={}, check=False)
+    assert proc.returncode != 0, proc.stdout[-2000:]
+    out = proc.stdout + proc.stderr
+    assert "MISSING QUERY SPLIT LIST" in out and "lockfiles/splits/dev.txt" in out and "repin=splits" in out
+    assert not (tmp_path / "lockfiles/splits").exists()
+
+
+def test_split_lists_without_their_pin_stop_the_run(tmp_path):
     make_lockdir(tmp_path / "lockfiles")
+    pins = read_json(tmp_path / "lockfiles/derived_pins.json")
+    del pins["splits"]
+    (tmp_path / "lockfiles/derived_pins.json").write_text(json.dumps(pins))
     proc = run_snakemake(tmp_path, config={}, check=False, targets=(str(tmp_path / "resources/splits/dev.txt"),))
     assert proc.returncode != 0 and "NO SPLIT PIN" in proc.stderr and "repin=splits" in proc.stderr
 
 
-def test_changed_candidate_pin_stops_and_publishes_nothing(fixture_workdir, tmp_path):
-    wd = tmp_path / "badpin"
-    shutil.copytree(fixture_workdir / "lockfiles", wd / "lockfiles")
-    pins = read_json(wd / "lockfiles/derived_pins.json")
-    pins["candidates"]["sha256"] = "0" * 64
-    (wd / "lockfiles/derived_pins.json").write_text(json.dumps(pins))
-    proc = run_snakemake(wd, check=False, targets=(str(wd / "resources/candidates/candidates.tsv"),))
-    assert proc.returncode != 0 and "PIN MISMATCH for candidates.tsv" in proc.stderr and "0" * 64 in proc.stderr
-    assert not (wd / "resources/candidates/candidates.tsv").exists()

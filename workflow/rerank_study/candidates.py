@@ -1,22 +1,39 @@
 """The frozen candidate table: RRF (k=60) of BM25 top-100 and dense top-100, top 50 per query.
 
-Table ``candidates.tsv`` (one row per query and candidate, queries in canonical order, ranks
-1..depth): ``qid split rank doc_id rrf_score bm25_rank bm25_score dense_rank dense_score``;
-a retriever column is empty when the document is not in that retriever's top list.
+The table is an INPUT of the experiment, like the data: generated once, committed under
+``lockfiles/candidates/``, pinned by sha256 in ``lockfiles/derived_pins.json``, and read
+(verified) by every run. The main job never regenerates it. Regeneration is a separate drift
+check (``snakemake check_candidates``) that compares ranked lists, never bytes; re-freezing is
+the explicit ``--config repin=candidates`` (``snakemake freeze_candidates``).
+
+Frozen table ``candidates.tsv`` (one row per query and candidate, queries in canonical order,
+ranks 1..depth): ``qid split rank doc_id rrf_score bm25_rank dense_rank``. It holds nothing
+whose last bits depend on the CPU: ``rrf_score`` is computed from the two RANKS
+(``1/(k + bm25_rank) + 1/(k + dense_rank)``, float64, a term only for a list that holds the
+document), so it is the same IEEE value on every machine; a retriever column is empty when the
+document is not in that retriever's top list.
+
+Retriever tables: the regenerated ones under ``resources/`` carry the retriever scores
+(``qid rank doc_id score``; provenance only, never pinned bytes); the committed copies next to
+the frozen table keep only the ranked lists (``qid rank doc_id``, gzip).
 """
 
 from __future__ import annotations
 
+import gzip
+import io
 from typing import Mapping, Sequence
 
 from .errors import MalformedInputError
-from .fileio import read_tsv, write_tsv
+from .fileio import atomic_open, read_tsv, write_tsv
 from .ranking import ranks_from_order, rrf_scores, top_k
 
-CANDIDATE_HEADER = ("qid", "split", "rank", "doc_id", "rrf_score", "bm25_rank", "bm25_score", "dense_rank", "dense_score")
+CANDIDATE_HEADER = ("qid", "split", "rank", "doc_id", "rrf_score", "bm25_rank", "dense_rank")
 RETRIEVER_HEADER = ("qid", "rank", "doc_id", "score")
+FROZEN_RETRIEVER_HEADER = ("qid", "rank", "doc_id")
 
 
+# ------------------------------------------------------------------ retriever top lists --
 def retriever_top(score_rows, doc_ids: Sequence[str], qids: Sequence[str], depth: int) -> dict[str, list[tuple[str, int, float]]]:
     """Top ``depth`` per query from a (n_queries, n_docs) score matrix, under the tie rule."""
     out = {}
@@ -40,18 +57,47 @@ def read_retriever_table(path) -> dict[str, list[tuple[str, int, float]]]:
     return out
 
 
-def fuse(bm25: Mapping[str, list], dense: Mapping[str, list], qids: Sequence[str], split_of: Mapping[str, str],
-         k: int, depth: int) -> list[tuple]:
-    """Rows of the candidate table."""
+def write_ranked_lists_gz(path, ranked: Mapping[str, Sequence[str]]) -> None:
+    """Committed provenance: ``qid rank doc_id`` rows, gzip with no name and mtime 0."""
+    buf = io.StringIO(newline="\n")
+    buf.write("\t".join(FROZEN_RETRIEVER_HEADER) + "\n")
+    for q, docs in ranked.items():
+        for r, d in enumerate(docs, start=1):
+            buf.write(f"{q}\t{r}\t{d}\n")
+    with atomic_open(path, "wb") as fh:
+        with gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0, compresslevel=9) as gz:
+            gz.write(buf.getvalue().encode("utf-8"))
+
+
+def read_ranked_lists_gz(path) -> dict[str, list[str]]:
+    with gzip.open(path, "rt", encoding="utf-8", newline="") as fh:
+        lines = fh.read().split("\n")
+    if not lines or lines[-1] != "":
+        raise MalformedInputError(path, len(lines), "last line is not terminated (truncated file?)")
+    if lines[0].split("\t") != list(FROZEN_RETRIEVER_HEADER):
+        raise MalformedInputError(path, 1, f"header {lines[0]!r} != {list(FROZEN_RETRIEVER_HEADER)}")
+    out: dict[str, list[str]] = {}
+    for i, line in enumerate(lines[1:-1], start=2):
+        cells = line.split("\t")
+        if len(cells) != 3:
+            raise MalformedInputError(path, i, f"{len(cells)} cells, 3 expected")
+        lst = out.setdefault(cells[0], [])
+        if cells[1] != str(len(lst) + 1):
+            raise MalformedInputError(path, i, f"rank {cells[1]} out of order for query {cells[0]}")
+        lst.append(cells[2])
+    return out
+
+
+# ----------------------------------------------------------------------------- fusion --
+def fuse(bm25: Mapping[str, Sequence[str]], dense: Mapping[str, Sequence[str]], qids: Sequence[str],
+         split_of: Mapping[str, str], k: int, depth: int) -> list[tuple]:
+    """Rows of the frozen candidate table from the two retrievers' ranked lists (best first)."""
     rows = []
     for qid in qids:
-        b = {d: (r, s) for d, r, s in bm25[qid]}
-        e = {d: (r, s) for d, r, s in dense[qid]}
-        fused = rrf_scores([{d: r for d, (r, _) in b.items()}, {d: r for d, (r, _) in e.items()}], k)
+        b, e = ranks_from_order(bm25[qid]), ranks_from_order(dense[qid])
+        fused = rrf_scores([b, e], k)
         for d, rank, score in top_k(fused, depth):
-            br, bs = b.get(d, (None, None))
-            dr, ds = e.get(d, (None, None))
-            rows.append((qid, split_of[qid], rank, d, score, br, bs, dr, ds))
+            rows.append((qid, split_of[qid], rank, d, score, b.get(d), e.get(d)))
     return rows
 
 
@@ -59,20 +105,56 @@ def write_candidates(path, rows) -> None:
     write_tsv(path, CANDIDATE_HEADER, rows)
 
 
+def read_candidate_rows(path) -> list[dict[str, str]]:
+    return read_tsv(path, CANDIDATE_HEADER)
+
+
 def read_candidates(path, depth: int | None = None) -> dict[str, list[str]]:
     """{qid: [doc ids in rank order]} (optionally cut at ``depth``); checks ranks are 1..n, no duplicates."""
     out: dict[str, list[str]] = {}
-    for i, row in enumerate(read_tsv(path, CANDIDATE_HEADER), start=2):
+    for i, row in enumerate(read_candidate_rows(path), start=2):
         lst = out.setdefault(row["qid"], [])
         if int(row["rank"]) != len(lst) + 1:
             raise MalformedInputError(path, i, f"rank {row['rank']} out of order for query {row['qid']}")
         lst.append(row["doc_id"])
-    for q, lst in out.items():
+    for lst in out.values():
         ranks_from_order(lst)  # duplicates -> error
     if depth is not None:
         out = {q: lst[:depth] for q, lst in out.items()}
     return out
 
 
-def read_candidate_rows(path) -> list[dict[str, str]]:
-    return read_tsv(path, CANDIDATE_HEADER)
+# ------------------------------------------------------------------------------ drift --
+DRIFT_COLUMNS = ("split", "queries", "identical_ranked_lists", "same_set", "largest_rank_shift",
+                 "mean_overlap", "queries_changed")
+
+
+def query_drift(frozen: Sequence[str], regenerated: Sequence[str]) -> dict:
+    """Compare one query's frozen and regenerated candidate lists (ranked, best first)."""
+    a, b = ranks_from_order(frozen), ranks_from_order(regenerated)
+    common = set(a) & set(b)
+    return {"identical": list(frozen) == list(regenerated), "same_set": set(a) == set(b),
+            "largest_rank_shift": max((abs(a[d] - b[d]) for d in common), default=0),
+            "overlap": len(common) / len(a) if a else 1.0}
+
+
+def drift_table(frozen: Mapping[str, Sequence[str]], regenerated: Mapping[str, Sequence[str]],
+                split_of: Mapping[str, str]) -> list[dict]:
+    """One row per split (in first-seen order of ``frozen``), then 'all': how far regeneration moved."""
+    missing = sorted(set(frozen) ^ set(regenerated))
+    if missing:
+        raise ValueError(f"frozen and regenerated candidates cover different queries: {missing[:10]}")
+    per_q = {q: query_drift(frozen[q], regenerated[q]) for q in frozen}
+    splits = list(dict.fromkeys(split_of[q] for q in frozen))
+    rows = []
+    for split in splits + ["all"]:
+        qs = [q for q in frozen if split == "all" or split_of[q] == split]
+        rows.append({
+            "split": split, "queries": len(qs),
+            "identical_ranked_lists": sum(per_q[q]["identical"] for q in qs),
+            "same_set": sum(per_q[q]["same_set"] for q in qs),
+            "largest_rank_shift": max(per_q[q]["largest_rank_shift"] for q in qs),
+            "mean_overlap": sum(per_q[q]["overlap"] for q in qs) / len(qs),
+            "queries_changed": [q for q in qs if not per_q[q]["identical"]],
+        })
+    return rows

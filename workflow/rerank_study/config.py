@@ -142,4 +142,15 @@ def run_shape(cfg: dict) -> tuple[int | None, int]:
 
 
 def repin_set(cfg: dict) -> set[str]:
+    """The pins this invocation may rewrite (``--config repin=splits,candidates``); empty normally."""
     return {p for p in cfg["repin"].split(",") if p}
+
+
+TIE_RULE = "score desc, doc id string desc"
+
+
+def candidate_params(cfg: dict) -> dict:
+    """The settings that decide the candidate table (recorded in its pin; threads are speed only)."""
+    c = cfg["candidates"]
+    return {"rrf_k": c["rrf_k"], "depth": c["depth"], "bm25": dict(c["bm25"]),
+            "dense": {k: v for k, v in c["dense"].items() if k != "threads"}, "tie_rule": TIE_RULE}

@@ -23,6 +23,8 @@ from typing import Iterable, Iterator, Sequence
 from .errors import MalformedInputError, MissingInputError
 
 CHUNK = 1 << 20
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
 
 
 def _hash_file(path, algo: str) -> str:
@@ -67,6 +69,7 @@ def atomic_path(path) -> Iterator[Path]:
         yield Path(tmp)
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file the mode a plain open() would
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

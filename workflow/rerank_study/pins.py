@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from .errors import PinMismatchError, MissingInputError
+from .errors import MissingInputError, PinMismatchError
 from .fileio import canonical_json, read_json, sha256_file, write_json
 
 log = logging.getLogger(__name__)
@@ -51,3 +51,17 @@ def verify_against(path, expected_sha256: str, what: str, fix: str) -> str:
     if actual != expected_sha256:
         raise PinMismatchError(what, path, "sha256", expected_sha256, actual, None, fix)
     return actual
+
+
+def verify_frozen_candidates(derived_pins_path, table_path) -> dict:
+    """Check the committed candidate table against its pin; return the pin."""
+    derived = read_json(derived_pins_path)
+    pin = derived.get("candidates")
+    if pin is None:
+        raise MissingInputError(
+            f"NO CANDIDATE PIN in {derived_pins_path}. The candidates are a committed, frozen input: restore "
+            "lockfiles/ from git, or freeze them knowingly with: snakemake --config repin=candidates")
+    verify_against(table_path, pin["sha256"], "the frozen candidate table",
+                   "It must be the committed file: restore it from git (git checkout -- lockfiles/candidates), or "
+                   "re-freeze knowingly with: snakemake --config repin=candidates (this changes the experiment).")
+    return pin

@@ -61,3 +61,14 @@ def read_split(path) -> list[str]:
     if qids != canonical_order(qids):
         raise MalformedInputError(path, 0, "ids are not in canonical order")
     return qids
+
+
+DRAWN_FROM = ("canonically sorted training-qrels query ids, numpy default_rng(seed).choice without replacement; "
+              "confirmation = queries without training judgements")
+
+
+def split_settings(dev_size: int, seed: int, confirm_size: int, data_pins) -> dict:
+    """The values a split pin records and every run re-checks (sizes, seed, the data they came from)."""
+    return {"dev_size": dev_size, "seed": seed, "confirm_size": confirm_size,
+            "qrels_dev_sha256": data_pins.pin("qrels/train.tsv")["sha256"],
+            "queries_sha256": data_pins.pin("queries.jsonl")["sha256"]}

@@ -1,6 +1,12 @@
-# The frozen candidates: BM25 top-100 + dense top-100, fused by RRF (k=60), top 50 per query,
-# for the development AND the confirmation queries (query text only, no qrels). Pinned by
-# sha256 in <lockdir>/derived_pins.json; a run verifies the pin and never re-pins silently.
+# The frozen candidates are an INPUT of the experiment: committed in <lockdir>/candidates/ and
+# pinned in <lockdir>/derived_pins.json. No rule of a development or confirmation run produces
+# them; the rules below exist only for the two explicit targets:
+#
+#   snakemake check_candidates    regenerate BM25 + dense + RRF and report the drift of the ranked
+#                                 lists against the frozen table (never touches the lockfiles)
+#   snakemake --config repin=candidates   (= target freeze_candidates) re-freeze: write the
+#                                 regenerated table, its retriever lists and its pin into the
+#                                 lockfiles (this changes the experiment: commit it)
 
 
 rule bi_encoder:
@@ -25,7 +31,6 @@ rule bm25:
         confirm=P["split_confirm"],
     output:
         table=P["bm25"],
-        run=P["bm25_run"],
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
         pins=f"{LOCK}/data_pins.json",
@@ -47,14 +52,12 @@ rule dense:
         model=P["bi_encoder"],
     output:
         table=P["dense"],
-        run=P["dense_run"],
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
         pins=f"{LOCK}/data_pins.json",
-        dense=config["candidates"]["dense"],
-        threads=config["ce"]["threads"],
+        dense={k: v for k, v in config["candidates"]["dense"].items() if k != "threads"},
         cache=P["embedding_cache"],
-    threads: config["ce"]["threads"]
+    threads: config["candidates"]["dense"]["threads"]
     log:
         log_of("dense", per_run=False),
     benchmark:
@@ -63,7 +66,8 @@ rule dense:
         "../../scripts/retrieve_dense.py"
 
 
-rule candidates:
+rule fuse_candidates:
+    """Regenerate the candidate table (resources only; never the frozen one)."""
     input:
         bm25=P["bm25"],
         dense=P["dense"],
@@ -71,16 +75,48 @@ rule candidates:
         confirm=P["split_confirm"],
         bi_encoder=P["bi_encoder"],
     output:
-        table=P["candidates"],
-        run=P["candidates_run"],
-        meta=P["candidates_meta"],
+        table=P["regenerated"],
+        meta=P["regenerated_meta"],
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
-        lockdir=LOCK,
-        candidates=config["candidates"],
+        candidates=candidate_params(config),
     log:
-        log_of("candidates", per_run=False),
+        log_of("fuse_candidates", per_run=False),
     benchmark:
-        bench_of("candidates", per_run=False)
+        bench_of("fuse_candidates", per_run=False)
     script:
         "../../scripts/fuse_candidates.py"
+
+
+rule check_candidates:
+    """Drift of the regenerated ranked lists against the frozen table, per split (reads no qrels)."""
+    input:
+        frozen=P["candidates"],
+        derived=P["derived_pins"],
+        regenerated=P["regenerated"],
+        meta=P["regenerated_meta"],
+    output:
+        table=P["drift"],
+        json=P["drift_json"],
+    params:
+        code=CODE,
+    log:
+        log_of("check_candidates", per_run=False),
+    script:
+        "../../scripts/check_candidates.py"
+
+
+rule freeze_candidates:
+    """Explicit re-freezing (--config repin=candidates): the regenerated table becomes the frozen one."""
+    input:  # nothing is regenerated unless re-freezing was asked for (the script then refuses at once)
+        **({"regenerated": P["regenerated"], "meta": P["regenerated_meta"], "bm25": P["bm25"], "dense": P["dense"]}
+           if "candidates" in REPIN else {}),
+    output:
+        P["freeze_candidates"],
+    params:
+        lockdir=LOCK,
+        allowed="candidates" in REPIN,
+    log:
+        log_of("freeze_candidates", per_run=False),
+    script:
+        "../../scripts/freeze_candidates.py"

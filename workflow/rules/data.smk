@@ -22,17 +22,41 @@ rule fetch_data:
         "../../scripts/fetch_data.py"
 
 
+rule freeze_splits:
+    """Explicit re-pinning (--config repin=splits): draw the development split and write both lists
+    and their pin into the lockfiles (this changes the experiment: commit it)."""
+    input:  # nothing is read unless re-pinning was asked for (the script then refuses at once)
+        **({"queries": P["queries"], "qrels_dev": P["qrels_dev"], "data_pins": f"{LOCK}/data_pins.json"}
+           if "splits" in REPIN else {}),
+    output:
+        P["freeze_splits"],
+    params:
+        lockdir=LOCK,
+        allowed="splits" in REPIN,
+        dev_size=config["splits"]["dev_size"],
+        confirm_size=config["splits"]["confirm_size"],
+        seed=config["splits"]["seed"],
+    log:
+        log_of("freeze_splits", per_run=False),
+    script:
+        "../../scripts/freeze_splits.py"
+
+
 rule splits:
+    """Verify the committed split lists against their pins and the data; never draws."""
     input:
         queries=P["queries"],
         qrels_dev=P["qrels_dev"],
+        data_pins=f"{LOCK}/data_pins.json",
+        derived=P["derived_pins"],
+        # the committed lists; when this invocation re-pins them, freeze_splits writes them first
+        lists=[P["freeze_splits"]] if "splits" in REPIN else list(SPLIT_LISTS.values()),
     output:
         dev=P["split_dev"],
         confirm=P["split_confirm"],
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
-        lockdir=LOCK,
-        pins=f"{LOCK}/data_pins.json",
+        lists=SPLIT_LISTS,
         dev_size=config["splits"]["dev_size"],
         confirm_size=config["splits"]["confirm_size"],
         seed=config["splits"]["seed"],

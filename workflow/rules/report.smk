@@ -9,12 +9,12 @@ rule report:
         shape_check=P["shape_check"],
         scoring=P["scoring_measurements"],
         model=P["model"],
-        candidates_meta=P["candidates_meta"],
+        derived=P["derived_pins"],
         groups_meta=P["groups_meta"],
         bench_score=bench_of("score"),
         bench_evaluate=bench_of("evaluate"),
         bench_bootstrap=bench_of("bootstrap"),
-        retrievers=[P["bm25"], P["dense"], P["run_qrels"]] if CONFIRM else [],
+        retrievers=[P["frozen_bm25"], P["frozen_dense"], P["run_qrels"]] if CONFIRM else [],
     output:
         report=P["report"],
         forest=P["forest_plot"],
@@ -85,3 +85,22 @@ rule audit:
         bench_of("audit")
     shell:
         "{params.python} -I -S {params.script} {params.rundir} --lockdir {params.lockdir} --out {output} > {log} 2>&1"
+
+
+rule check_reproduction:
+    """Compare this finished run with the committed reference results (reads the run, changes nothing)."""
+    input:
+        manifest=P["manifest"],
+        audit=P["audit"],
+        reference=[f"{REFERENCE}/{n}" for n in ("reference.json", "logits.tsv", "per_query.tsv")
+                   if REFERENCE and Path(f"{REFERENCE}/reference.json").exists()],
+    output:
+        table=P["reproduction"],
+        json=P["reproduction_json"],
+    params:
+        refdir=REFERENCE or f"{LOCK}/reference/(none for a confirmation opening)",
+        run=RUN,
+    log:
+        log_of("check_reproduction"),
+    script:
+        "../../scripts/check_reproduction.py"

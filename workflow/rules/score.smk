@@ -37,7 +37,9 @@ else:
 rule run_inputs:
     """The run's analysed queries, their candidates (cut at the run's depth) and their qrels."""
     input:
-        candidates=P["candidates"],
+        candidates=P["candidates"],  # the committed, frozen table (verified against its pin)
+        derived=P["derived_pins"],
+        data_pins=f"{LOCK}/data_pins.json",
         split=RUN_SPLIT,
         qrels=RUN_QRELS,
     output:
@@ -46,7 +48,7 @@ rule run_inputs:
         qrels=P["run_qrels"],
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
-        pins=f"{LOCK}/data_pins.json",
+        candidate_params=candidate_params(config),
         n_queries=N_QUERIES,
         depth=DEPTH,
         qrels_pin=RUN_QRELS_PIN,

@@ -1,0 +1,25 @@
+"""Rule check_reproduction: is this finished run byte-identical to the committed reference?
+One verdict line (IDENTICAL / DIFFERENT / NOT-COMPARABLE / NO-REFERENCE) and a table; it reads
+the run and the reference and changes nothing else."""
+
+import logging
+from pathlib import Path
+
+from rerank_study import reference
+from rerank_study.fileio import atomic_write_text, write_json
+from rerank_study.rule import run_rule
+
+log = logging.getLogger("check_reproduction")
+
+
+def main(sm):
+    rundir = Path(sm.input.manifest).parent
+    result = reference.compare(rundir, sm.params.refdir)
+    write_json(sm.output.json, result)
+    atomic_write_text(sm.output.table, reference.render(result, sm.params.run))
+    (log.info if result["verdict"] == "IDENTICAL" else log.warning)(
+        "REPRODUCTION %s: %s against %s (table: %s)", result["verdict"], sm.params.run, sm.params.refdir,
+        sm.output.table)
+
+
+run_rule(snakemake, main)  # noqa: F821

@@ -1,0 +1,45 @@
+"""Rule freeze_splits (only with --config repin=splits): draw the development split, derive the
+confirmation split (queries without training judgements) and write both lists and their pin
+into the lockfiles. This changes the experiment: commit lockfiles/."""
+
+import logging
+from pathlib import Path
+
+from rerank_study import beir, pins, splits
+from rerank_study.acquire import DataPins, verified_path
+from rerank_study.errors import PipelineError
+from rerank_study.fileio import atomic_write_text, sha256_text, write_json
+from rerank_study.rule import run_rule
+
+log = logging.getLogger("freeze_splits")
+
+
+def main(sm):
+    if not sm.params.allowed:
+        raise PipelineError("freeze_splits redraws the query splits (an input of the experiment). Ask for it "
+                            "explicitly: snakemake --config repin=splits")
+    data_pins = DataPins.load(sm.input.data_pins)
+    queries = beir.read_queries(verified_path(sm.input.queries, "queries.jsonl", data_pins))
+    qrels = beir.read_qrels(verified_path(sm.input.qrels_dev, "qrels/train.tsv", data_pins))
+    unknown = sorted(set(qrels) - set(queries))
+    if unknown:
+        raise PipelineError(f"training qrels mention queries absent from queries.jsonl: {unknown[:10]}")
+    confirm = splits.confirmation_ids(queries, qrels)
+    if len(confirm) != sm.params.confirm_size:
+        raise PipelineError(f"expected {sm.params.confirm_size} confirmation queries (queries without training "
+                            f"judgements), found {len(confirm)}: the data is not the pinned dataset")
+    dev = splits.draw_dev_split(qrels, sm.params.dev_size, sm.params.seed)
+    lockdir = Path(sm.params.lockdir)
+    for name, ids in (("dev", dev), ("confirm", confirm)):
+        atomic_write_text(lockdir / "splits" / f"{name}.txt", splits.split_text(ids))
+    pin = {**splits.split_settings(sm.params.dev_size, sm.params.seed, sm.params.confirm_size, data_pins),
+           "drawn_from": splits.DRAWN_FROM,
+           "dev": {"path": "splits/dev.txt", "n": len(dev), "sha256": sha256_text(splits.split_text(dev))},
+           "confirm": {"path": "splits/confirm.txt", "n": len(confirm),
+                       "sha256": sha256_text(splits.split_text(confirm))}}
+    pins.set_pin(lockdir, "splits", pin)
+    write_json(sm.output[0], {"pinned": pin, "lockdir": str(lockdir)})
+    log.warning("PINNED the query splits into %s (dev %d, confirm %d): commit them", lockdir, len(dev), len(confirm))
+
+
+run_rule(snakemake, main)  # noqa: F821
