@@ -35,7 +35,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/candidates.smk"
 include: "workflow/rules/score.smk"
 include: "workflow/rules/evaluate.smk"
-include: "workflow/rules/stats.smk"
+include: "workflow/rules/analyse.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/confirm.smk"
 

@@ -34,7 +34,7 @@ models.build_standin(mp["bi_encoder"], mp["cross_encoder"], folder, 110, 0.02)
 t0 = time.perf_counter(); tok, model = scoring.load_cross_encoder(folder); t_load = time.perf_counter() - t0
 corpus = beir.read_corpus(res + "/data/scifact/corpus.jsonl")
 queries = beir.read_queries(res + "/data/scifact/queries.jsonl")
-ranked = candidates.read_candidates(res + "/candidates/candidates.tsv")
+ranked = candidates.read_candidates(sys.argv[1] + "/lockfiles/candidates/candidates.tsv")
 dev = [l for l in open(res + "/splits/dev.txt").read().split("\n") if l]  # development queries only
 done, t_inf, trunc = 0, 0.0, 0
 for q in dev:
@@ -55,8 +55,8 @@ print(json.dumps({"threads": threads, "pairs": done, "truncated": trunc, "load_s
 
 
 def bench_score(threads, pairs, resources):
-    if not (Path(resources) / "candidates/candidates.tsv").exists():
-        print("score: no resources/candidates/candidates.tsv yet: run the pipeline first")
+    if not (Path(resources) / "data/scifact/corpus.jsonl").exists():
+        print("score: no verified data in resources/ yet: run the pipeline first")
         return
     for t in threads:
         out = subprocess.run([sys.executable, "-c", SCORE_CHILD, str(ROOT), str(t), str(pairs), str(resources)],

@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from rerank_study import machine, reference  # noqa: E402
+from rerank_study import machine, names, reference  # noqa: E402
 from rerank_study.errors import PipelineError  # noqa: E402
 from rerank_study.fileio import read_json  # noqa: E402
 
@@ -29,7 +29,8 @@ def main(argv=None) -> int:
     try:
         manifest = read_json(args.rundir / "manifest.json")
         scoring = read_json(args.rundir / "measurements" / "scoring.json")
-        name = args.name or reference.reference_name("stand-in" if manifest["scorer"] == "STAND-IN" else "pinned",
+        name = args.name or reference.reference_name(names.STAND_IN if manifest["scorer"] == names.STANDIN_LABEL
+                                                     else names.PINNED,
                                                      manifest["settings"]["n_queries"] is not None)
         dest = args.lockdir / "reference" / name
         ref = reference.write_reference(args.rundir, dest, machine.facts(), scoring["threads"])

@@ -1,6 +1,7 @@
 """Metrics against hand calculation and against pytrec_eval (trec_eval)."""
 
 import math
+import re
 
 import pytest
 import pytrec_eval
@@ -58,6 +59,9 @@ CASES = {
     "none_in_list": (["a", "b", "c"], {"r": 1}),
     "graded": (["a", "r2", "r1"], {"r1": 1, "r2": 2, "r0": 0}),
     "numeric_ids_tie_prone": (["10", "9", "100", "1"], {"9": 1, "1": 1}),
+    # more relevant documents than the cut-off: the ideal DCG must stop at 10 as well
+    "twelve_relevant": ([f"r{i}" for i in range(0, 12, 2)] + ["x"] + [f"r{i}" for i in range(1, 12, 2)],
+                        {f"r{i}": 1 for i in range(12)}),
 }
 
 
@@ -85,3 +89,85 @@ def test_pytrec_eval_breaks_score_ties_by_doc_id_descending_like_us():
     ours = order_by_score(run["q"])
     assert ours == ["9", "100", "10"]
     assert rr == 1.0 / (ours.index("9") + 1)
+
+
+def _exact(message):
+    """A pytest.raises pattern that matches the whole message and nothing else."""
+    return "^" + re.escape(message) + "$"
+
+
+@pytest.mark.parametrize("metric", [
+    lambda r, q: metrics.ndcg_at(r, q, 10), lambda r, q: metrics.recall_at(r, q, 10),
+    lambda r, q: metrics.capped_recall_at(r, q, 10), lambda r, q: metrics.mrr_at(r, q, 10),
+    lambda r, q: metrics.query_metrics(r, q),
+], ids=["ndcg", "recall", "capped_recall", "mrr", "query_metrics"])
+def test_duplicate_document_id_in_the_ranked_list_is_an_error(metric):
+    with pytest.raises(ValueError, match=_exact("ranked list contains duplicate document ids")):
+        metric(["a", "r", "a"], {"r": 1})
+
+
+def test_no_relevant_judgement_error_says_the_metrics_are_undefined():
+    with pytest.raises(ValueError, match=_exact("query has no judged relevant document; its metrics are undefined")):
+        metrics.recall_at(["a"], {"a": 0, "b": -1}, 10)
+
+
+def test_default_cutoffs_are_ndcg_at_10_and_mrr_at_10():
+    qrels = {"r": 1}
+    at_11 = [f"x{i}" for i in range(10)] + ["r"]
+    at_10 = [f"x{i}" for i in range(9)] + ["r"]
+    assert metrics.ndcg_at(at_11, qrels) == 0.0 and metrics.mrr_at(at_11, qrels) == 0.0
+    # rank 10 = 0-based position 9: DCG = 1/log2(9+2) = 1/log2(11); IDCG = 1/log2(2) = 1
+    assert metrics.ndcg_at(at_10, qrels) == pytest.approx(1 / math.log2(11), abs=1e-15)
+    assert metrics.mrr_at(at_10, qrels) == 0.1  # 1 / 10
+
+
+def test_ndcg_ideal_dcg_takes_only_the_first_k_relevant_documents():
+    qrels = {"r1": 1, "r2": 1, "r3": 1}
+    # k=2: DCG = 1/log2(2) + 1/log2(3); IDCG@2 = the same (r3 is beyond the cut) -> 1.0
+    assert metrics.ndcg_at(["r1", "r2", "x"], qrels, 2) == 1.0
+    # k=2, only r1 at rank 2: DCG = 1/log2(3) = 0.630930; IDCG@2 = 1 + 1/log2(3) = 1.630930 -> 0.386853
+    assert metrics.ndcg_at(["x", "r1", "r2"], qrels, 2) == pytest.approx(
+        (1 / math.log2(3)) / (1 + 1 / math.log2(3)), abs=1e-15)
+
+
+def test_ndcg_is_zero_when_the_ideal_dcg_is_zero():
+    # docstring: nDCG = DCG/IDCG, 0 when IDCG = 0; with k = 0 both sums are empty
+    assert metrics.ndcg_at(["r"], {"r": 1}, 0) == 0.0
+
+
+def test_capped_recall_counts_only_relevant_judgements():
+    qrels = {"r": 1, "n": 0}  # "n" is judged NOT relevant: not in P
+    # |P ∩ R_2| / min(|P|, 2) = |{r}| / min(1, 2) = 1/1
+    assert metrics.capped_recall_at(["r", "x"], qrels, 2) == 1.0
+    assert metrics.recall_at(["r", "x"], qrels, 2) == 1.0
+
+
+def test_query_metrics_columns_and_hand_computed_values():
+    qrels = {"d1": 1, "d2": 2, "d3": 1, "n": 0}  # P = {d1, d2, d3} (d3 never ranked); n judged 0
+    ranked = ["x", "d2", "n", "d1", "y"]
+    # gains by position 0..4: 0, 2, 0, 1, 0 -> DCG = 2/log2(3) + 1/log2(5)
+    # ideal gains 2, 1, 1 -> IDCG = 2/log2(2) + 1/log2(3) + 1/log2(4) = 2 + 1/log2(3) + 0.5
+    ndcg10 = (2 / math.log2(3) + 1 / math.log2(5)) / (2 + 1 / math.log2(3) + 0.5)
+    out = metrics.query_metrics(ranked, qrels)
+    assert list(out) == ["ndcg@10", "recall@10", "recall@50", "capped_recall@10", "capped_recall@50",
+                         "mrr@10", "first_rel_rank", "n_relevant", "n_relevant_in_list"]
+    assert out["ndcg@10"] == pytest.approx(ndcg10, abs=1e-15)
+    assert out["recall@10"] == 2 / 3 and out["recall@50"] == 2 / 3            # |{d2, d1}| / 3
+    assert out["capped_recall@10"] == 2 / 3 and out["capped_recall@50"] == 2 / 3  # 2 / min(3, K)
+    assert out["mrr@10"] == 0.5 and out["first_rel_rank"] == 2
+    assert out["n_relevant"] == 3 and out["n_relevant_in_list"] == 2
+    # the same query with other cut-offs: the names follow the parameters
+    # nDCG@2: DCG = 2/log2(3); IDCG@2 = 2 + 1/log2(3). Recall@1 = 0/3, Recall@2 = 1/3;
+    # capped@1 = 0/min(3,1) = 0, capped@2 = 1/min(3,2) = 1/2; MRR@1 = 0 (first relevant at rank 2)
+    out = metrics.query_metrics(ranked, qrels, ndcg_k=2, recall_ks=(1, 2), mrr_k=1)
+    assert out == {
+        "ndcg@2": pytest.approx((2 / math.log2(3)) / (2 + 1 / math.log2(3)), abs=1e-15),
+        "recall@1": 0.0, "recall@2": 1 / 3, "capped_recall@1": 0.0, "capped_recall@2": 0.5,
+        "mrr@1": 0.0, "first_rel_rank": 2, "n_relevant": 3, "n_relevant_in_list": 2}
+    # and trec_eval agrees on the default columns
+    run = {"q": {d: float(s) for d, s in zip(ranked, rank_derived_scores(len(ranked)))}}
+    ref = pytrec_eval.RelevanceEvaluator({"q": qrels}, {"ndcg_cut.10", "recall.10", "recip_rank"}).evaluate(run)["q"]
+    default = metrics.query_metrics(ranked, qrels)
+    assert default["ndcg@10"] == pytest.approx(ref["ndcg_cut_10"], abs=1e-12)
+    assert default["recall@10"] == pytest.approx(ref["recall_10"], abs=1e-12)
+    assert default["mrr@10"] == pytest.approx(ref["recip_rank"], abs=1e-12)

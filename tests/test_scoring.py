@@ -112,7 +112,61 @@ def test_cache_key_changes_with_every_setting():
                                 {"torch": "x"}, ["q"], ["d"]),
         scoring.batch_cache_key("m", scoring.ScoringSettings(512, "longest_first", 16, 2, 110, "float32"),
                                 {"torch": "x"}, ["q"], ["d"]),
+        scoring.batch_cache_key("m", scoring.ScoringSettings(512, "longest_first", 16, 4, 111, "float32"),
+                                {"torch": "x"}, ["q"], ["d"]),
         scoring.batch_cache_key("m", SETTINGS, {"torch": "y"}, ["q"], ["d"]),
         scoring.batch_cache_key("m", SETTINGS, {"torch": "x"}, ["q"], ["d2"]),
     ]
     assert len({base, *changed}) == 1 + len(changed)
+
+
+# ------------------------------------------------------------------------- the score cache --
+def test_cache_entry_round_trips_exact_floats(tmp_path):
+    cache = scoring.ScoreCache(tmp_path)
+    vals = [0.1, -7.62939453125e-06, 3.4028234663852886e38, -2.5]
+    cache.put("ab" + "0" * 62, vals)
+    assert cache.get("ab" + "0" * 62, 4) == vals
+    assert cache.get("cd" + "0" * 62, 4) is None  # absent: not an error, the batch is inferred
+
+
+@pytest.mark.parametrize("damage, reason", [
+    (lambda e: e["logits"].__setitem__(0, repr(float(e["logits"][0]) + 1e-9)), "checksum"),
+    (lambda e: e.update(logits=e["logits"][:-1]), "logits (n=3) for a batch of 3"),
+    (lambda e: e.update(key="ff" + "0" * 62), "is not its file name"),
+    (lambda e: e.update(logits=["nan", "1.0", "2.0"], sha256=scoring.ScoreCache.checksum(e["key"], ["nan", "1.0", "2.0"])),
+     "non-finite"),
+    (lambda e: e.pop("sha256"), "not a cache entry of this version"),
+])
+def test_a_damaged_cache_entry_stops_naming_the_file_and_the_fix(tmp_path, damage, reason):
+    cache = scoring.ScoreCache(tmp_path)
+    key = "ab" + "1" * 62
+    cache.put(key, [1.5, -0.25, 3.0])
+    entry = json.loads(cache.path(key).read_text())
+    damage(entry)
+    cache.path(key).write_text(json.dumps(entry))
+    with pytest.raises(scoring.CacheEntryError) as err:
+        cache.get(key, 3)
+    assert reason in str(err.value) and str(cache.path(key)) in str(err.value) and "Delete" in str(err.value)
+
+
+def test_score_run_infers_then_reads_the_cache_and_never_loads_weights_for_cached_batches(tmp_path, loaded, pairs):
+    _, tok, model = loaded
+    qs, ds = pairs
+    ranked = {"35": [f"d{i}" for i in range(len(ds))]}
+    doc_text = {f"d{i}": d for i, d in enumerate(ds)}
+    loads = []
+
+    def load():
+        loads.append(1)
+        return model
+
+    cache = scoring.ScoreCache(tmp_path)
+    rows, counts = scoring.score_run(ranked, {"35": qs[0]}, doc_text, tok, load, SETTINGS, "m", {"v": 1}, cache)
+    assert (counts.pairs_inferred, counts.pairs_from_cache, len(loads)) == (37, 0, 1)
+    assert [r["r0"] for r in rows] == list(range(1, 38)) and [r["batch"] for r in rows] == [0] * 16 + [1] * 16 + [2] * 5
+    again, counts2 = scoring.score_run(ranked, {"35": qs[0]}, doc_text, tok, load, SETTINGS, "m", {"v": 1}, cache)
+    assert (counts2.pairs_inferred, counts2.pairs_from_cache, len(loads)) == (0, 37, 1)
+    assert [r["logit"] for r in again] == [r["logit"] for r in rows]
+    direct = [x for idx in scoring.chunks(list(range(37)), 16)
+              for x in scoring.score_batch(tok, model, [qs[0]] * len(idx), [ds[i] for i in idx], SETTINGS)]
+    assert [r["logit"] for r in rows] == direct

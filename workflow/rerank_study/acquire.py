@@ -185,6 +185,32 @@ def acquire(names, pins: DataPins, cache_dir, mirror=None, zip_path=None, url=No
     return provenance
 
 
+def publish_verified(names, outputs, pins: DataPins, cache_dir, mirror=None, zip_path=None, url=None,
+                     timeout: float = 60.0, expect_split=None) -> dict[str, dict]:
+    """Acquire ``names`` into the verified cache, then copy each to its output path (checked again
+    before the rename). With ``expect_split`` (a split list), the judged queries of the (single)
+    qrels file must equal that split. Records the provenance in ``<cache>/acquisition.json``."""
+    from . import splits
+    from .errors import PipelineError
+    from .fileio import write_json
+
+    prov = acquire(names, pins, cache_dir, mirror=mirror, zip_path=zip_path, url=url, timeout=timeout)
+    for name, dest in zip(names, outputs):
+        with atomic_path(dest) as tmp:
+            shutil.copyfile(Path(cache_dir) / name, tmp)
+            check_file(tmp, name, pins, f"verified cache {Path(cache_dir) / name}")
+            if expect_split:
+                judged = splits.canonical_order(beir.read_qrels(tmp))
+                expected = splits.read_split(expect_split)
+                if judged != expected:
+                    raise PipelineError(f"{name}: its judged queries differ from {expect_split} "
+                                        f"({len(judged)} vs {len(expected)})")
+        log.info("%s: %s (verified by %s, sha256 %s)", name, prov[name]["source"], prov[name]["verified_by"],
+                 prov[name]["sha256"])
+    write_json(Path(cache_dir) / "acquisition.json", prov)
+    return prov
+
+
 def verified_path(path, name: str, pins: DataPins) -> Path:
     """Return ``path`` after checking it against its pin: call this before reading any data file."""
     check_file(path, name, pins, f"file {path}")

@@ -4,34 +4,61 @@ query-level bootstrap intervals, and the diagnostics. Pure: tables in, numbers o
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
 
 from . import bootstrap as bs
+from . import names
 from .grouping import size_histogram
-
-METHODS = ("rrf", "ce", "blend")
+from .names import BLEND, CE, FIRST_REL_RANK, METHODS, RRF, column
 
 
 def deltas(table: Mapping[str, Mapping[str, float]], qids: Sequence[str], a: str, b: str, metric: str) -> list[float]:
     """Per-query paired differences Δ_q = M_a(q) - M_b(q), in the order of ``qids``."""
-    return [table[q][f"{a}_{metric}"] - table[q][f"{b}_{metric}"] for q in qids]
+    return [table[q][column(a, metric)] - table[q][column(b, metric)] for q in qids]
+
+
+@dataclass(frozen=True)
+class AnalysisPlan:
+    """What the paired analysis computes: the comparisons (name -> (a, b), Δ = a - b), the primary
+    one, the metric, the bootstrap (B, seed, percentiles), the practical threshold, and the other
+    per-query measures whose means are reported."""
+
+    comparisons: Mapping[str, tuple[str, str]]
+    primary: str
+    metric: str
+    B: int
+    seed: int
+    percentiles: tuple[float, float]
+    threshold: float
+    other_metrics: tuple[str, ...] = ()
+
+    @classmethod
+    def from_settings(cls, settings: Mapping) -> "AnalysisPlan":
+        """From ``config.run_settings`` (the manifest's settings)."""
+        ms = names.measures(settings["metrics"])
+        return cls(comparisons={k: tuple(v) for k, v in settings["comparisons"]["all"].items()},
+                   primary=settings["comparisons"]["primary"], metric=str(ms[0]), B=settings["bootstrap_B"],
+                   seed=settings["bootstrap_seed"], percentiles=tuple(settings["percentiles"]),
+                   threshold=settings["threshold"], other_metrics=tuple(str(x) for x in ms[1:-1]))
 
 
 def analyse(qids: Sequence[str], table: Mapping[str, Mapping[str, float]], groups: Sequence[Sequence[str]],
-            group_ids: Sequence[str], comparisons: Mapping[str, Sequence[str]], primary: str, metric: str,
-            B: int, seed: int, percentiles: Sequence[float], threshold: float,
-            first_rel: Mapping[str, Mapping[str, int | None]] | None = None,
-            other_metrics: Sequence[str] = ()):
+            group_ids: Sequence[str], *, plan: AnalysisPlan,
+            first_rel: Mapping[str, Mapping[str, int | None]] | None = None):
     """Returns (summary dict, grouped index matrix, query index matrix, {column: replicate array}).
 
-    ``table[qid][f"{method}_{metric}"]`` holds per-query values; ``first_rel[qid][method]`` the
+    ``table[qid][f"{method}_{measure}"]`` holds per-query values; ``first_rel[qid][method]`` the
     first relevant rank (for the worst-query audit).
     """
+    comparisons, primary, metric = plan.comparisons, plan.primary, plan.metric
+    B, seed, percentiles, threshold = plan.B, plan.seed, plan.percentiles, plan.threshold
+    other_metrics = plan.other_metrics
     positions = bs.group_positions(qids, groups)
     g_idx, q_idx = bs.draw_indices(seed, len(groups), len(qids), B)
-    per_method = {m: [table[q][f"{m}_{metric}"] for q in qids] for m in METHODS}
+    per_method = {m: [table[q][column(m, metric)] for q in qids] for m in METHODS}
     summary = {
         "metric": metric, "n_queries": len(qids), "n_groups": len(groups),
         "group_size_histogram": {str(k): v for k, v in size_histogram(groups).items()},
@@ -41,7 +68,7 @@ def analyse(qids: Sequence[str], table: Mapping[str, Mapping[str, float]], group
                       "estimator": "sum over drawn groups of the group's summed delta / sum of drawn group sizes"},
         "threshold": threshold, "primary": primary,
         "methods": {m: {"mean": bs.seq_mean(per_method[m]),
-                        **{f"mean_{x}": bs.seq_mean(table[q][f"{m}_{x}"] for q in qids) for x in other_metrics}}
+                        **{f"mean_{x}": bs.seq_mean(table[q][column(m, x)] for q in qids) for x in other_metrics}}
                     for m in METHODS},
         "comparisons": {},
     }
@@ -74,29 +101,32 @@ def analyse(qids: Sequence[str], table: Mapping[str, Mapping[str, float]], group
     position = {q: i for i, q in enumerate(qids)}
     order = sorted(qids, key=lambda q: (prim[q], position[q]))
     summary["worst_primary"] = [{
-        "qid": q, "delta": prim[q], **{f"{m}_{metric}": table[q][f"{m}_{metric}"] for m in (a, b)},
-        **({f"{m}_first_rel_rank": first_rel[q][m] for m in (a, b)} if first_rel else {}),
+        "qid": q, "delta": prim[q], **{column(m, metric): table[q][column(m, metric)] for m in (a, b)},
+        **({column(m, FIRST_REL_RANK): first_rel[q][m] for m in (a, b)} if first_rel else {}),
     } for q in order[:3]]
     # CE vs RRF, and what the blend does to those queries
-    ce_loss = [q for q in qids if table[q][f"ce_{metric}"] < table[q][f"rrf_{metric}"]]
-    ce_win = [q for q in qids if table[q][f"ce_{metric}"] > table[q][f"rrf_{metric}"]]
+    ce_, rrf_, blend_ = (column(m, metric) for m in (CE, RRF, BLEND))
+    ce_loss = [q for q in qids if table[q][ce_] < table[q][rrf_]]
+    ce_win = [q for q in qids if table[q][ce_] > table[q][rrf_]]
     summary["repair"] = {
         "ce_losses_vs_rrf": len(ce_loss),
-        "repaired_by_blend": sum(1 for q in ce_loss if table[q][f"blend_{metric}"] > table[q][f"ce_{metric}"]),
+        "repaired_by_blend": sum(1 for q in ce_loss if table[q][blend_] > table[q][ce_]),
         "ce_wins_vs_rrf": len(ce_win),
-        "weakened_by_blend": sum(1 for q in ce_win if table[q][f"blend_{metric}"] < table[q][f"ce_{metric}"]),
+        "weakened_by_blend": sum(1 for q in ce_win if table[q][blend_] < table[q][ce_]),
         "definition": "CE loss/win = CE metric < / > RRF metric; repaired = blend > CE among CE losses; "
                       "weakened = blend < CE among CE wins",
     }
     return summary, g_idx, q_idx, replicates
 
 
-def evaluation_statistics(qids: Sequence[str], table: Mapping[str, Mapping[str, float]],
+def evaluation_statistics(qids: Sequence[str], table: Mapping[str, Mapping[str, float]], *,
                           counts: Mapping[str, tuple[int, int]], first_rel: Mapping[str, Mapping[str, int | None]],
-                          groups: Sequence[Sequence[str]], comparisons: Mapping[str, Sequence[str]],
-                          summary: Mapping, ev: Mapping, metric: str, depth: int) -> dict:
+                          groups: Sequence[Sequence[str]], plan: AnalysisPlan, summary: Mapping, ev: Mapping,
+                          depth: int) -> dict:
     """The seed 000 / 003 tools on one run. ``counts[q] = (n_relevant, n_relevant_in_candidates)``."""
     from . import evalstats as es
+
+    comparisons, metric = plan.comparisons, plan.metric
 
     n = len(qids)
     group_of = {q: i for i, g in enumerate(groups) for q in g}
@@ -140,10 +170,10 @@ def evaluation_statistics(qids: Sequence[str], table: Mapping[str, Mapping[str, 
         fam_out = {"slices": {}, "raw_mean": {}, "declared_weight_mean": {}}
         for s, qs in members.items():
             fam_out["slices"][s] = {"n": len(qs), "weight": weights[s], "population_share": len(qs) / n,
-                                    "means": {m: (bs.seq_mean(table[q][f"{m}_{metric}"] for q in qs) if qs else None)
+                                    "means": {m: (bs.seq_mean(table[q][column(m, metric)] for q in qs) if qs else None)
                                               for m in METHODS}}
         for m in METHODS:
-            fam_out["raw_mean"][m] = bs.seq_mean(table[q][f"{m}_{metric}"] for q in qids)
+            fam_out["raw_mean"][m] = bs.seq_mean(table[q][column(m, metric)] for q in qids)
             fam_out["declared_weight_mean"][m] = es.stratified_mean(
                 {s: fam_out["slices"][s]["means"][m] for s in weights}, weights)
         slices[fam] = fam_out

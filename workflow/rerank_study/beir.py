@@ -127,8 +127,3 @@ def qrels_content_sha256(qrels: dict[str, dict[str, int]]) -> str:
 
     rows = sorted(f"{q}\t{d}\t{r}\n" for q, docs in qrels.items() for d, r in docs.items())
     return hashlib.sha256("".join(rows).encode("utf-8")).hexdigest()
-
-
-def relevant_docs(qrels_of_query: dict[str, int]) -> set[str]:
-    """Judged relevant documents (relevance > 0), as trec_eval counts them."""
-    return {d for d, r in qrels_of_query.items() if r > 0}

@@ -45,7 +45,10 @@ def seq_mean(values) -> float:
 def group_positions(qids: Sequence[str], groups: Sequence[Sequence[str]]) -> list[list[int]]:
     pos = {q: i for i, q in enumerate(qids)}
     flat = [q for g in groups for q in g]
-    if sorted(flat, key=pos.get) != list(qids) or len(flat) != len(qids):
+    # duplicate analysed ids and group members outside them are refused before sorting by position
+    # (a member without a position cannot be sorted; a duplicate id would share one position)
+    if (len(pos) != len(qids) or any(q not in pos for q in flat)
+            or sorted(flat, key=pos.get) != list(qids) or len(flat) != len(qids)):
         raise ValueError("groups must partition the analysed queries exactly")
     return [[pos[q] for q in g] for g in groups]
 

@@ -10,6 +10,7 @@ import copy
 from pathlib import Path
 
 from .errors import ConfigError
+from .names import STAND_IN
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 SCHEMA_PATH = PACKAGE_DIR.parent / "schemas" / "config.schema.yaml"
@@ -131,14 +132,25 @@ def run_name(cfg: dict) -> str:
     """The development run's folder name (a confirmation opening is named by its protocol)."""
     if cfg["run_name"]:
         return cfg["run_name"]
-    return ("smoke" if cfg["smoke"] else "dev") + ("-standin" if cfg["scorer"] == "stand-in" else "")
+    return ("smoke" if cfg["smoke"] else "dev") + ("-standin" if cfg["scorer"] == STAND_IN else "")
 
 
-def run_shape(cfg: dict) -> tuple[int | None, int]:
-    """(number of development queries analysed or None for all, candidates per query)."""
-    if cfg["smoke"]:
+def run_shape(cfg: dict, confirmation: bool = False) -> tuple[int | None, int]:
+    """(number of queries analysed, None for the whole split; candidates per query)."""
+    if cfg["smoke"] and not confirmation:
         return cfg["smoke_settings"]["queries"], cfg["smoke_settings"]["depth"]
     return None, cfg["candidates"]["depth"]
+
+
+def run_settings(cfg: dict, confirmation: bool = False) -> dict:
+    """Every setting the analysis of a run uses, in one place: recorded in the run's manifest,
+    frozen into the confirmation protocol, and compared by the audit with its anchor."""
+    n_queries, depth = run_shape(cfg, confirmation)
+    b = cfg["bootstrap"]
+    return {"n_queries": n_queries, "depth": depth, "blend_k": cfg["blend"]["k"], "metrics": cfg["metrics"],
+            "bootstrap_B": b["B"], "bootstrap_seed": b["confirm_seed"] if confirmation else b["seed"],
+            "percentiles": b["percentiles"], "threshold": cfg["threshold"], "comparisons": cfg["comparisons"],
+            "max_length": cfg["ce"]["max_length"], "evalstats": cfg["evalstats"]}
 
 
 def repin_set(cfg: dict) -> set[str]:

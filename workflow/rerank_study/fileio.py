@@ -87,11 +87,6 @@ def atomic_open(path, mode: str = "w", encoding: str | None = "utf-8", newline: 
             yield fh
 
 
-def atomic_write_bytes(path, data: bytes) -> None:
-    with atomic_open(path, "wb") as fh:
-        fh.write(data)
-
-
 def atomic_write_text(path, text: str) -> None:
     with atomic_open(path, "w") as fh:
         fh.write(text)

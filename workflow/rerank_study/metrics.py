@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from typing import Mapping, Sequence
 
+from .names import FIRST_REL_RANK, Measure
+
 
 def _check(ranked: Sequence[str], qrels_q: Mapping[str, int]) -> None:
     if len(set(ranked)) != len(ranked):
@@ -70,14 +72,14 @@ def mrr_at(ranked: Sequence[str], qrels_q: Mapping[str, int], k: int = 10) -> fl
 
 def query_metrics(ranked: Sequence[str], qrels_q: Mapping[str, int], ndcg_k: int = 10,
                   recall_ks: Sequence[int] = (10, 50), mrr_k: int = 10) -> dict:
-    """All per-query metrics of the product, keyed by their column names."""
-    out = {f"ndcg@{ndcg_k}": ndcg_at(ranked, qrels_q, ndcg_k)}
+    """All per-query metrics of the product, keyed by their measure names (``names.Measure``)."""
+    out = {str(Measure("ndcg", ndcg_k)): ndcg_at(ranked, qrels_q, ndcg_k)}
     for k in recall_ks:
-        out[f"recall@{k}"] = recall_at(ranked, qrels_q, k)
+        out[str(Measure("recall", k))] = recall_at(ranked, qrels_q, k)
     for k in recall_ks:
-        out[f"capped_recall@{k}"] = capped_recall_at(ranked, qrels_q, k)
-    out[f"mrr@{mrr_k}"] = mrr_at(ranked, qrels_q, mrr_k)
-    out["first_rel_rank"] = first_relevant_rank(ranked, qrels_q)
+        out[str(Measure("capped_recall", k))] = capped_recall_at(ranked, qrels_q, k)
+    out[str(Measure("mrr", mrr_k))] = mrr_at(ranked, qrels_q, mrr_k)
+    out[str(FIRST_REL_RANK)] = first_relevant_rank(ranked, qrels_q)
     out["n_relevant"] = sum(1 for r in qrels_q.values() if r > 0)
     out["n_relevant_in_list"] = sum(1 for d in ranked if qrels_q.get(d, 0) > 0)
     return out

@@ -25,10 +25,10 @@ import shutil
 from pathlib import Path
 
 from .errors import MissingInputError, PinMismatchError
+from .names import PINNED, STAND_IN, STANDIN_LABEL
 from .fileio import atomic_path, canonical_json, read_json, sha256_file, sha256_text, write_json
 
 log = logging.getLogger(__name__)
-STANDIN_LABEL = "STAND-IN"
 IDENTITY_ACTIVATION = "torch.nn.modules.linear.Identity"
 
 
@@ -127,11 +127,11 @@ def resolve_pinned_cross_encoder(ce_pins: dict, dest_dir, model_dir: str = "", a
             + f"       huggingface-cli download {repo} --revision {rev}; then copy ~/.cache/huggingface here)\n"
             + "  3. network access to huggingface.co (the files are downloaded at the pinned revision).\n"
             + "Or choose the STAND-IN explicitly (same architecture, meaningless scores, labelled STAND-IN,\n"
-            + "refused by the confirmation protocol):  snakemake --cores 4 --config scorer=stand-in"
+            + f"refused by the confirmation protocol):  snakemake --cores 4 --config scorer={STAND_IN}"
         )
     hashes = copy_verified(found, dest_dir, files, repo, source)
     meta = {
-        "kind": "pinned",
+        "kind": PINNED,
         "label": "",
         "repo": repo,
         "revision": rev,
@@ -206,7 +206,7 @@ def build_standin(bi_pins: dict, ce_pins: dict, dest_dir, head_seed: int, head_s
               and not p.name.startswith(".")}
     ident = identity_hash(hashes)
     meta = {
-        "kind": "stand-in",
+        "kind": STAND_IN,
         "label": STANDIN_LABEL,
         "repo": f"{STANDIN_LABEL} (architecture of {ce_pins['repo']}; all-MiniLM-L6-v2 encoder; seeded head)",
         "revision": None,
@@ -231,7 +231,7 @@ def load_model_meta(model_dir) -> dict:
 
 
 def is_standin(meta: dict) -> bool:
-    return meta.get("kind") == "stand-in"
+    return meta.get("kind") == STAND_IN
 
 
 def describe(meta: dict) -> str:

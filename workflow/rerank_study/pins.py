@@ -39,12 +39,6 @@ def set_pin(lockdir, name: str, value: dict) -> None:
     write_json(derived_path(lockdir), pins)
 
 
-def require_pin(lockdir, name: str, how_to_create: str) -> dict:
-    pin = get_pin(lockdir, name)
-    if pin is None:
-        raise MissingInputError(f"NO PIN: {derived_path(lockdir)} has no {name!r} pin. {how_to_create}")
-    return pin
-
 
 def verify_against(path, expected_sha256: str, what: str, fix: str) -> str:
     actual = sha256_file(path)

@@ -22,6 +22,7 @@ import subprocess
 from pathlib import Path
 
 from .errors import SealError
+from .names import PINNED, STANDIN_LABEL
 from .fileio import atomic_write_text, canonical_json, read_json, sha256_file, sha256_text
 
 SEALED_QRELS = "qrels/test.tsv"  # BEIR's test split = the sealed confirmation judgements
@@ -47,7 +48,7 @@ def frozen_fields(cfg: dict, lockdir) -> dict:
                      f"{cfg['splits']['confirm_size']} sealed confirmation queries?"),
         "model": {"repo": ce["repo"], "revision": ce["revision"],
                   "files_sha256": {n: p["sha256"] for n, p in sorted(ce["files"].items()) if not n.startswith("_")},
-                  "scorer": "pinned"},
+                  "scorer": PINNED},
         "data": {n: {k: p[k] for k in ("sha256", "content_sha256") if k in p} for n, p in sorted(data.items())},
         "splits": {k: derived["splits"][k] for k in ("dev", "confirm", "seed", "dev_size", "confirm_size")},
         "candidates": {"sha256": derived["candidates"]["sha256"], "params": derived["candidates"]["params"]},
@@ -82,7 +83,7 @@ def freeze(cfg: dict, lockdir, dev_summary_path, allow_standin_for_testing: bool
         raise SealError(f"{lockdir / PROTOCOL} already exists: a protocol is frozen once. (Freezing a new one is a "
                         "new preregistration: move the old files away in a commit that says why.)")
     dev = read_json(dev_summary_path)
-    if dev.get("scorer") == "STAND-IN" and not allow_standin_for_testing:
+    if dev.get("scorer") == STANDIN_LABEL and not allow_standin_for_testing:
         raise SealError(f"{dev_summary_path} comes from the STAND-IN scorer: its variance says nothing about the "
                         "pinned cross-encoder, so it cannot size the confirmation. Run the development analysis "
                         "with the pinned model first.")
@@ -199,7 +200,7 @@ def check_unseal(cfg: dict, lockdir, root) -> dict:
     labels = []
     if protocol.get("test_only"):
         labels.append("TEST-ONLY PROTOCOL")
-    if cfg["scorer"] != "pinned":
+    if cfg["scorer"] != PINNED:
         if not cfg.get("allow_standin_for_testing"):
             raise SealError("REFUSED: the confirmation cannot be run with the STAND-IN scorer (its scores mean "
                             "nothing). Supply the pinned cross-encoder (--config model_dir=...) and use scorer=pinned.")

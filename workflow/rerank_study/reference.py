@@ -22,6 +22,7 @@ from typing import Mapping
 
 from .errors import MissingInputError
 from .fileio import read_json, read_tsv, write_json, write_tsv
+from .names import PINNED, STAND_IN
 from .ranking import order_by_score
 
 VERDICTS = ("IDENTICAL", "DIFFERENT", "NOT-COMPARABLE", "NO-REFERENCE")
@@ -31,7 +32,7 @@ LOGIT_HEADER = ("qid", "doc_id", "logit")
 
 def reference_name(scorer: str, smoke: bool) -> str:
     """Folder name of the reference a run compares with, e.g. ``standin-smoke`` or ``pinned-dev``."""
-    return f"{'standin' if scorer == 'stand-in' else 'pinned'}-{'smoke' if smoke else 'dev'}"
+    return f"{'standin' if scorer == STAND_IN else PINNED}-{'smoke' if smoke else 'dev'}"
 
 
 def deterministic_hashes(manifest: Mapping) -> dict[str, str]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from .names import METHODS, STANDIN_LABEL
+
 STANDIN_BANNER = (
     "> **STAND-IN SCORER.** The cross-encoder scores in this run come from the STAND-IN (the pinned\n"
     "> model's architecture with all-MiniLM-L6-v2 encoder weights and a seeded classification head).\n"
@@ -30,7 +32,7 @@ def summary_table(summary: Mapping) -> list[str]:
     lines = [f"| method | mean {metric} | " + " | ".join(f"mean {k[5:]}" for k in summary["methods"]["rrf"]
                                                         if k.startswith("mean_")) + " |"]
     lines.append("|" + "---|" * (1 + len(summary["methods"]["rrf"])))
-    for m in sorted(summary["methods"], key=lambda x: ("rrf", "ce", "blend").index(x)):
+    for m in sorted(summary["methods"], key=lambda x: METHODS.index(x)):
         vals = summary["methods"][m]
         lines.append(f"| {m} | {f6(vals['mean'])} | " + " | ".join(f6(v) for k, v in vals.items() if k.startswith("mean_"))
                      + " |")
@@ -58,7 +60,7 @@ def comparison_table(summary: Mapping) -> list[str]:
 def render(summary: Mapping, measurements: Mapping, provenance: Mapping, extra_sections: list[str] | None = None,
            figures: Mapping[str, str] | None = None, title: str = "Development analysis", run: str = "") -> str:
     out = [f"# {title} — `{run}`", ""]
-    if summary.get("scorer") == "STAND-IN":
+    if summary.get("scorer") == STANDIN_LABEL:
         out += [STANDIN_BANNER]
     prim = summary["comparisons"][summary["primary"]]
     out += [
@@ -130,8 +132,8 @@ def plots(summary: Mapping, primary_deltas, forest_path, delta_path) -> None:
     ax.set_yticklabels(list(reversed(names)))
     ax.set_xlabel(f"mean Δ {summary['metric']}")
     title = "paired comparisons"
-    if summary.get("scorer") == "STAND-IN":
-        title += " (STAND-IN scorer: meaningless)"
+    if summary.get("scorer") == STANDIN_LABEL:
+        title += f" ({STANDIN_LABEL} scorer: meaningless)"
     ax.set_title(title)
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
@@ -143,7 +145,8 @@ def plots(summary: Mapping, primary_deltas, forest_path, delta_path) -> None:
     ax.axvline(0.0, color="grey", lw=1)
     ax.set_xlabel(f"per-query Δ {summary['metric']} ({summary['primary']})")
     ax.set_ylabel("queries")
-    ax.set_title("primary comparison, per query" + (" (STAND-IN)" if summary.get("scorer") == "STAND-IN" else ""))
+    ax.set_title("primary comparison, per query" + (f" ({STANDIN_LABEL})" if summary.get("scorer") == STANDIN_LABEL
+                                                    else ""))
     fig.tight_layout()
     fig.savefig(delta_path, dpi=100, metadata={"Software": None})
     plt.close(fig)
@@ -181,7 +184,7 @@ def evalstats_section(summary: Mapping) -> str:
             "is a different metric, reported under its own name.", "",
             "| method | " + " | ".join(f"{c[5:]}" for c in summary["methods"]["rrf"] if c.startswith("mean_") and "recall" in c)
             + " |", "|---|" + "---|" * sum(1 for c in summary["methods"]["rrf"] if c.startswith("mean_") and "recall" in c)]
-    for m in ("rrf", "ce", "blend"):
+    for m in METHODS:
         vals = [v for c, v in summary["methods"][m].items() if c.startswith("mean_") and "recall" in c]
         out.append(f"| {m} | " + " | ".join(f6(v) for v in vals) + " |")
     out += ["", f"Chance level for a uniformly random ordering of the {ch['candidates_per_query']} candidates: "
@@ -195,10 +198,10 @@ def evalstats_section(summary: Mapping) -> str:
                 "|---|---|---|---|---|---|---|"]
         for s, v in f["slices"].items():
             out.append(f"| {s} | {v['n']} | {f6(v['population_share'])} | {v['weight']} | "
-                       + " | ".join(f6(v["means"][m]) for m in ("rrf", "ce", "blend")) + " |")
-        out.append("| raw population mean | | | | " + " | ".join(f6(f["raw_mean"][m]) for m in ("rrf", "ce", "blend")) + " |")
+                       + " | ".join(f6(v["means"][m]) for m in METHODS) + " |")
+        out.append("| raw population mean | | | | " + " | ".join(f6(f["raw_mean"][m]) for m in METHODS) + " |")
         out.append("| declared-weight mean Σ w_g m_g | | | | "
-                   + " | ".join(f6(f["declared_weight_mean"][m]) for m in ("rrf", "ce", "blend")) + " |")
+                   + " | ".join(f6(f["declared_weight_mean"][m]) for m in METHODS) + " |")
         out.append("")
     out += ["NA = an empty stratum with positive weight: the declared-weight mean is undefined, not zero.", "",
             "### Exploratory per-slice comparisons (NOT confirmatory)", "",

@@ -23,16 +23,27 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from pathlib import Path
+from typing import Callable, Iterable, Mapping, Sequence
 
-from .fileio import sha256_text
+from .errors import PipelineError
+from .fileio import canonical_json, fmt_float, read_json, sha256_text, write_json
 
 log = logging.getLogger(__name__)
 
 
+BATCHING = ("per query, candidate order, consecutive chunks of batch_size, pad to longest; rows inside a batch "
+            "longest first by characters (as sentence-transformers 6.2 predict)")
+
+
 @dataclass(frozen=True)
 class ScoringSettings:
+    """Everything that decides a logit. The torch thread count is one of them: measured here, a batch
+    of 10 pairs scored with 2 threads differs from 4 threads in the last bits of 9 of 50 logits (MKL
+    partitions the matrix products by thread count), so it is pinned, not taken from the scheduler."""
+
     max_length: int
     truncation: str
     batch_size: int
@@ -40,11 +51,13 @@ class ScoringSettings:
     seed: int
     dtype: str
 
+    @classmethod
+    def from_config(cls, ce: Mapping) -> "ScoringSettings":
+        return cls(ce["max_length"], ce["truncation"], ce["batch_size"], ce["threads"], ce["seed"], ce["dtype"])
+
     def as_dict(self) -> dict:
         return {"max_length": self.max_length, "truncation": self.truncation, "batch_size": self.batch_size,
-                "threads": self.threads, "seed": self.seed, "dtype": self.dtype,
-                "batching": "per query, candidate order, consecutive chunks of batch_size, pad to longest; rows inside a "
-                            "batch longest first by characters (as sentence-transformers 6.2 predict)"}
+                "threads": self.threads, "seed": self.seed, "dtype": self.dtype, "batching": BATCHING}
 
 
 def chunks(seq: Sequence, size: int) -> list[Sequence]:
@@ -154,3 +167,120 @@ def library_versions() -> dict:
     import transformers
 
     return {"torch": torch.__version__, "transformers": transformers.__version__, "tokenizers": tokenizers.__version__}
+
+
+# ----------------------------------------------------------------------- the score cache --
+class CacheEntryError(PipelineError):
+    """A score-cache entry is not what its name promises; the message names the file and the fix."""
+
+
+CACHE_FORMAT = "v2"  # part of the cache path: entries of another format are never looked up
+
+
+class ScoreCache:
+    """Per-batch logits on disk: ``<folder>/<key[:2]>/<key>.json`` holds ``{"key", "n", "logits",
+    "sha256"}`` where ``sha256`` covers the key and the logits' exact text. Every entry is checked
+    before use (name = key, length, finite values, checksum); a bad entry stops the run, naming the
+    file and the fix (delete it), instead of being used or silently recomputed."""
+
+    def __init__(self, folder):
+        self.folder = Path(folder)
+
+    def path(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key}.json"
+
+    @staticmethod
+    def checksum(key: str, logits_text: Sequence[str]) -> str:
+        return sha256_text(canonical_json({"key": key, "logits": list(logits_text)}))
+
+    def get(self, key: str, n: int) -> list[float] | None:
+        path = self.path(key)
+        if not path.exists():
+            return None
+        fix = f"Delete {path} (a cache entry is only a shortcut) and rerun; it will be recomputed."
+        try:
+            entry = read_json(path)
+        except PipelineError as exc:
+            raise CacheEntryError(f"INVALID SCORE-CACHE ENTRY {path}: {exc}. {fix}") from None
+        problems = []
+        if not isinstance(entry, dict) or set(entry) != {"key", "n", "logits", "sha256"}:
+            problems.append("not a cache entry of this version (keys key, n, logits, sha256)")
+        else:
+            texts = entry["logits"]
+            if entry["key"] != key:
+                problems.append(f"its key {entry['key']!r} is not its file name's {key!r}")
+            if entry["n"] != n or not isinstance(texts, list) or len(texts) != n:
+                problems.append(f"{len(texts) if isinstance(texts, list) else '?'} logits (n={entry['n']!r}) for a "
+                                f"batch of {n} pairs")
+            elif not all(isinstance(t, str) for t in texts):
+                problems.append("logits are not exact float texts")
+            else:
+                if entry["sha256"] != self.checksum(key, texts):
+                    problems.append("its checksum does not match its content (edited after it was written?)")
+                try:
+                    values = [float(t) for t in texts]
+                except ValueError:
+                    values = []
+                    problems.append("a logit is not a number")
+                if not all(math.isfinite(v) for v in values):
+                    problems.append("non-finite logits")
+                if not problems:
+                    return values
+        raise CacheEntryError(f"INVALID SCORE-CACHE ENTRY {path}: " + "; ".join(problems) + f". {fix}")
+
+    def put(self, key: str, logits: Sequence[float]) -> None:
+        texts = [fmt_float(x) for x in logits]
+        write_json(self.path(key), {"key": key, "n": len(texts), "logits": texts,
+                                    "sha256": self.checksum(key, texts)})
+
+
+# ------------------------------------------------------------------- scoring a whole run --
+@dataclass
+class ScoringCounts:
+    pairs_inferred: int = 0
+    pairs_from_cache: int = 0
+    model_load_seconds: float = 0.0
+    inference_seconds: float = 0.0
+
+
+def score_run(ranked: Mapping[str, Sequence[str]], query_text: Mapping[str, str], doc_text: Mapping[str, str],
+              tok, load_model: Callable[[], object], settings: ScoringSettings, identity: str, versions: dict,
+              cache: ScoreCache | None, progress=None) -> tuple[list[dict], ScoringCounts]:
+    """Score every (query, candidate) pair: one dict per pair in candidate order, with the logit, the
+    candidate rank, the batch number and the token counts. Batches come from ``chunks`` of each
+    query's candidates; a cached batch is taken from ``cache`` (validated), others are inferred
+    (``load_model()`` is called at most once, only if a batch is not cached) and stored."""
+    import time
+
+    counts = ScoringCounts()
+    model = None
+    rows: list[dict] = []
+    for qid, docs in ranked.items():
+        qtext = query_text[qid]
+        dtexts = [doc_text[d] for d in docs]
+        stats = token_stats(tok, [qtext] * len(docs), dtexts, settings.max_length)
+        for b, idx in enumerate(chunks(list(range(len(docs))), settings.batch_size)):
+            qs, ds = [qtext] * len(idx), [dtexts[i] for i in idx]
+            key = batch_cache_key(identity, settings, versions, qs, ds)
+            logits = cache.get(key, len(idx)) if cache is not None else None
+            if logits is not None:
+                counts.pairs_from_cache += len(idx)
+            else:
+                if model is None:
+                    t0 = time.perf_counter()
+                    model = load_model()
+                    counts.model_load_seconds += time.perf_counter() - t0
+                t0 = time.perf_counter()
+                logits = score_batch(tok, model, qs, ds, settings)
+                counts.inference_seconds += time.perf_counter() - t0
+                counts.pairs_inferred += len(idx)
+                if cache is not None:
+                    cache.put(key, logits)
+            for i, lg in zip(idx, logits):
+                rows.append({"qid": qid, "doc_id": docs[i], "r0": i + 1, "logit": lg, "batch": b, **stats[i]})
+            if progress is not None:
+                progress(len(idx))
+    expected = sum(len(v) for v in ranked.values())
+    if len(rows) != expected:
+        raise PipelineError(f"scored {len(rows)} pairs for {expected} candidates: nothing was published")
+    return rows, counts

@@ -10,43 +10,45 @@
 
 
 rule bi_encoder:
+    input:
+        model_pins=P["model_pins"],
     output:
         P["bi_encoder"],
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
-        lockdir=LOCK,
     log:
         log_of("bi_encoder", per_run=False),
     benchmark:
         bench_of("bi_encoder", per_run=False)
     script:
-        "../../scripts/bi_encoder.py"
+        "../scripts/bi_encoder.py"
 
 
 rule bm25:
     input:
         corpus=P["corpus"],
         queries=P["queries"],
+        data_pins=P["data_pins"],
         dev=P["split_dev"],
         confirm=P["split_confirm"],
     output:
         table=P["bm25"],
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
-        pins=f"{LOCK}/data_pins.json",
         bm25=config["candidates"]["bm25"],
     log:
         log_of("bm25", per_run=False),
     benchmark:
         bench_of("bm25", per_run=False)
     script:
-        "../../scripts/retrieve_bm25.py"
+        "../scripts/bm25.py"
 
 
 rule dense:
     input:
         corpus=P["corpus"],
         queries=P["queries"],
+        data_pins=P["data_pins"],
         dev=P["split_dev"],
         confirm=P["split_confirm"],
         model=P["bi_encoder"],
@@ -54,16 +56,15 @@ rule dense:
         table=P["dense"],
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
-        pins=f"{LOCK}/data_pins.json",
-        dense={k: v for k, v in config["candidates"]["dense"].items() if k != "threads"},
+        dense=candidate_params(config)["dense"],
         cache=P["embedding_cache"],
-    threads: config["candidates"]["dense"]["threads"]
+    threads: config["candidates"]["dense"]["threads"]  # speed only: torch takes what the scheduler grants
     log:
         log_of("dense", per_run=False),
     benchmark:
         bench_of("dense", per_run=False)
     script:
-        "../../scripts/retrieve_dense.py"
+        "../scripts/dense.py"
 
 
 rule fuse_candidates:
@@ -85,7 +86,7 @@ rule fuse_candidates:
     benchmark:
         bench_of("fuse_candidates", per_run=False)
     script:
-        "../../scripts/fuse_candidates.py"
+        "../scripts/fuse_candidates.py"
 
 
 rule check_candidates:
@@ -103,11 +104,13 @@ rule check_candidates:
     log:
         log_of("check_candidates", per_run=False),
     script:
-        "../../scripts/check_candidates.py"
+        "../scripts/check_candidates.py"
 
 
 rule freeze_candidates:
-    """Explicit re-freezing (--config repin=candidates): the regenerated table becomes the frozen one."""
+    """Explicit re-freezing (--config repin=candidates): the regenerated table becomes the frozen
+    one. Writes into the lockfiles as a side effect on purpose (a declared output would be deleted
+    by Snakemake before the job runs); the receipt is the declared output."""
     input:  # nothing is regenerated unless re-freezing was asked for (the script then refuses at once)
         **({"regenerated": P["regenerated"], "meta": P["regenerated_meta"], "bm25": P["bm25"], "dense": P["dense"]}
            if "candidates" in REPIN else {}),
@@ -119,4 +122,4 @@ rule freeze_candidates:
     log:
         log_of("freeze_candidates", per_run=False),
     script:
-        "../../scripts/freeze_candidates.py"
+        "../scripts/freeze_candidates.py"

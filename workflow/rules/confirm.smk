@@ -11,22 +11,21 @@ if CONFIRM:
     rule fetch_sealed_qrels:
         input:
             confirm=P["split_confirm"],
+            data_pins=P["data_pins"],
         output:
             ensure(P["qrels_confirm"], sha256=data_sha(_protocol.SEALED_QRELS)),
         params:
             code=CODE,  # library source hash: a change in the science reruns the rule
-            names=[_protocol.SEALED_QRELS],
-            pins=f"{LOCK}/data_pins.json",
+            name=_protocol.SEALED_QRELS,
             cache=P["sealed_cache"],
-            expect_split=P["split_confirm"],
         log:
             log_of("fetch_sealed_qrels"),
         benchmark:
             bench_of("fetch_sealed_qrels")
         script:
-            "../../scripts/fetch_data.py"
+            "../scripts/fetch_sealed_qrels.py"
 
-    rule confirm:
+    rule record_opening:
         """Record the opening in the append-only ledger (and check a re-opening reproduces the first)."""
         input:
             manifest=P["manifest"],
@@ -38,11 +37,15 @@ if CONFIRM:
             lockdir=LOCK,
             run=RUN,
             unseal={k: UNSEAL[k] for k in ("sha256", "opening", "previous", "git", "labels")},
-            paths={k: P[k] for k in ("model", "corpus", "queries", "qrels_confirm", "candidates", "split_confirm")},
         log:
-            log_of("confirm"),
+            log_of("record_opening"),
         script:
-            "../../scripts/confirm_ledger.py"
+            "../scripts/record_opening.py"
+
+    rule confirm:
+        """The target a user names: open the sealed confirmation (guarded above) and record it."""
+        input:
+            P["opening"],
 
 else:
 
@@ -50,6 +53,8 @@ else:
         """Without a valid unseal token the confirmation stays sealed (the guard explains why)."""
         output:
             f"{OUT}/confirm-sealed",
+        log:
+            f"{OUT}/logs/confirm-sealed.log",
         run:
             from rerank_study.protocol import check_unseal
 

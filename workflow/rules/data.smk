@@ -3,6 +3,8 @@
 
 
 rule fetch_data:
+    input:
+        data_pins=P["data_pins"],
     output:
         corpus=ensure(P["corpus"], sha256=data_sha("corpus.jsonl")),
         queries=ensure(P["queries"], sha256=data_sha("queries.jsonl")),
@@ -10,7 +12,6 @@ rule fetch_data:
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
         names=["corpus.jsonl", "queries.jsonl", "qrels/train.tsv"],  # -> output[0], [1], [2]
-        pins=f"{LOCK}/data_pins.json",
         cache=P["data_cache"],
         # data_mirror / data_zip / data.url are read from the config inside the script: where the
         # verified bytes came from must not trigger a rerun of everything downstream
@@ -19,14 +20,16 @@ rule fetch_data:
     benchmark:
         bench_of("fetch_data", per_run=False)
     script:
-        "../../scripts/fetch_data.py"
+        "../scripts/fetch_data.py"
 
 
 rule freeze_splits:
     """Explicit re-pinning (--config repin=splits): draw the development split and write both lists
-    and their pin into the lockfiles (this changes the experiment: commit it)."""
+    and their pin into the lockfiles (this changes the experiment: commit it). The lockfiles are
+    written as a side effect on purpose: a declared output would be deleted by Snakemake before the
+    job runs; the receipt is the declared output."""
     input:  # nothing is read unless re-pinning was asked for (the script then refuses at once)
-        **({"queries": P["queries"], "qrels_dev": P["qrels_dev"], "data_pins": f"{LOCK}/data_pins.json"}
+        **({"queries": P["queries"], "qrels_dev": P["qrels_dev"], "data_pins": P["data_pins"]}
            if "splits" in REPIN else {}),
     output:
         P["freeze_splits"],
@@ -39,7 +42,7 @@ rule freeze_splits:
     log:
         log_of("freeze_splits", per_run=False),
     script:
-        "../../scripts/freeze_splits.py"
+        "../scripts/freeze_splits.py"
 
 
 rule splits:
@@ -47,7 +50,7 @@ rule splits:
     input:
         queries=P["queries"],
         qrels_dev=P["qrels_dev"],
-        data_pins=f"{LOCK}/data_pins.json",
+        data_pins=P["data_pins"],
         derived=P["derived_pins"],
         # the committed lists; when this invocation re-pins them, freeze_splits writes them first
         lists=[P["freeze_splits"]] if "splits" in REPIN else list(SPLIT_LISTS.values()),
@@ -65,4 +68,4 @@ rule splits:
     benchmark:
         bench_of("splits", per_run=False)
     script:
-        "../../scripts/make_splits.py"
+        "../scripts/splits.py"

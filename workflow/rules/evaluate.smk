@@ -16,7 +16,7 @@ rule groups:
     benchmark:
         bench_of("groups")
     script:
-        "../../scripts/make_groups.py"
+        "../scripts/groups.py"
 
 
 rule evaluate:
@@ -34,11 +34,11 @@ rule evaluate:
         per_query=P["per_query"],
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
-        blend_k=config["blend"]["k"],
-        metrics=config["metrics"],
+        blend_k=SETTINGS["blend_k"],
+        metrics=SETTINGS["metrics"],
     log:
         log_of("evaluate"),
     benchmark:
         bench_of("evaluate")
     script:
-        "../../scripts/evaluate_runs.py"
+        "../scripts/evaluate.py"

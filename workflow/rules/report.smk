@@ -1,4 +1,5 @@
-# Report, manifest and the independent audit (standard library only, run with python -I -S).
+# Report, manifest, the independent audit (standard library only, run with python -I -S) and the
+# reproduction check against the committed reference results.
 
 
 rule report:
@@ -9,20 +10,20 @@ rule report:
         shape_check=P["shape_check"],
         scoring=P["scoring_measurements"],
         model=P["model"],
+        data_pins=P["data_pins"],
         derived=P["derived_pins"],
         groups_meta=P["groups_meta"],
         bench_score=bench_of("score"),
         bench_evaluate=bench_of("evaluate"),
-        bench_bootstrap=bench_of("bootstrap"),
+        bench_analyse=bench_of("analyse"),
         retrievers=[P["frozen_bm25"], P["frozen_dense"], P["run_qrels"]] if CONFIRM else [],
     output:
         report=P["report"],
         forest=P["forest_plot"],
         delta=P["delta_plot"],
-        measurements=f"{RUNDIR}/measurements/report.json",
+        measurements=P["report_measurements"],
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
-        lockdir=LOCK,
         kind=KIND,
         run=RUN,
         opening=({"protocol_sha256": UNSEAL["sha256"], "opening": UNSEAL["opening"], "labels": UNSEAL["labels"],
@@ -32,51 +33,48 @@ rule report:
     benchmark:
         bench_of("report")
     script:
-        "../../scripts/make_report.py"
+        "../scripts/report.py"
 
 
 rule manifest:
+    """Every artefact of the run (declared here as an input) with its role, path and sha256."""
     input:
-        report=P["report"],
-        measurements=f"{RUNDIR}/measurements/report.json",
+        **{key: P[key] for key in manifest_keys(RUN_QRELS_KEY)},
+        model=P["model"],
+        data_pins=P["data_pins"],
     output:
         P["manifest"],
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
-        paths=P,
         run=RUN,
-        rundir=RUNDIR,
-        lockdir=LOCK,
+        rundir=lambda w, output: os.path.dirname(output[0]),  # paths are written relative to the run folder
+        lockdir=LOCK_OF,
         scorer=config["scorer"],
         kind=KIND,
-        qrels_key="qrels_confirm" if CONFIRM else "qrels_dev",
         protocol_sha256=UNSEAL["sha256"] if CONFIRM else None,
         labels=UNSEAL["labels"] if CONFIRM else [],
-        settings={
-            "n_queries": N_QUERIES, "depth": DEPTH, "blend_k": config["blend"]["k"],
-            "metrics": config["metrics"], "bootstrap_B": config["bootstrap"]["B"],
-            "bootstrap_seed": BOOTSTRAP_SEED, "percentiles": config["bootstrap"]["percentiles"],
-            "threshold": config["threshold"], "comparisons": config["comparisons"],
-            "max_length": config["ce"]["max_length"],
-            "evalstats": config["evalstats"],
-        },
+        settings=SETTINGS,
     log:
         log_of("manifest"),
     benchmark:
         bench_of("manifest")
     script:
-        "../../scripts/write_manifest.py"
+        "../scripts/manifest.py"
 
 
 rule audit:
+    """The independent audit of the finished run (its inputs: everything the manifest lists)."""
     input:
         manifest=P["manifest"],
+        data_pins=P["data_pins"],
+        model_pins=P["model_pins"],
+        derived=P["derived_pins"],
     output:
         P["audit"],
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
-        rundir=RUNDIR,
-        lockdir=LOCK,
+        rundir=lambda w, input: os.path.dirname(input.manifest),
+        lockdir=lambda w, input: os.path.dirname(input.data_pins),
         python=sys.executable,
         script=str(Path(workflow.basedir) / "scripts" / "audit.py"),
     log:
@@ -98,9 +96,11 @@ rule check_reproduction:
         table=P["reproduction"],
         json=P["reproduction_json"],
     params:
-        refdir=REFERENCE or f"{LOCK}/reference/(none for a confirmation opening)",
+        # the reference folder (its files are the inputs); where none is committed, where one would be
+        refdir=lambda w, input: (os.path.dirname(input.reference[0]) if input.reference
+                                 else REFERENCE or "(no reference applies to a confirmation opening)"),
         run=RUN,
     log:
         log_of("check_reproduction"),
     script:
-        "../../scripts/check_reproduction.py"
+        "../scripts/check_reproduction.py"

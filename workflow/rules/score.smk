@@ -1,14 +1,15 @@
 # The cross-encoder (pinned, or the STAND-IN only when chosen explicitly), the run's inputs
 # and the scoring of every (query, candidate) pair.
 
-if config["scorer"] == "stand-in":
+if config["scorer"] == STAND_IN:
 
     rule standin_model:
+        input:
+            model_pins=P["model_pins"],
         output:
             P["model"],
         params:
             code=CODE,  # library source hash: a change in the science reruns the rule
-            lockdir=LOCK,
             head_seed=config["standin"]["head_seed"],
             head_std=config["standin"]["head_std"],
         log:
@@ -16,22 +17,24 @@ if config["scorer"] == "stand-in":
         benchmark:
             bench_of("standin_model", per_run=False)
         script:
-            "../../scripts/build_standin.py"
+            "../scripts/standin_model.py"
 
 else:
 
     rule pinned_model:
+        input:
+            model_pins=P["model_pins"],
         output:
             P["model"],
         params:
             code=CODE,  # library source hash: a change in the science reruns the rule
-            lockdir=LOCK,  # model_dir is read from the config in the script (a location, not a setting)
+            # model_dir is read from the config in the script: a location, not a setting
         log:
             log_of("pinned_model", per_run=False),
         benchmark:
             bench_of("pinned_model", per_run=False)
         script:
-            "../../scripts/resolve_model.py"
+            "../scripts/pinned_model.py"
 
 
 rule run_inputs:
@@ -39,9 +42,9 @@ rule run_inputs:
     input:
         candidates=P["candidates"],  # the committed, frozen table (verified against its pin)
         derived=P["derived_pins"],
-        data_pins=f"{LOCK}/data_pins.json",
+        data_pins=P["data_pins"],
         split=RUN_SPLIT,
-        qrels=RUN_QRELS,
+        qrels=P[RUN_QRELS_KEY],
     output:
         queries=P["run_queries"],
         candidates=P["run_candidates"],
@@ -58,7 +61,7 @@ rule run_inputs:
     benchmark:
         bench_of("run_inputs")
     script:
-        "../../scripts/run_inputs.py"
+        "../scripts/run_inputs.py"
 
 
 rule score:
@@ -66,6 +69,8 @@ rule score:
         candidates=P["run_candidates"],
         corpus=P["corpus"],
         queries=P["queries"],
+        data_pins=P["data_pins"],
+        model_pins=P["model_pins"],
         model=P["model"],
     output:
         pairs=P["pairs"],
@@ -73,14 +78,13 @@ rule score:
         measurements=P["scoring_measurements"],
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
-        pins=f"{LOCK}/data_pins.json",
         ce=config["ce"],
         cache=P["score_cache"],
-        hidden_size=MODEL_PINS["cross_encoder"]["architecture"]["hidden_size"],
+    # reserves cores for the job; torch uses the PINNED ce.threads whatever is granted (it changes logits)
     threads: config["ce"]["threads"]
     log:
         log_of("score"),
     benchmark:
         bench_of("score")
     script:
-        "../../scripts/score_pairs.py"
+        "../scripts/score.py"

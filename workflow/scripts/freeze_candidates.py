@@ -8,7 +8,7 @@ from pathlib import Path
 from rerank_study import candidates, machine, pins
 from rerank_study.errors import PipelineError
 from rerank_study.fileio import atomic_path, read_json, sha256_file, write_json
-from rerank_study.rule import run_rule
+from rerank_study.rule import run
 
 log = logging.getLogger("freeze_candidates")
 
@@ -43,4 +43,5 @@ def main(sm):
                 pin["sha256"], folder)
 
 
-run_rule(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run(globals().get("snakemake"), main)

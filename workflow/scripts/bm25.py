@@ -1,12 +1,12 @@
-"""Rule bm25: BM25 (bm25s, lucene, k1 1.5, b 0.75, English stop words, Snowball stemmer) top-k."""
+"""Rule bm25 (candidate regeneration only): BM25 (bm25s, lucene, k1 1.5, b 0.75, English stop words, Snowball stemmer) top-k."""
 
 from rerank_study import beir, candidates, retrieval, splits
 from rerank_study.acquire import DataPins, verified_path
-from rerank_study.rule import run_rule
+from rerank_study.rule import run
 
 
 def main(sm):
-    pins = DataPins.load(sm.params.pins)
+    pins = DataPins.load(sm.input.data_pins)
     corpus = beir.read_corpus(verified_path(sm.input.corpus, "corpus.jsonl", pins))
     queries = beir.read_queries(verified_path(sm.input.queries, "queries.jsonl", pins))
     qids = splits.canonical_order(splits.read_split(sm.input.dev) + splits.read_split(sm.input.confirm))
@@ -18,4 +18,5 @@ def main(sm):
     candidates.write_retriever_table(sm.output.table, top)
 
 
-run_rule(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run(globals().get("snakemake"), main)

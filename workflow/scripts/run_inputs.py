@@ -6,7 +6,7 @@ from rerank_study import beir, candidates, pins, splits
 from rerank_study.acquire import DataPins, verified_path
 from rerank_study.errors import PinMismatchError, PipelineError
 from rerank_study.fileio import atomic_write_text, write_tsv
-from rerank_study.rule import run_rule
+from rerank_study.rule import run
 
 
 def check_frozen_candidates(sm) -> None:
@@ -44,4 +44,5 @@ def main(sm):
               [(q, d, rel) for q in qids for d, rel in sorted(qrels[q].items())])
 
 
-run_rule(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run(globals().get("snakemake"), main)

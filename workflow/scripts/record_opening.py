@@ -6,7 +6,7 @@ import logging
 from rerank_study import protocol
 from rerank_study.errors import PipelineError
 from rerank_study.fileio import read_json, sha256_file, write_json
-from rerank_study.rule import run_rule
+from rerank_study.rule import run
 
 log = logging.getLogger("confirm")
 
@@ -61,4 +61,5 @@ def main(sm):
                     u["sha256"], sm.params.lockdir, protocol.LEDGER)
 
 
-run_rule(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run(globals().get("snakemake"), main)

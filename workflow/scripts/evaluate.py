@@ -1,36 +1,36 @@
 """Rule evaluate: CE ranks, the blend, three TREC runs and the per-query metric table."""
 
-from rerank_study import beir, candidates, metrics, splits, trec
+from rerank_study import beir, candidates, metrics, names, splits, trec
 from rerank_study.errors import PipelineError
 from rerank_study.fileio import read_tsv, write_tsv
 from rerank_study.ranking import rerank_query
-from rerank_study.rule import run_rule
+from rerank_study.rule import run
 
-METHODS = ("rrf", "ce", "blend")
 RANKING_HEADER = ("qid", "doc_id", "r0", "logit", "r1", "blend_score", "blend_rank")
 
 
-def per_query_header(m):
-    cols = ([f"ndcg@{m['ndcg_k']}"] + [f"recall@{k}" for k in m["recall_ks"]]
-            + [f"capped_recall@{k}" for k in m["recall_ks"]] + [f"mrr@{m['mrr_k']}", "first_rel_rank"])
-    return ["qid", "n_relevant", "n_relevant_in_candidates"] + [f"{meth}_{c}" for meth in METHODS for c in cols], cols
+def read_logits(path) -> dict[str, dict[str, float]]:
+    logits: dict[str, dict[str, float]] = {}
+    for i, row in enumerate(read_tsv(path), start=2):
+        q = logits.setdefault(row["qid"], {})
+        if row["doc_id"] in q:
+            raise PipelineError(f"{path} line {i}: duplicate pair ({row['qid']}, {row['doc_id']})")
+        q[row["doc_id"]] = float(row["logit"])
+    return logits
 
 
 def main(sm):
     qids = splits.read_split(sm.input.queries)
     cands = candidates.read_candidates(sm.input.candidates)
     qrels = beir.read_qrels(sm.input.qrels)
-    logits: dict[str, dict[str, float]] = {}
-    for i, row in enumerate(read_tsv(sm.input.pairs), start=2):
-        q = logits.setdefault(row["qid"], {})
-        if row["doc_id"] in q:
-            raise PipelineError(f"{sm.input.pairs} line {i}: duplicate pair ({row['qid']}, {row['doc_id']})")
-        q[row["doc_id"]] = float(row["logit"])
+    logits = read_logits(sm.input.pairs)
     if list(cands) != qids or set(logits) != set(qids):
         raise PipelineError("pairs / candidates / analysed queries disagree on the query set")
-    header, cols = per_query_header(sm.params.metrics)
-    rank_rows, pq_rows, orders = [], [], {m: {} for m in METHODS}
     m = sm.params.metrics
+    measures = names.measures(m)
+    header = ["qid", "n_relevant", "n_relevant_in_candidates"] + [names.column(meth, x) for meth in names.METHODS
+                                                                   for x in measures]
+    rank_rows, pq_rows, orders = [], [], {meth: {} for meth in names.METHODS}
     for q in qids:
         try:
             res = rerank_query(cands[q], logits[q], sm.params.blend_k)
@@ -39,17 +39,18 @@ def main(sm):
         for d in cands[q]:
             rank_rows.append((q, d, res["r0"][d], logits[q][d], res["r1"][d], res["blend_score"][d], res["blend_rank"][d]))
         row = [q, None, None]
-        for meth in METHODS:
+        for meth in names.METHODS:
             order = res["order"][meth]
             orders[meth][q] = order
             vals = metrics.query_metrics(order, qrels[q], m["ndcg_k"], m["recall_ks"], m["mrr_k"])
             row[1], row[2] = vals["n_relevant"], vals["n_relevant_in_list"]
-            row += [vals[c] for c in cols]
+            row += [vals[str(x)] for x in measures]
         pq_rows.append(row)
     write_tsv(sm.output.rankings, RANKING_HEADER, rank_rows)
-    for meth in METHODS:
+    for meth in names.METHODS:
         trec.write_run(getattr(sm.output, meth), orders[meth], meth, qids)
     write_tsv(sm.output.per_query, header, pq_rows)
 
 
-run_rule(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run(globals().get("snakemake"), main)

@@ -4,9 +4,10 @@ import csv
 import platform
 from pathlib import Path
 
-from rerank_study import report
+from rerank_study import models, names, report
 from rerank_study.fileio import atomic_write_text, read_json, read_tsv, sha256_file, write_json
-from rerank_study.rule import run_rule
+from rerank_study.names import column
+from rerank_study.rule import run
 
 
 def bench(path):
@@ -42,13 +43,12 @@ def main(sm):
     scoring = read_json(sm.input.scoring)
     shapes = read_json(sm.input.shape_check)
     model = read_json(sm.input.model)
-    lockdir = Path(sm.params.lockdir)
-    data_pins = read_json(lockdir / "data_pins.json")
+    data_pins = read_json(sm.input.data_pins)
     derived = read_json(sm.input.derived)
     rows = read_tsv(sm.input.per_query)
     a, b = summary["comparisons"][summary["primary"]]["a"], summary["comparisons"][summary["primary"]]["b"]
     metric = summary["metric"]
-    deltas = [float(r[f"{a}_{metric}"]) - float(r[f"{b}_{metric}"]) for r in rows]
+    deltas = [float(r[column(a, metric)]) - float(r[column(b, metric)]) for r in rows]
     report.plots(summary, deltas, sm.output.forest, sm.output.delta)
 
     provenance = {
@@ -64,7 +64,7 @@ def main(sm):
                              f"{derived['candidates']['params']['depth']}, BM25 top "
                              f"{derived['candidates']['params']['bm25']['depth']}, dense top "
                              f"{derived['candidates']['params']['dense']['depth']}",
-        "scorer": model["identity"] + (" (STAND-IN)" if model["kind"] == "stand-in" else ""),
+        "scorer": model["identity"] + (f" ({names.STANDIN_LABEL})" if models.is_standin(model) else ""),
         "scorer weights sha256": model["weights_sha256"],
         "scoring settings": ", ".join(f"{k}={v}" for k, v in scoring["settings"].items()),
         "shape check (input_ids / last hidden / logits)": f"{shapes['input_ids']} / {shapes['last_hidden_state']} / "
@@ -77,7 +77,7 @@ def main(sm):
         "library source sha256 (workflow/rerank_study)": sm.params.code,
     }
     meas = {
-        "torch threads": scoring["threads"],
+        "torch threads (granted by the scheduler; speed only)": scoring["threads"],
         "pairs scored / inferred / from cache": f"{scoring['pairs']} / {scoring['pairs_inferred']} / "
                                                 f"{scoring['pairs_from_cache']}",
         "truncated pairs (> max_length tokens)": scoring["truncated_pairs"],
@@ -87,7 +87,7 @@ def main(sm):
         "pairs / second (inference)": scoring["pairs_per_second_inference"],
         "peak RSS of the scoring process (MiB)": scoring["peak_rss_mib"],
         **{f"rule {k} seconds (snakemake benchmark)": bench(getattr(sm.input, f"bench_{k}"))["seconds"]
-           for k in ("score", "evaluate", "bootstrap")},
+           for k in ("score", "evaluate", "analyse")},
         "machine": f"{platform.machine()}, {platform.system()}",
     }
     figures = {"forest plot": str(Path(sm.output.forest).relative_to(Path(sm.output.report).parent)),
@@ -108,4 +108,5 @@ def main(sm):
     atomic_write_text(sm.output.report, text)
 
 
-run_rule(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run(globals().get("snakemake"), main)

@@ -9,7 +9,7 @@ from rerank_study import beir, pins, splits
 from rerank_study.acquire import DataPins, verified_path
 from rerank_study.errors import PipelineError
 from rerank_study.fileio import atomic_write_text, sha256_text, write_json
-from rerank_study.rule import run_rule
+from rerank_study.rule import run
 
 log = logging.getLogger("freeze_splits")
 
@@ -42,4 +42,5 @@ def main(sm):
     log.warning("PINNED the query splits into %s (dev %d, confirm %d): commit them", lockdir, len(dev), len(confirm))
 
 
-run_rule(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run(globals().get("snakemake"), main)

@@ -6,7 +6,7 @@ from rerank_study import beir, pins, splits
 from rerank_study.acquire import DataPins, verified_path
 from rerank_study.errors import PinMismatchError, PipelineError
 from rerank_study.fileio import atomic_write_text, read_json
-from rerank_study.rule import run_rule
+from rerank_study.rule import run
 
 log = logging.getLogger("splits")
 
@@ -43,4 +43,5 @@ def main(sm):
              len(conf), pin["confirm"]["sha256"])
 
 
-run_rule(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run(globals().get("snakemake"), main)

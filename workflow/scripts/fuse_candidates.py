@@ -4,7 +4,7 @@ top 50 per query) into resources/ — for the drift check and explicit re-freezi
 from rerank_study import candidates, splits
 from rerank_study.errors import PipelineError
 from rerank_study.fileio import read_json, sha256_file, write_json
-from rerank_study.rule import run_rule
+from rerank_study.rule import run
 
 
 def main(sm):
@@ -30,4 +30,5 @@ def main(sm):
     })
 
 
-run_rule(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run(globals().get("snakemake"), main)

@@ -1,4 +1,4 @@
-"""Rule dense: all-MiniLM-L6-v2 (pinned, verified) cosine top-k; corpus embeddings cached by
+"""Rule dense (candidate regeneration only): all-MiniLM-L6-v2 (pinned, verified) cosine top-k; corpus embeddings cached by
 (model identity, settings, text hash)."""
 
 import logging
@@ -8,14 +8,14 @@ import torch
 
 from rerank_study import beir, candidates, models, retrieval, splits
 from rerank_study.acquire import DataPins, verified_path
-from rerank_study.rule import run_rule
+from rerank_study.rule import run
 
 log = logging.getLogger("dense")
 
 
 def main(sm):
     torch.set_num_threads(sm.threads)  # speed only: the ranked lists are compared, never the float bytes
-    pins = DataPins.load(sm.params.pins)
+    pins = DataPins.load(sm.input.data_pins)
     corpus = beir.read_corpus(verified_path(sm.input.corpus, "corpus.jsonl", pins))
     queries = beir.read_queries(verified_path(sm.input.queries, "queries.jsonl", pins))
     qids = splits.canonical_order(splits.read_split(sm.input.dev) + splits.read_split(sm.input.confirm))
@@ -36,4 +36,5 @@ def main(sm):
     candidates.write_retriever_table(sm.output.table, top)
 
 
-run_rule(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run(globals().get("snakemake"), main)

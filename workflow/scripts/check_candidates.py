@@ -9,7 +9,7 @@ import logging
 
 from rerank_study import candidates, pins
 from rerank_study.fileio import atomic_write_text, read_json, sha256_file, write_json
-from rerank_study.rule import run_rule
+from rerank_study.rule import run
 
 log = logging.getLogger("check_candidates")
 
@@ -44,4 +44,5 @@ def main(sm):
                 "equal to" if settings_equal else "DIFFERENT from", sm.output.table)
 
 
-run_rule(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run(globals().get("snakemake"), main)

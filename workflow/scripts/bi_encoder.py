@@ -4,12 +4,12 @@ and copy them into resources/models/bi-encoder/ with MODEL.json."""
 from pathlib import Path
 
 from rerank_study import models
-from rerank_study.fileio import write_json
-from rerank_study.rule import run_rule
+from rerank_study.fileio import read_json, write_json
+from rerank_study.rule import run
 
 
 def main(sm):
-    bi = models.load_model_pins(sm.params.lockdir)["bi_encoder"]
+    bi = read_json(sm.input.model_pins)["bi_encoder"]
     src = models.gt_model_dir()
     files = {**bi["files"], **{k: v for k, v in bi["files_pinned_here"].items() if not k.startswith("_")}}
     dest = Path(sm.output[0]).parent
@@ -20,4 +20,5 @@ def main(sm):
                               "identity_sha256": models.identity_hash(hashes), "source": bi["offline_package"]})
 
 
-run_rule(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run(globals().get("snakemake"), main)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rerank_study import reference
 from rerank_study.fileio import atomic_write_text, write_json
-from rerank_study.rule import run_rule
+from rerank_study.rule import run
 
 log = logging.getLogger("check_reproduction")
 
@@ -22,4 +22,5 @@ def main(sm):
         sm.output.table)
 
 
-run_rule(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run(globals().get("snakemake"), main)

@@ -3,7 +3,7 @@ document. Inputs: the query ids and the qrels, nothing else."""
 
 from rerank_study import beir, grouping, splits
 from rerank_study.fileio import sha256_file, write_json, write_tsv
-from rerank_study.rule import run_rule
+from rerank_study.rule import run
 
 GROUP_HEADER = ("group_id", "group_index", "group_size", "qid")
 
@@ -26,4 +26,5 @@ def main(sm):
     })
 
 
-run_rule(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run(globals().get("snakemake"), main)

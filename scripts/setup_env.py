@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Create or update the project's virtual environment from the lockfiles (standard library only).
 
-    python3.11 scripts/bootstrap.py            # set up .venv (idempotent; skips when the locks are unchanged)
-    python3.11 scripts/bootstrap.py --test     # ... then run the test suite (the README's test command)
+    python3.11 scripts/setup_env.py            # set up .venv (idempotent; skips when the locks are unchanged)
+    python3.11 scripts/setup_env.py --test     # ... then run the test suite (the README's test command)
+    python3.11 scripts/setup_env.py --dev      # ... plus the developer tools (mutation testing)
 
 Steps: python -m venv .venv; pip install torch==2.13.0 (lockfiles/torch.txt; with its own
 requirements, which on a CUDA build include the nvidia libraries it needs);
@@ -39,11 +40,13 @@ def lock_digest() -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--test", action="store_true", help="run the test suite after setting up")
+    ap.add_argument("--dev", action="store_true",
+                    help="also install the hash-locked developer tools (lockfiles/requirements-dev.lock: mutmut)")
     ap.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (with --test)")
     args = ap.parse_args()
     if sys.version_info[:2] != (3, 11):
         sys.exit(f"Python 3.11 is required (the lock is for 3.11); this is {sys.version.split()[0]}. "
-                 "Run it as: python3.11 scripts/bootstrap.py")
+                 "Run it as: python3.11 scripts/setup_env.py")
     py = VENV / "bin" / "python"
     stamp = VENV / ".lock-sha256"
     digest = lock_digest()
@@ -60,6 +63,10 @@ def main() -> int:
         stamp.write_text(digest + "\n")
     else:
         print(f"{VENV} is up to date with the lockfiles ({digest[:12]})", flush=True)
+    if args.dev:
+        run([py, "-m", "pip", "--disable-pip-version-check", "install", "--no-deps", "--require-hashes", "-r",
+             ROOT / "lockfiles/requirements-dev.lock"])
+        run([py, "-m", "pip", "--disable-pip-version-check", "check"])
     if args.test:
         env = dict(os.environ, PYTHONHASHSEED="0")
         os.chdir(ROOT)

@@ -4,16 +4,18 @@ import logging
 from pathlib import Path
 
 from rerank_study import models
-from rerank_study.rule import run_rule
+from rerank_study.fileio import read_json
+from rerank_study.rule import run
 
 log = logging.getLogger("pinned_model")
 
 
 def main(sm):
-    ce = models.load_model_pins(sm.params.lockdir)["cross_encoder"]
+    ce = read_json(sm.input.model_pins)["cross_encoder"]
     meta = models.resolve_pinned_cross_encoder(ce, Path(sm.output[0]).parent, model_dir=sm.config["model_dir"])
     log.info("pinned cross-encoder %s from %s (weights sha256 %s)", meta["identity"], meta["source"],
              meta["weights_sha256"])
 
 
-run_rule(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run(globals().get("snakemake"), main)

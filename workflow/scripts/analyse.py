@@ -1,0 +1,64 @@
+"""Rule analyse: per-method means, the grouped + query-level paired bootstrap, diagnostics and the
+declared evaluation statistics; saves both index matrices, every replicate and summary.json
+(every statistical number of the report)."""
+
+from rerank_study import analysis, names, splits
+from rerank_study.errors import PipelineError
+from rerank_study.fileio import atomic_open, fmt_float, read_tsv, sha256_file, write_json
+from rerank_study.rule import run
+
+
+def write_matrix(path, idx, prefix):
+    with atomic_open(path, "w") as fh:
+        fh.write("replicate\t" + "\t".join(f"{prefix}{j}" for j in range(idx.shape[1])) + "\n")
+        for b, row in enumerate(idx.tolist()):
+            fh.write(f"{b}\t" + "\t".join(map(str, row)) + "\n")
+
+
+def read_groups(path) -> tuple[list[str], list[list[str]]]:
+    gids, groups = [], []
+    for r in read_tsv(path):
+        if not gids or gids[-1] != r["group_id"]:
+            gids.append(r["group_id"])
+            groups.append([])
+        groups[-1].append(r["qid"])
+    return gids, groups
+
+
+def main(sm):
+    qids = splits.read_split(sm.input.queries)
+    rows = read_tsv(sm.input.per_query)
+    if [r["qid"] for r in rows] != qids:
+        raise PipelineError(f"{sm.input.per_query}: queries differ from the analysed list {sm.input.queries}")
+    p = sm.params
+    plan = analysis.AnalysisPlan.from_settings({
+        "metrics": p.metrics, "comparisons": p.comparisons, "bootstrap_B": p.B, "bootstrap_seed": p.seed,
+        "percentiles": p.percentiles, "threshold": p.threshold})
+    rank_col = str(names.FIRST_REL_RANK)
+    table = {r["qid"]: {k: float(v) for k, v in r.items() if k != "qid" and not k.endswith(rank_col)
+                        and not k.startswith("n_")} for r in rows}
+    first_rel = {r["qid"]: {m: (int(r[names.column(m, rank_col)]) if r[names.column(m, rank_col)] else None)
+                            for m in names.METHODS} for r in rows}
+    gids, groups = read_groups(sm.input.groups)
+    summary, g_idx, q_idx, reps = analysis.analyse(qids, table, groups, gids, plan=plan, first_rel=first_rel)
+    counts = {r["qid"]: (int(r["n_relevant"]), int(r["n_relevant_in_candidates"])) for r in rows}
+    summary["evalstats"] = analysis.evaluation_statistics(qids, table, counts=counts, first_rel=first_rel,
+                                                          groups=groups, plan=plan, summary=summary,
+                                                          ev=p.evalstats, depth=p.depth)
+    write_matrix(sm.output.grouped_indices, g_idx, "draw")
+    write_matrix(sm.output.query_indices, q_idx, "draw")
+    cols = list(reps)
+    with atomic_open(sm.output.replicates, "w") as fh:
+        fh.write("replicate\t" + "\t".join(cols) + "\n")
+        for i in range(plan.B):
+            fh.write(f"{i}\t" + "\t".join(fmt_float(float(reps[c][i])) for c in cols) + "\n")
+    summary.update({  # (no run name here: the same analysis must give the same bytes in any folder)
+        "scorer": names.scorer_label(p.scorer),
+        "inputs": {"per_query_sha256": sha256_file(sm.input.per_query), "groups_sha256": sha256_file(sm.input.groups)},
+        "comparisons_definition": {k: f"{a} - {b} (per-query {plan.metric})" for k, (a, b) in plan.comparisons.items()},
+    })
+    write_json(sm.output.summary, summary)
+
+
+if __name__ == "__main__":
+    run(globals().get("snakemake"), main)

@@ -1,0 +1,17 @@
+"""Rule fetch_data: acquire and verify the pinned development-side data files (I/O only).
+
+params.names[i] is written to output[i], from the verified cache (params.cache)."""
+
+from rerank_study.acquire import DataPins, publish_verified
+from rerank_study.rule import run
+
+
+def main(sm):
+    cfg = sm.config
+    publish_verified(list(sm.params.names), list(sm.output), DataPins.load(sm.input.data_pins), sm.params.cache,
+                     mirror=cfg["data_mirror"] or None, zip_path=cfg["data_zip"] or None,
+                     url=cfg["data"]["url"] or None, timeout=cfg["data"]["download_timeout_s"])
+
+
+if __name__ == "__main__":
+    run(globals().get("snakemake"), main)
