@@ -35,6 +35,7 @@ from functools import cached_property
 from pathlib import Path
 
 MAX_FAILURES_SHOWN = 20
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config" / "config.yaml"  # the committed config
 METHODS = ("rrf", "ce", "blend")
 STANDIN = "STAND-IN"
 
@@ -251,6 +252,348 @@ def exact_mcnemar(gained: int, lost: int) -> float:
     return min(1.0, 2 * tail / 2 ** n)
 
 
+
+# ---------------------------------------- numpy's default_rng(seed).integers, re-implemented --
+# Written from the numpy definitions (numpy/numpy @ 1f90bbb55e65e7de68921bc3f1a2d94492fdf689, unchanged
+# since v2.4.6 in these parts): numpy/random/bit_generator.pyx SeedSequence (hashmix, mix, mix_entropy,
+# generate_state); numpy/random/src/pcg64/pcg64.{c,h} (pcg64_set_seed, pcg_setseq_128_srandom_r, step,
+# XSL-RR output, pcg64_next64/next32); numpy/random/_generator.pyx Generator.integers (Lemire, never
+# masked); numpy/random/src/distributions/distributions.c (random_bounded_uint64_fill,
+# buffered_bounded_lemire_uint32, bounded_lemire_uint64). Tested element by element against numpy
+# (tests/test_audit_rng.py). Only low=0, scalar high and dtype=int64 are supported.
+_M32 = 0xFFFFFFFF
+_M64 = 0xFFFFFFFFFFFFFFFF
+_M128 = (1 << 128) - 1
+
+# SeedSequence constants (bit_generator.pyx, module level).
+_POOL_SIZE = 4
+_INIT_A = 0x43B0D7E5
+_MULT_A = 0x931E8875
+_INIT_B = 0x8B51F9DD
+_MULT_B = 0x58F38DED
+_MIX_MULT_L = 0xCA01F9DD
+_MIX_MULT_R = 0x4973F715
+_XSHIFT = 16
+
+# PCG64 multiplier (pcg64.h: PCG_DEFAULT_MULTIPLIER_HIGH/LOW).
+_PCG_MULT = 0x2360ED051FC65DA44385DF649FCCF645
+
+
+def _int_to_uint32_words(n):
+    """Split a non-negative int into 32-bit words, least significant first.
+
+    Mirrors bit_generator.pyx ``_int_to_uint32_array``; note 0 -> [0] (one word).
+    """
+    if n < 0:
+        raise ValueError("expected non-negative integer")
+    words = [n & _M32] if n == 0 else []
+    while n > 0:
+        words.append(n & _M32)
+        n >>= 32
+    return words
+
+
+def seed_sequence_state(seed, n_words64=4):
+    """``SeedSequence(seed).generate_state(n_words64, np.uint64)`` as Python ints.
+
+    Mirrors bit_generator.pyx: ``SeedSequence.__init__`` -> ``get_assembled_entropy``
+    (no spawn key, so no zero padding), ``mix_entropy`` with ``hashmix``/``mix``,
+    then ``generate_state`` (uint32 words cycled from the pool, paired
+    little-endian into uint64: word k = w[2k] | w[2k+1] << 32).
+    """
+    entropy = _int_to_uint32_words(int(seed))
+    hash_const = _INIT_A
+
+    def hashmix(value):
+        nonlocal hash_const
+        value ^= hash_const
+        hash_const = (hash_const * _MULT_A) & _M32
+        value = (value * hash_const) & _M32
+        return value ^ (value >> _XSHIFT)
+
+    def mix(x, y):
+        r = (_MIX_MULT_L * x - _MIX_MULT_R * y) & _M32
+        return r ^ (r >> _XSHIFT)
+
+    # mix_entropy: fill the pool (hashing 0 where the entropy runs out) ...
+    pool = [hashmix(entropy[i] if i < len(entropy) else 0) for i in range(_POOL_SIZE)]
+    # ... mix every pool word into every other pool word ...
+    for i_src in range(_POOL_SIZE):
+        for i_dst in range(_POOL_SIZE):
+            if i_src != i_dst:
+                pool[i_dst] = mix(pool[i_dst], hashmix(pool[i_src]))
+    # ... and fold in any entropy words beyond the pool size.
+    for i_src in range(_POOL_SIZE, len(entropy)):
+        for i_dst in range(_POOL_SIZE):
+            pool[i_dst] = mix(pool[i_dst], hashmix(entropy[i_src]))
+
+    # generate_state
+    hash_const_b = _INIT_B
+    w32 = []
+    for i in range(2 * n_words64):
+        v = pool[i % _POOL_SIZE] ^ hash_const_b
+        hash_const_b = (hash_const_b * _MULT_B) & _M32
+        v = (v * hash_const_b) & _M32
+        w32.append(v ^ (v >> _XSHIFT))
+    return [w32[2 * k] | (w32[2 * k + 1] << 32) for k in range(n_words64)]
+
+
+class DefaultRng:  # noqa: D101 - see the block comment above
+    """Stand-in for ``numpy.random.default_rng(seed)`` (Generator(PCG64(seed))).
+
+    State mirrors numpy's ``pcg64_state``: the 128-bit LCG ``state`` and ``inc``
+    plus the 32-bit half-buffer ``has_uint32``/``uinteger`` used by
+    ``pcg64_next32``. That half-buffer lives in the bit generator, so it
+    persists across ``integers`` calls exactly as in numpy.
+    """
+
+    def __init__(self, seed):
+        if not isinstance(seed, int) or seed < 0:
+            raise ValueError("seed must be a non-negative int")
+        # _pcg64.pyx PCG64.__init__: val = generate_state(4, uint64);
+        # pcg64.c pcg64_set_seed(state, &val[0], &val[2]):
+        #   initstate = val[0] << 64 | val[1], initseq = val[2] << 64 | val[3]
+        v = seed_sequence_state(seed, 4)
+        initstate = (v[0] << 64) | v[1]
+        initseq = (v[2] << 64) | v[3]
+        # pcg64.h pcg_setseq_128_srandom_r: state=0; inc=initseq<<1|1; step;
+        # state += initstate; step.
+        self._inc = ((initseq << 1) | 1) & _M128
+        s = self._inc                       # step from state 0: 0*MULT + inc
+        s = (s + initstate) & _M128
+        self._state = (s * _PCG_MULT + self._inc) & _M128
+        # _pcg64.pyx _reset_state_variables
+        self._has_uint32 = False
+        self._uinteger = 0
+
+    # -- raw outputs (handy for debugging; the hot loops inline these) -------
+    def next_uint64(self):
+        """pcg64.h pcg64_next64: step the LCG, then XSL-RR output of the new state."""
+        s = (self._state * _PCG_MULT + self._inc) & _M128
+        self._state = s
+        hi = s >> 64
+        x = hi ^ (s & _M64)
+        rot = hi >> 58
+        return ((x >> rot) | (x << (64 - rot))) & _M64
+
+    def next_uint32(self):
+        """pcg64.h pcg64_next32: low half of a fresh 64-bit output, high half on the next call."""
+        if self._has_uint32:
+            self._has_uint32 = False
+            return self._uinteger
+        x = self.next_uint64()
+        self._has_uint32 = True
+        self._uinteger = x >> 32
+        return x & _M32
+
+    # -- bounded integers -----------------------------------------------------
+    def integers_flat(self, high, count):
+        """``rng.integers(0, high, size=count, dtype=np.int64).tolist()``.
+
+        Mirrors _bounded_integers.pyx.in ``_rand_int64`` (rng = high - 1, off = 0)
+        and distributions.c ``random_bounded_uint64_fill`` with use_masked=False.
+        """
+        if not isinstance(high, int) or isinstance(high, bool):
+            raise TypeError("high must be an int")
+        if count < 0:
+            raise ValueError("negative size")
+        if count == 0:                       # np.prod(size) == 0: no draws
+            return []
+        if high < 1:
+            raise ValueError("high <= 0")
+        if high > 1 << 63:
+            raise ValueError("high is out of bounds for int64")
+        rng = high - 1                       # closed-interval range
+        if rng == 0:                         # all zeros, no draws consumed
+            return [0] * count
+        if rng <= _M32:
+            return self._lemire32(rng + 1, count)
+        return self._lemire64(rng + 1, count)
+
+    def integers_matrix(self, high, rows, cols):
+        """``rng.integers(0, high, size=(rows, cols), dtype=np.int64).tolist()`` (C order)."""
+        flat = self.integers_flat(high, rows * cols)
+        return [flat[r * cols:(r + 1) * cols] for r in range(rows)]
+
+    def _lemire32(self, excl, count):
+        """distributions.c ``buffered_bounded_lemire_uint32`` repeated ``count`` times.
+
+        Each draw x = pcg64_next32(); m = x * excl; accept iff (m mod 2**32) >=
+        2**32 mod excl (numpy's ``leftover < rng_excl`` pre-check is only a
+        shortcut for that); result m >> 32. excl == 2**32 (numpy's direct
+        ``next_uint32`` branch) falls out of the same formula with threshold 0.
+        The LCG step and XSL-RR output are inlined; one 64-bit output serves
+        two 32-bit draws, low half first.
+        """
+        threshold = (1 << 32) % excl
+        M32, M64, M128, MULT = _M32, _M64, _M128, _PCG_MULT
+        s, inc = self._state, self._inc
+        has, upper = self._has_uint32, self._uinteger
+        out = [0] * count
+        i = 0
+        x = -1
+        if has and count:                    # leftover high half from a previous call
+            has = False
+            m = upper * excl
+            if (m & M32) >= threshold:
+                out[0] = m >> 32
+                i = 1
+        while i < count:
+            s = (s * MULT + inc) & M128
+            hi = s >> 64
+            x = hi ^ (s & M64)
+            rot = hi >> 58
+            x = ((x >> rot) | (x << (64 - rot))) & M64
+            m = (x & M32) * excl             # low half first
+            if (m & M32) >= threshold:
+                out[i] = m >> 32
+                i += 1
+                if i == count:               # high half stays buffered
+                    has = True
+                    break
+            m = (x >> 32) * excl             # then high half
+            if (m & M32) >= threshold:
+                out[i] = m >> 32
+                i += 1
+        if x >= 0:
+            # numpy keeps uinteger = high half of the last next32-drawn output
+            # even after consuming it (only has_uint32 is cleared).
+            upper = x >> 32
+        self._state, self._has_uint32, self._uinteger = s, has, upper
+        return out
+
+    def _lemire64(self, excl, count):
+        """distributions.c ``bounded_lemire_uint64`` repeated ``count`` times.
+
+        Uses pcg64_next64 directly, so the 32-bit half-buffer is neither used
+        nor cleared (as in numpy).
+        """
+        threshold = (1 << 64) % excl
+        M64, M128, MULT = _M64, _M128, _PCG_MULT
+        s, inc = self._state, self._inc
+        out = [0] * count
+        i = 0
+        while i < count:
+            s = (s * MULT + inc) & M128
+            hi = s >> 64
+            x = hi ^ (s & M64)
+            rot = hi >> 58
+            x = ((x >> rot) | (x << (64 - rot))) & M64
+            m = x * excl
+            if (m & M64) >= threshold:
+                out[i] = m >> 64
+                i += 1
+        self._state = s
+        return out
+
+
+# ------------------------------------------------------------------ the settings' anchor --
+def _yaml_scalar(text: str, where: str):
+    t = text.strip()
+    if t == "":
+        return None
+    if t in ('""', "''"):
+        return ""
+    if (t[0] == t[-1]) and t[0] in "\"'" and len(t) >= 2:
+        return t[1:-1]
+    if t in ("true", "True"):
+        return True
+    if t in ("false", "False"):
+        return False
+    if t in ("null", "~"):
+        return None
+    try:
+        return int(t)
+    except ValueError:
+        pass
+    try:
+        return float(t)
+    except ValueError:
+        pass
+    if t[0] in "[]{}&*!|>%@`" or ": " in t or " #" in t:  # YAML indicators a plain scalar cannot hold
+        raise Unreadable(where, f"unsupported YAML value {t!r}")
+    return t
+
+
+def _yaml_flow(text: str, where: str):
+    t = text.strip()
+    inner = t[1:-1].strip()
+    items = [x.strip() for x in inner.split(",")] if inner else []
+    if t[0] == "[":
+        return [_yaml_scalar(x, where) for x in items]
+    out = {}
+    for x in items:
+        k, sep, val = x.partition(":")
+        if not sep:
+            raise Unreadable(where, f"flow mapping item {x!r} has no ':'")
+        out[k.strip()] = _yaml_scalar(val, where)
+    return out
+
+
+def read_simple_yaml(path: Path) -> dict:
+    """The YAML subset the project's config uses: block mappings indented by spaces, scalars, one-level
+    flow lists ``[a, b]`` and flow mappings ``{k: v}``, ``#`` comments. Anything else is refused (this
+    reader is the standard-library audit's own; tests compare it with PyYAML on the committed config)."""
+    root: dict = {}
+    stack = [(-1, root)]
+    for no, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        where = f"{path}:{no}"
+        line = raw
+        quote = None
+        for i, c in enumerate(raw):  # strip a comment that is not inside quotes
+            if c in "\"'" and quote in (None, c):
+                quote = None if quote else c
+            elif c == "#" and quote is None and (i == 0 or raw[i - 1] in " \t"):
+                line = raw[:i]
+                break
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        if "\t" in line[:indent] or line.lstrip().startswith("- "):
+            raise Unreadable(where, "tabs and block sequences are not supported")
+        key, sep, value = line.strip().partition(":")
+        if not sep or not key:
+            raise Unreadable(where, f"not a 'key: value' line: {raw!r}")
+        while stack[-1][0] >= indent:
+            stack.pop()
+        parent = stack[-1][1]
+        value = value.strip()
+        if value == "":
+            parent[key] = {}
+            stack.append((indent, parent[key]))
+        elif value[0] in "[{":
+            if value[-1] != {"[": "]", "{": "}"}[value[0]]:
+                raise Unreadable(where, "a flow collection must end on its own line")
+            parent[key] = _yaml_flow(value, where)
+        else:
+            parent[key] = _yaml_scalar(value, where)
+    return root
+
+
+def settings_from_config(cfg: dict, smoke: bool) -> dict:
+    """What config.run_settings gives for a development run (re-implemented: the anchor's side)."""
+    shape = cfg["smoke_settings"] if smoke else None
+    b = cfg["bootstrap"]
+    return {"n_queries": shape["queries"] if shape else None,
+            "depth": shape["depth"] if shape else cfg["candidates"]["depth"],
+            "blend_k": cfg["blend"]["k"], "metrics": cfg["metrics"], "bootstrap_B": b["B"],
+            "bootstrap_seed": b["seed"], "percentiles": b["percentiles"], "threshold": cfg["threshold"],
+            "comparisons": cfg["comparisons"], "max_length": cfg["ce"]["max_length"], "evalstats": cfg["evalstats"],
+            "verify_batches": cfg["verify"]["batches"], "verify_seed": cfg["verify"]["seed"]}
+
+
+def settings_from_protocol(protocol: dict, cfg: dict) -> dict:
+    """The frozen protocol's settings, in the run-settings shape (a confirmation opening's anchor)."""
+    return {"n_queries": None, "depth": protocol["candidates"]["params"]["depth"],
+            "blend_k": protocol["blend"]["k"], "metrics": protocol["metrics"],
+            "bootstrap_B": protocol["bootstrap"]["B"], "bootstrap_seed": protocol["bootstrap"]["seed"],
+            "percentiles": protocol["bootstrap"]["percentiles"], "threshold": protocol["threshold"],
+            "comparisons": protocol["comparisons"], "max_length": protocol["scoring"]["max_length"],
+            "evalstats": protocol["evalstats"],
+            # an opening re-infers EVERY batch; the seed then only orders the record
+            "verify_batches": None, "verify_seed": cfg["verify"]["seed"]}
+
+
 # ------------------------------------------------------------------------- the run's view --
 def resolve(path_text: str, base: Path) -> Path:
     p = Path(path_text)
@@ -261,14 +604,14 @@ class RunView:
     """What a finished run folder says (read on first use) and what the definitions say it should
     say (recomputed on first use). Checks compare the two."""
 
-    def __init__(self, rundir: Path, lockdir: Path | None):
+    def __init__(self, rundir: Path, lockdir: Path | None, config_anchor: Path):
         self.rundir = rundir
         manifest_path = rundir / "manifest.json"
         if not manifest_path.exists():
             raise Unauditable(f"{manifest_path} does not exist: not a finished run")
         try:
             self.manifest = read_json(manifest_path)
-            self.settings = self.manifest["settings"]
+            self.manifest_settings = self.manifest["settings"]
             self.art = {a["key"]: a for a in self.manifest["artefacts"]}
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise Unauditable(f"{manifest_path} is not a run manifest: {type(exc).__name__}: {exc}") from None
@@ -276,6 +619,26 @@ class RunView:
         self.lockdir = lockdir if lockdir is not None else resolve(self.manifest["lockdir"], rundir)
         self.kind = self.manifest.get("kind", "development")
         self.scorer = self.manifest.get("scorer")
+        self.config_anchor = config_anchor
+
+    # ---- the anchors: what the run must have used, from outside the run
+    @cached_property
+    def anchor_path(self) -> Path:
+        return self.lockdir / "protocol.json" if self.kind == "confirmation" else self.config_anchor
+
+    @cached_property
+    def config(self) -> dict:
+        """The committed config (a development run's anchor)."""
+        return read_simple_yaml(self.config_anchor)
+
+    @cached_property
+    def settings(self) -> dict:
+        """Every setting of the analysis, from the ANCHOR (the committed config, or the frozen protocol of a
+        confirmation opening) - never from what the run says about itself. A run is a smoke run when its
+        manifest says it analysed a prefix of the split (n_queries set); the anchor then gives that prefix."""
+        if self.kind == "confirmation":
+            return settings_from_protocol(read_json(self.anchor_path), self.config)
+        return settings_from_config(self.config, smoke=self.manifest_settings.get("n_queries") is not None)
 
     def path(self, key: str) -> Path:
         if key not in self.art:
@@ -651,113 +1014,336 @@ def check_groups(v: RunView, au: Audit) -> None:
              str(v.path("groups_meta")), "groups", len(v.groups), gmeta.get("n_groups"))
 
 
+def check_settings(v: RunView, au: Audit) -> None:
+    """Every setting the run says it used equals its anchor (committed config / frozen protocol)."""
+    f = str(v.manifest_path)
+    au.note("settings", f"anchor: {v.anchor_path}")
+    for key in sorted(set(v.settings) | set(v.manifest_settings)):
+        au.check("settings", v.manifest_settings.get(key, "missing") == v.settings.get(key, "missing"), f,
+                 f"settings.{key} (anchor {v.anchor_path.name})", v.settings.get(key, "missing"),
+                 v.manifest_settings.get(key, "missing"))
+
+
 def check_bootstrap_indices(v: RunView, au: Audit) -> None:
-    B = v.settings["bootstrap_B"]
-    for key, matrix, cols in (("grouped_indices", v.grouped_idx, len(v.groups)),
+    """Both index matrices are the draws of numpy's default_rng(seed), seed from the ANCHOR, reproduced here
+    element by element: grouped integers(0, G, (B, G)) then query-level integers(0, n, (B, n))."""
+    B, seed = v.settings["bootstrap_B"], v.settings["bootstrap_seed"]
+    rng = DefaultRng(seed)
+    for key, matrix, high in (("grouped_indices", v.grouped_idx, len(v.groups)),
                               ("query_indices", v.query_idx, len(v.analysed))):
         f = str(v.path(key))
+        expected = rng.integers_matrix(high, B, high)
         au.check("bootstrap_indices", len(matrix) == B, f, "replicate count", B, len(matrix))
-        for b, row in enumerate(matrix):
-            ok = len(row) == cols and all(0 <= x < cols for x in row)
-            au.check("bootstrap_indices", ok, f, f"replicate {b}", f"{cols} draws in [0, {cols})", row[:5])
+        for b, (row, want) in enumerate(zip(matrix, expected)):
+            au.check("bootstrap_indices", row == want, f, f"replicate {b} (seed {seed})",
+                     want[:8], row[:8] if row != want else "same")
 
 
 def check_replicates(v: RunView, au: Audit) -> None:
     f, saved = str(v.path("replicates")), read_table(v.path("replicates"))
     B = v.settings["bootstrap_B"]
     au.check("replicates", len(saved) == B, f, "replicate count", B, len(saved))
+    au.check("replicates", set(saved[0]) == {"replicate"} | set(v.replicates) if saved else False, f, "columns",
+             sorted(v.replicates), sorted(saved[0]) if saved else "no rows")
     for col, vals in v.replicates.items():
         for b, (row, val) in enumerate(zip(saved, vals)):
             found = row.get(col)
             au.check("replicates", found is not None and float(found) == val, f, f"replicate {b} {col}", val, found)
 
 
-def check_summary(v: RunView, au: Audit) -> None:
-    s, f, metric = v.summary, str(v.path("summary")), v.metric
-    au.check("summary", [s.get("n_queries"), s.get("n_groups")] == [len(v.analysed), len(v.groups)], f,
-             "n_queries / n_groups", [len(v.analysed), len(v.groups)], [s.get("n_queries"), s.get("n_groups")])
-    hist: dict[str, int] = {}
-    for g in v.groups:
-        hist[str(len(g))] = hist.get(str(len(g)), 0) + 1
-    au.check("summary", s.get("group_size_histogram") == dict(sorted(hist.items(), key=lambda kv: int(kv[0]))), f,
-             "group size histogram", hist, s.get("group_size_histogram"))
-    ms = v.settings["metrics"]
-    others = [f"recall@{k}" for k in ms["recall_ks"]] + [f"mrr@{ms['mrr_k']}"]
-    for m in METHODS:
-        got = s["methods"][m]
-        au.check("summary", got.get("mean") == v.method_means[m], f, f"method {m} mean {metric}", v.method_means[m],
-                 got.get("mean"))
-        for other in others:
-            mo = mean(v.recomputed[q][f"{m}_{other}"] for q in v.analysed)
-            au.check("summary", got.get(f"mean_{other}") == mo, f, f"method {m} mean {other}", mo,
-                     got.get(f"mean_{other}"))
-    for name, exp in v.expected_comparisons.items():
-        c = s["comparisons"][name]
-        for key, val in exp.items():
-            found = ((c.get("leave_one_group_out") or {}).get(key.split(".")[1]) if key.startswith("leave_one_group_out")
-                     else c.get(key))
-            au.check("summary", found == val, f, f"{name} {key}", val, found)
-    primary = v.settings["comparisons"]["primary"]
-    d = v.deltas[primary]
-    worst = [v.analysed[i] for i in sorted(range(len(d)), key=lambda i: (d[i], i))[:3]]
-    got = [w["qid"] for w in s["worst_primary"]]
-    au.check("summary", got == worst, f, "worst 3 primary queries", worst, got)
-    rc = v.recomputed
-    ce_loss = [q for q in v.analysed if rc[q][f"ce_{metric}"] < rc[q][f"rrf_{metric}"]]
-    ce_win = [q for q in v.analysed if rc[q][f"ce_{metric}"] > rc[q][f"rrf_{metric}"]]
-    rep = {"ce_losses_vs_rrf": len(ce_loss),
-           "repaired_by_blend": sum(rc[q][f"blend_{metric}"] > rc[q][f"ce_{metric}"] for q in ce_loss),
-           "ce_wins_vs_rrf": len(ce_win),
-           "weakened_by_blend": sum(rc[q][f"blend_{metric}"] < rc[q][f"ce_{metric}"] for q in ce_win)}
-    for k, val in rep.items():
-        au.check("summary", s["repair"].get(k) == val, f, f"repair {k}", val, s["repair"].get(k))
+# ---- summary.json: every number recomputed here (or taken from the anchor), nothing else accepted
+PROSE_KEYS = frozenset({"generator", "estimator", "note", "definition", "assumption", "rule", "exploratory_test",
+                        "formula"})
+LIBRARY_P_KEYS = frozenset({"p", "p_holm", "p_bh"})  # the pipeline computes these with scipy / statsmodels
+P_ULPS = 4  # stated bound: scipy's binomtest sums the tail in floating point (measured: <= 1 ulp from the exact value)
 
 
-def check_evalstats(v: RunView, au: Audit) -> None:
-    """McNemar counts on success@1 and the declared slice means, from the recomputed per-query data."""
-    ev, cfg, f, metric, rc = v.summary["evalstats"], v.settings["evalstats"], str(v.path("summary")), v.metric, \
-        v.recomputed
-    for name, (a, b) in v.comparisons.items():
-        sa = [rc[q][f"{a}_first_rel_rank"] == 1 for q in v.analysed]
-        sb = [rc[q][f"{b}_first_rel_rank"] == 1 for q in v.analysed]
-        gained = sum(1 for x, y in zip(sa, sb) if x and not y)
-        lost = sum(1 for x, y in zip(sa, sb) if y and not x)
-        p = exact_mcnemar(gained, lost)
-        got = ev["mcnemar"]["comparisons"][name]
-        for key, val in (("gained", gained), ("lost", lost), ("unchanged", len(v.analysed) - gained - lost)):
-            au.check("evalstats", got.get(key) == val, f, f"McNemar {name} {key}", val, got.get(key))
-        au.check("evalstats", got.get("p") is not None and abs(got["p"] - p) <= 1e-12, f, f"McNemar {name} p",
-                 p, got.get("p"))
+def sign_counts(d):
+    return sum(x > 0 for x in d), sum(x < 0 for x in d)
 
-    def slice_of(family, q):
-        n_rel = sum(1 for g in v.qrels[q].values() if g > 0)
-        in_c = sum(1 for d in v.cands[q] if v.qrels[q].get(d, 0) > 0)
-        if family == "relevant_count":
-            return "one" if n_rel == 1 else "several"
+
+def holm(ps):
+    m, order = len(ps), sorted(range(len(ps)), key=lambda i: (ps[i], i))
+    out, running = [0.0] * m, 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * ps[i]))
+        out[i] = running
+    return out
+
+
+def benjamini_hochberg(ps):
+    m, order = len(ps), sorted(range(len(ps)), key=lambda i: (ps[i], i))
+    out, running = [0.0] * m, 1.0
+    for rank in range(m - 1, -1, -1):
+        i = order[rank]
+        running = min(running, ps[i] * m / (rank + 1))
+        out[i] = min(1.0, running)
+    return out
+
+
+def chance_hit(n_cand: int, m: int, k: int) -> float:
+    from fractions import Fraction
+    if m == 0:
+        return 0.0
+    k = min(k, n_cand)
+    return float(1 - Fraction(math.comb(n_cand - m, k), math.comb(n_cand, k)))
+
+
+def slice_of(family: str, n_rel: int, in_c: int) -> str:
+    if family == "relevant_count":
+        return "one" if n_rel == 1 else "several"
+    if family == "candidate_coverage":
         return "all" if in_c == n_rel else ("none" if in_c == 0 else "partly")
+    raise ValueError(f"slice family {family!r} is not defined in the audit")
 
-    for family, weights in cfg["slices"].items():
-        got_f = ev["slices"][family]
-        means = {}
-        for s_name in weights:
-            qs = [q for q in v.analysed if slice_of(family, q) == s_name]
-            got_s = got_f["slices"][s_name]
-            au.check("evalstats", got_s.get("n") == len(qs), f, f"slice {family}.{s_name} n", len(qs), got_s.get("n"))
-            means[s_name] = {m: (mean(rc[q][f"{m}_{metric}"] for q in qs) if qs else None) for m in METHODS}
-            for m in METHODS:
-                au.check("evalstats", got_s["means"].get(m) == means[s_name][m], f,
-                         f"slice {family}.{s_name} {m} mean", means[s_name][m], got_s["means"].get(m))
+
+def expected_evalstats(v: RunView, summary_comparisons: dict) -> dict:
+    st, rc, metric, qids = v.settings, v.recomputed, v.metric, v.analysed
+    ev, n, depth = st["evalstats"], len(qids), st["depth"]
+    multi = {q for g in v.groups if len(g) > 1 for q in g}
+    group_of = {q: i for i, g in enumerate(v.groups) for q in g}
+    succ = {m: [rc[q][f"{m}_first_rel_rank"] == 1 for q in qids] for m in METHODS}
+    mc = {}
+    for name, (a, b) in v.comparisons.items():
+        x, y = succ[a], succ[b]
+        gained = sum(1 for i in range(n) if x[i] and not y[i])
+        lost = sum(1 for i in range(n) if y[i] and not x[i])
+        disc = [qids[i] for i in range(n) if x[i] != y[i]]
+        mc[name] = {"gained": gained, "lost": lost, "unchanged": n - gained - lost,
+                    "both_yes": sum(1 for i in range(n) if x[i] and y[i]),
+                    "both_no": sum(1 for i in range(n) if not x[i] and not y[i]), "p": exact_mcnemar(gained, lost),
+                    "discordant_in_multi_query_groups": sum(1 for q in disc if q in multi),
+                    "discordant_groups": len({group_of[q] for q in disc})}
+    counts = {q: (sum(1 for g in v.qrels[q].values() if g > 0), sum(1 for d in v.cands[q] if v.qrels[q].get(d, 0) > 0))
+              for q in qids}
+    k = ev["chance_k"]
+    chance = {"k": k, "candidates_per_query": depth,
+              "mean_chance_success": mean(chance_hit(depth, counts[q][1], k) for q in qids),
+              "mean_chance_recall": mean(min(k, depth) / depth * counts[q][1] / counts[q][0] for q in qids),
+              "observed_success": {m: sum(1 for q in qids if rc[q][f"{m}_first_rel_rank"] is not None
+                                          and rc[q][f"{m}_first_rel_rank"] <= k) / n for m in METHODS},
+              "queries_without_relevant_candidate": sum(1 for q in qids if counts[q][1] == 0)}
+    slices = {}
+    for family, weights in ev["slices"].items():
+        members = {s_: [q for q in qids if slice_of(family, *counts[q]) == s_] for s_ in weights}
+        fam = {"slices": {}, "raw_mean": {}, "declared_weight_mean": {}}
+        for s_, qs in members.items():
+            fam["slices"][s_] = {"n": len(qs), "weight": weights[s_], "population_share": len(qs) / n,
+                                 "means": {m: (mean(rc[q][f"{m}_{metric}"] for q in qs) if qs else None)
+                                           for m in METHODS}}
         for m in METHODS:
+            fam["raw_mean"][m] = mean(rc[q][f"{m}_{metric}"] for q in qids)
             total = 0.0
-            for s_name in sorted(weights):
-                if weights[s_name] == 0:
+            for s_ in sorted(weights):
+                if weights[s_] == 0:
                     continue
-                if means[s_name][m] is None:
+                if fam["slices"][s_]["means"][m] is None:
                     total = None
                     break
-                total += weights[s_name] * means[s_name][m]
-            found = got_f["declared_weight_mean"].get(m)
-            au.check("evalstats", found == total, f, f"declared-weight mean {family} {m}", total, found)
+                total += weights[s_] * fam["slices"][s_]["means"][m]
+            fam["declared_weight_mean"][m] = total
+        slices[family] = fam
+    guard = {name: {"tolerated_loss": loss, "grouped_lower": summary_comparisons[name]["grouped_interval"][0],
+                    "mean": summary_comparisons[name]["mean"],
+                    "pass": summary_comparisons[name]["grouped_interval"][0] >= -loss}
+             for name, loss in ev["guardrails"].items()}
+    explo = []
+    for family in ev["exploratory"]["families"]:
+        for s_ in ev["slices"][family]:
+            qs = [q for q in qids if slice_of(family, *counts[q]) == s_]
+            for name in ev["exploratory"]["comparisons"]:
+                a, b = v.comparisons[name]
+                d = [rc[q][f"{a}_{metric}"] - rc[q][f"{b}_{metric}"] for q in qs]
+                w, l = sign_counts(d)
+                explo.append({"family": family, "slice": s_, "comparison": name, "n": len(qs),
+                              "mean_delta": mean(d) if d else None, "wins": w, "losses": l, "ties": len(d) - w - l,
+                              "p": exact_mcnemar(w, l) if d else None})
+    tested = [e for e in explo if e["p"] is not None]
+    for e in explo:
+        e["p_holm"] = e["p_bh"] = None
+    for e, h, q in zip(tested, holm([e["p"] for e in tested]), benjamini_hochberg([e["p"] for e in tested])):
+        e["p_holm"], e["p_bh"] = h, q
+    out = {"mcnemar": {"outcome": ev["binary_outcome"], "comparisons": mc}, "chance": chance, "slices": slices,
+           "plan": {"primary": {"comparison": st["comparisons"]["primary"], "metric": metric},
+                    "guardrails": guard, "exploratory": explo}}
+    pw = ev["power"]
+    if len(v.groups) >= 2:
+        from statistics import NormalDist
+        d = v.deltas[st["comparisons"]["primary"]]
+        g_count, dbar = len(v.members), math.fsum(d) / n
+        resid = [math.fsum(d[i] for i in mem) - len(mem) * dbar for mem in v.members]
+        var = g_count / (g_count - 1) * math.fsum(r * r for r in resid) / n ** 2
+        sd = math.sqrt(n * var)
+        z = NormalDist().inv_cdf(1 - pw["alpha"] / 2) + NormalDist().inv_cdf(pw["power"])
+        out["power"] = {"alpha": pw["alpha"], "power": pw["power"], "n_development": n,
+                        "n_confirmation": pw["confirm_n"], "grouped_variance_of_mean": var, "sd_eff": sd,
+                        "mde_confirmation": z * sd / math.sqrt(pw["confirm_n"])}
+    else:
+        out["power"] = None
+    return out
+
+
+def expected_summary(v: RunView) -> dict:
+    """summary.json as the definitions and the anchor say it must be (prose fields excepted)."""
+    st, rc, metric, qids = v.settings, v.recomputed, v.metric, v.analysed
+    ms = st["metrics"]
+    others = ([f"recall@{k}" for k in ms["recall_ks"]] + [f"capped_recall@{k}" for k in ms["recall_ks"]]
+              + [f"mrr@{ms['mrr_k']}"])
+    hist: dict[str, int] = {}
+    for g in sorted(v.groups, key=len):
+        hist[str(len(g))] = hist.get(str(len(g)), 0) + 1
+    width = max(3, len(str(len(v.groups))))
+    comps = {}
+    for name, (a, b) in v.comparisons.items():
+        exp = dict(v.expected_comparisons[name])
+        logo = None
+        if "leave_one_group_out.min" in exp:
+            d = v.deltas[name]
+            vals = [seq_sum(d[i] for i in range(len(d)) if i not in set(mem)) / (len(d) - len(mem))
+                    for mem in v.members]
+            logo = {"min": min(vals), "max": max(vals), "min_group": f"G{vals.index(min(vals)) + 1:0{width}d}",
+                    "max_group": f"G{vals.index(max(vals)) + 1:0{width}d}"}
+        exp.pop("leave_one_group_out.min", None)
+        exp.pop("leave_one_group_out.max", None)
+        comps[name] = {"a": a, "b": b, **exp, "leave_one_group_out": logo}
+    primary = st["comparisons"]["primary"]
+    a, b = v.comparisons[primary]
+    d = v.deltas[primary]
+    worst = [{"qid": qids[i], "delta": d[i], f"{a}_{metric}": rc[qids[i]][f"{a}_{metric}"],
+              f"{b}_{metric}": rc[qids[i]][f"{b}_{metric}"],
+              f"{a}_first_rel_rank": rc[qids[i]][f"{a}_first_rel_rank"],
+              f"{b}_first_rel_rank": rc[qids[i]][f"{b}_first_rel_rank"]}
+             for i in sorted(range(len(d)), key=lambda i: (d[i], i))[:3]]
+    ce_loss = [q for q in qids if rc[q][f"ce_{metric}"] < rc[q][f"rrf_{metric}"]]
+    ce_win = [q for q in qids if rc[q][f"ce_{metric}"] > rc[q][f"rrf_{metric}"]]
+    out = {
+        "metric": metric, "n_queries": len(qids), "n_groups": len(v.groups),
+        "group_size_histogram": dict(sorted(hist.items(), key=lambda kv: int(kv[0]))),
+        "bootstrap": {"B": st["bootstrap_B"], "seed": st["bootstrap_seed"], "percentiles": st["percentiles"]},
+        "threshold": st["threshold"], "primary": primary,
+        "methods": {m: {"mean": v.method_means[m], **{f"mean_{x}": mean(rc[q][f"{m}_{x}"] for q in qids)
+                                                      for x in others}} for m in METHODS},
+        "comparisons": comps, "worst_primary": worst,
+        "repair": {"ce_losses_vs_rrf": len(ce_loss),
+                   "repaired_by_blend": sum(rc[q][f"blend_{metric}"] > rc[q][f"ce_{metric}"] for q in ce_loss),
+                   "ce_wins_vs_rrf": len(ce_win),
+                   "weakened_by_blend": sum(rc[q][f"blend_{metric}"] < rc[q][f"ce_{metric}"] for q in ce_win)},
+        "scorer": v.scorer,
+        "inputs": {"per_query_sha256": v.art["per_query"]["sha256"], "groups_sha256": v.art["groups"]["sha256"]},
+        "comparisons_definition": {k: f"{x} - {y} (per-query {metric})" for k, (x, y) in v.comparisons.items()},
+    }
+    out["evalstats"] = expected_evalstats(v, comps)
+    return out
+
+
+def compare_tree(au: Audit, f: str, found, want, path: str) -> None:
+    """Every leaf of summary.json must equal the recomputed one (p-values within P_REL_TOL); a missing
+    section fails; a number the audit does not know fails ('not audited'); only prose is exempt."""
+    check = "evalstats" if path.startswith("evalstats") else "summary"
+    if isinstance(want, dict):
+        if not isinstance(found, dict):
+            au.check(check, False, f, path or "summary", "a section", found if found is None else type(found).__name__)
+            return
+        for key in sorted(set(found) | set(want)):
+            sub = f"{path}.{key}" if path else key
+            if key in PROSE_KEYS and key not in want:
+                continue
+            if key not in want:
+                au.check(check, False, f, sub, "nothing (not a number the audit recomputes)", found[key])
+            elif key not in found:
+                au.check(check, False, f, sub, want[key], "missing")
+            else:
+                compare_tree(au, f, found[key], want[key], sub)
+    elif path.endswith("plan.exploratory") and isinstance(want, list):
+        # one entry per (family, slice, comparison); their list order follows the config's mapping order,
+        # which the audit's anchor (e.g. a canonical-JSON protocol) need not share: compare by name
+        def keyed(entries):
+            return {f"{e.get('family')}/{e.get('slice')}/{e.get('comparison')}": e for e in entries}
+        found_k = keyed(found) if isinstance(found, list) else found
+        au.check(check, isinstance(found, list) and len(found) == len(want), f, f"{path} entries", len(want),
+                 len(found) if isinstance(found, list) else found)
+        compare_tree(au, f, found_k, keyed(want), path + "{by family/slice/comparison}")
+    elif isinstance(want, list) and want and isinstance(want[0], dict):
+        au.check(check, isinstance(found, list) and len(found) == len(want), f, f"{path} entries", len(want),
+                 len(found) if isinstance(found, list) else found)
+        for i, (x, y) in enumerate(zip(found if isinstance(found, list) else [], want)):
+            compare_tree(au, f, x, y, f"{path}[{i}]")
+    elif path.rsplit(".", 1)[-1] in LIBRARY_P_KEYS and isinstance(want, float) and isinstance(found, float):
+        au.check(check, abs(found - want) <= P_ULPS * math.ulp(max(abs(found), abs(want))), f, path, want, found)
+    else:
+        same = found == want and type(found) is type(want) or (isinstance(found, (int, float)) and
+                                                               not isinstance(found, bool) and
+                                                               isinstance(want, (int, float)) and
+                                                               not isinstance(want, bool) and found == want)
+        au.check(check, same, f, path, want, found)
+
+
+def check_summary(v: RunView, au: Audit) -> None:
+    compare_tree(au, str(v.path("summary")), v.summary, expected_summary(v), "")
+
+
+def check_verification(v: RunView, au: Audit) -> None:
+    """The re-inference record exists, covers exactly the batches the seed names (sample rule
+    re-implemented here), and every re-inferred logit equals pairs.tsv bit for bit."""
+    f = str(v.path("verification"))
+    rec = read_json(v.path("verification"))
+    seed, k = v.settings["verify_seed"], v.settings["verify_batches"]
+    batches = sorted({(r["qid"], int(r["batch"])) for r in v.pair_rows},
+                     key=lambda qb: hashlib.sha256(f"{seed}\t{qb[0]}\t{qb[1]}".encode("utf-8")).hexdigest())
+    sample = batches if k is None or k >= len(batches) else batches[:k]
+    au.check("verification", [tuple(x) for x in rec["sample"]] == sample, f, f"sample (seed {seed}, k {k})",
+             [list(x) for x in sample], rec["sample"])
+    recorded = {(r["qid"], r["doc_id"]): (int(r["batch"]), r["logit"]) for r in v.pair_rows}
+    wanted = {(q, d) for (q, d), (b, _) in recorded.items() if (q, b) in set(sample)}
+    got = {(p["qid"], p["doc_id"]): p for p in rec["pairs"]}
+    au.check("verification", set(got) == wanted, f, "re-inferred pairs", f"{len(wanted)} pairs of the sampled batches",
+             f"{len(got)} pairs")
+    for key in sorted(wanted & set(got)):
+        p, (batch, logit) = got[key], recorded[key]
+        ok = (p["batch"] == batch and p["reinferred_batch"] == batch and p["equal"] is True
+              and p["reinferred_logit"] is not None and float(p["reinferred_logit"]) == float(logit)
+              and float(p["logit"]) == float(logit))
+        au.check("verification", ok, f, f"qid {key[0]} doc {key[1]} batch {batch}", logit,
+                 p.get("reinferred_logit"))
+    au.check("verification", rec["all_equal"] is True, f, "all_equal", True, rec["all_equal"])
+
+
+def check_shape(v: RunView, au: Audit) -> None:
+    """The shape check was done on the first query's first pairs, padded to max_length, and found the
+    pinned architecture's shapes: input_ids [n, L], last hidden [n, L, hidden], logits [n, 1]."""
+    f, sc = str(v.path("shape_check")), read_json(v.path("shape_check"))
+    arch = v.lock("model_pins.json")["cross_encoder"]["architecture"]
+    first = v.analysed[0]
+    n, length = min(v.config["ce"]["shape_check_pairs"], len(v.cands[first])), v.settings["max_length"]
+    want = {"input_ids": [n, length], "last_hidden_state": [n, length, arch["hidden_size"]], "logits": [n, 1],
+            "hidden_size": arch["hidden_size"], "pairs": n, "ok": True, "qid": first, "doc_ids": v.cands[first][:n]}
+    for key, val in want.items():
+        au.check("shape_check", sc.get(key) == val, f, key, val, sc.get(key))
+
+
+def check_frozen_candidates(v: RunView, au: Audit) -> None:
+    """The frozen table's r0 order is its RRF order: rrf_score = 1/(k + bm25_rank) + 1/(k + dense_rank)
+    (a term only for a list holding the document, added in that order from 0.0) and ranks follow score
+    descending, ties by document id string descending; k from the candidates' pin."""
+    f = str(v.path("candidates"))
+    k = v.lock("derived_pins.json")["candidates"]["params"]["rrf_k"]
+    by_q: dict[str, list[dict]] = {}
+    for row in read_table(v.path("candidates")):
+        by_q.setdefault(row["qid"], []).append(row)
+    for q, rows in by_q.items():
+        scores = {}
+        for r in rows:
+            s = 0.0
+            for col in ("bm25_rank", "dense_rank"):
+                if r[col]:
+                    s += 1.0 / (k + int(r[col]))
+            scores[r["doc_id"]] = s
+            au.check("frozen_candidates", float(r["rrf_score"]) == s, f, f"qid {q} doc {r['doc_id']} rrf_score", s,
+                     r["rrf_score"])
+        order = tie_rule_order(scores)
+        got = [r["doc_id"] for r in sorted(rows, key=lambda r: int(r["rank"]))]
+        ranks_ok = sorted(int(r["rank"]) for r in rows) == list(range(1, len(rows) + 1))
+        au.check("frozen_candidates", ranks_ok and got == order, f, f"qid {q} rank order", order[:5], got[:5])
 
 
 def check_report(v: RunView, au: Audit) -> None:
@@ -816,18 +1402,19 @@ def check_seal(v: RunView, au: Audit) -> None:
 
 
 CHECKS = (
-    ("manifest_hashes", check_manifest_hashes), ("lockfile_pins", check_lockfile_pins),
+    ("settings", check_settings), ("manifest_hashes", check_manifest_hashes), ("lockfile_pins", check_lockfile_pins),
     ("analysed_queries", check_analysed_queries), ("candidates", check_candidates), ("pairs", check_pairs),
     ("scorer_label", check_scorer_label), ("blend", check_rankings), ("runs", check_runs), ("qrels", check_qrels),
     ("per_query", check_per_query), ("groups", check_groups), ("bootstrap_indices", check_bootstrap_indices),
-    ("replicates", check_replicates), ("summary", check_summary), ("evalstats", check_evalstats),
+    ("replicates", check_replicates), ("summary", check_summary), ("verification", check_verification),
+    ("shape_check", check_shape), ("frozen_candidates", check_frozen_candidates),
     ("report", check_report), ("seal", check_seal),
 )
 
 
-def audit_run(rundir: Path, lockdir: Path | None, au: Audit) -> dict:
+def audit_run(rundir: Path, lockdir: Path | None, au: Audit, config_anchor: Path = DEFAULT_CONFIG) -> dict:
     t0 = time.perf_counter()
-    v = RunView(rundir, lockdir)
+    v = RunView(rundir, lockdir, config_anchor)
     for name, fn in CHECKS:
         au.run(name, fn, v)
     info = {"run": v.manifest.get("run"), "kind": v.kind, "scorer": v.scorer}
@@ -846,10 +1433,13 @@ def main(argv=None) -> int:
     ap.add_argument("rundir", type=Path)
     ap.add_argument("--lockdir", type=Path, default=None, help="lockfile folder (default: the manifest's)")
     ap.add_argument("--out", type=Path, default=None, help="where to write audit.json (default: RUNDIR/audit.json)")
+    ap.add_argument("--config", type=Path, default=DEFAULT_CONFIG,
+                    help="the committed config a development run is anchored to (default: this checkout's "
+                         "config/config.yaml); a confirmation opening is anchored to <lockdir>/protocol.json")
     args = ap.parse_args(argv)
     au = Audit()
     try:
-        info = audit_run(args.rundir, args.lockdir, au)
+        info = audit_run(args.rundir, args.lockdir, au, args.config)
     except Unauditable as exc:
         print(f"AUDIT ERROR: {args.rundir} cannot be audited: {exc}", file=sys.stderr)
         return 2

@@ -88,3 +88,14 @@ def dev_run(fixture_workdir) -> Path:
 
 def read_json(p: Path):
     return json.loads(Path(p).read_text(encoding="utf-8"))
+
+
+DAG_FIXTURES = {"fixture_workdir", "smoke_run", "dev_run", "copy_of", "frozen", "real_smoke"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """``slow`` = runs the Snakemake DAG: every test that uses a DAG fixture (modules that call snakemake
+    directly mark themselves). ``-m "not slow"`` gives the quick unit tests."""
+    for item in items:
+        if DAG_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

@@ -85,7 +85,8 @@ def test_untouched_results_pass(copy_of, which):
     rundir = copy_of(which)
     proc, result = run_audit(rundir, copy_of.lockdir)
     assert proc.returncode == 0, proc.stdout
-    assert result["ok"] and result["checks"]["replicates"]["checked"] == 60001
+    assert result["ok"] and result["checks"]["replicates"]["checked"] == 60002  # 60000 values + count + columns
+    assert result["checks"]["bootstrap_indices"]["checked"] == 20002  # every row reproduced from the seed
 
 
 def test_unupdated_manifest_catches_any_byte_change(copy_of):
@@ -225,6 +226,123 @@ def c_standin_label_removed(d):
     write_rows(d / "pairs.tsv", rows)
 
 
+# ---- coherent forgeries: an upstream artefact changed and everything derived made consistent. Only a
+# check anchored OUTSIDE the run (seed, committed config, pins, re-inference) can catch these.
+def _replicates_from(d, g_idx, q_idx):
+    """Recompute every replicate from per_query/groups and the given index matrices (the forger's tool)."""
+    pq = read_rows(d / "per_query.tsv")
+    groups = read_rows(d / "groups.tsv")
+    qids = [r["qid"] for r in pq]
+    members = {}
+    for g in groups:
+        members.setdefault(int(g["group_index"]), []).append(qids.index(g["qid"]))
+    s = json.loads((d / "summary.json").read_text())
+    cols = {}
+    for name, c in s["comparisons"].items():
+        dl = [float(r[f"{c['a']}_ndcg@10"]) - float(r[f"{c['b']}_ndcg@10"]) for r in pq]
+        gsum = [sum(dl[i] for i in members[g]) for g in range(len(members))]
+        cols[f"grouped_{name}"] = [sum(gsum[g] for g in row) / sum(len(members[g]) for g in row) for row in g_idx]
+        cols[f"query_{name}"] = [sum(dl[i] for i in row) / len(row) for row in q_idx]
+    return cols
+
+
+def f_draws_from_another_seed(d):
+    """Index matrices drawn with seed 7 instead of the configured 110; replicates made to agree."""
+    import numpy as np
+    g = len(read_rows(d / "bootstrap/grouped_indices.tsv")[0]) - 1
+    n = len(read_rows(d / "bootstrap/query_indices.tsv")[0]) - 1
+    rng = np.random.default_rng(7)
+    gi, qi = rng.integers(0, g, (10000, g)).tolist(), rng.integers(0, n, (10000, n)).tolist()
+    for name, m in (("grouped_indices", gi), ("query_indices", qi)):
+        write_rows(d / f"bootstrap/{name}.tsv", [{"replicate": str(b), **{f"draw{j}": str(x) for j, x in enumerate(row)}}
+                                                  for b, row in enumerate(m)])
+    cols = _replicates_from(d, gi, qi)
+    rows = read_rows(d / "bootstrap/replicates.tsv")
+    for b, r in enumerate(rows):
+        for c in cols:
+            r[c] = repr(cols[c][b])
+    write_rows(d / "bootstrap/replicates.tsv", rows)
+
+
+def f_threshold_setting(d):
+    """The run says it used threshold 0.0 (manifest and summary agree); the committed config says 0.01."""
+    m = json.loads((d / "manifest.json").read_text())
+    m["settings"]["threshold"] = 0.0
+    (d / "manifest.json").write_text(json.dumps(m, indent=2, sort_keys=True) + "\n")
+    s = json.loads((d / "summary.json").read_text())
+    s["threshold"] = 0.0
+    for c in s["comparisons"].values():
+        c["grouped_covers_threshold"] = c["grouped_interval"][0] <= 0.0 <= c["grouped_interval"][1]
+        c["query_covers_threshold"] = c["query_interval"][0] <= 0.0 <= c["query_interval"][1]
+        c["mean_reaches_threshold"] = c["mean"] >= 0.0
+    (d / "summary.json").write_text(json.dumps(s, indent=2, sort_keys=True) + "\n")
+
+
+def f_section_removed(d):
+    s = json.loads((d / "summary.json").read_text())
+    del s["evalstats"]["plan"]["exploratory"]
+    (d / "summary.json").write_text(json.dumps(s, indent=2, sort_keys=True) + "\n")
+
+
+def f_unaudited_number_added(d):
+    s = json.loads((d / "summary.json").read_text())
+    s["comparisons"]["blend-ce"]["effect_size"] = 0.8
+    (d / "summary.json").write_text(json.dumps(s, indent=2, sort_keys=True) + "\n")
+
+
+def f_logit_nudged_without_rank_change(d):
+    """One logit moved by 1e-9 (no CE rank changes), in pairs.tsv and rankings.tsv alike."""
+    rows = read_rows(d / "pairs.tsv")
+    new = repr(float(rows[0]["logit"]) + 1e-9)
+    key = (rows[0]["qid"], rows[0]["doc_id"])
+    rows[0]["logit"] = new
+    write_rows(d / "pairs.tsv", rows)
+    rk = read_rows(d / "rankings.tsv")
+    for r in rk:
+        if (r["qid"], r["doc_id"]) == key:
+            r["logit"] = new
+    write_rows(d / "rankings.tsv", rk)
+
+
+def f_verification_sample_shrunk(d):
+    v = json.loads((d / "verification.json").read_text())
+    dropped = v["sample"].pop()
+    v["pairs"] = [p for p in v["pairs"] if [p["qid"], p["batch"]] != dropped]
+    v["pairs_compared"] = len(v["pairs"])
+    (d / "verification.json").write_text(json.dumps(v, indent=2, sort_keys=True) + "\n")
+
+
+def f_shape_check_edited(d):
+    sc = json.loads((d / "shape_check.json").read_text())
+    sc["last_hidden_state"][2] = 768
+    (d / "shape_check.json").write_text(json.dumps(sc, indent=2, sort_keys=True) + "\n")
+
+
+def f_query_absent_from_both_qrels(d):
+    """A query that no qrels file judges is added to the analysed list ('None == None' is no agreement)."""
+    (d / "inputs/queries.txt").write_text((d / "inputs/queries.txt").read_text() + "999999999\n")
+
+
+def f_guardrail_verdict_flipped(d):
+    s = json.loads((d / "summary.json").read_text())
+    g = s["evalstats"]["plan"]["guardrails"]["blend-rrf"]
+    g["pass"] = not g["pass"]
+    (d / "summary.json").write_text(json.dumps(s, indent=2, sort_keys=True) + "\n")
+
+
+def f_worst_query_rank_changed(d):
+    s = json.loads((d / "summary.json").read_text())
+    w = s["worst_primary"][0]
+    w["blend_first_rel_rank"] = (w["blend_first_rel_rank"] or 0) + 1
+    (d / "summary.json").write_text(json.dumps(s, indent=2, sort_keys=True) + "\n")
+
+
+def f_power_mde_changed(d):
+    s = json.loads((d / "summary.json").read_text())
+    s["evalstats"]["power"]["mde_confirmation"] *= 0.5
+    (d / "summary.json").write_text(json.dumps(s, indent=2, sort_keys=True) + "\n")
+
+
 CORRUPTIONS = {
     # ranking
     "changed_logit": (c_changed_logit, "smoke", {"blend"}),
@@ -245,6 +363,18 @@ CORRUPTIONS = {
     "report_number_changed": (c_report_number, "smoke", {"report"}),
     "qrels_extra_judgement": (c_qrels_extra_judgement, "smoke", {"qrels"}),
     "standin_label_removed": (c_standin_label_removed, "smoke", {"scorer_label"}),
+    # coherent forgeries, each caught by a check anchored outside the run
+    "draws_from_another_seed": (f_draws_from_another_seed, "smoke", {"bootstrap_indices"}),
+    "threshold_setting_forged": (f_threshold_setting, "smoke", {"settings", "summary"}),
+    "summary_section_removed": (f_section_removed, "smoke", {"evalstats"}),
+    "unaudited_number_added": (f_unaudited_number_added, "smoke", {"summary"}),
+    "logit_nudged_1e-9_no_rank_change": (f_logit_nudged_without_rank_change, "smoke", {"verification"}),
+    "verification_sample_shrunk": (f_verification_sample_shrunk, "dev", {"verification"}),
+    "shape_check_edited": (f_shape_check_edited, "smoke", {"shape_check"}),
+    "query_absent_from_both_qrels": (f_query_absent_from_both_qrels, "smoke", {"qrels", "analysed_queries"}),
+    "guardrail_verdict_flipped": (f_guardrail_verdict_flipped, "smoke", {"evalstats"}),
+    "worst_query_rank_changed": (f_worst_query_rank_changed, "smoke", {"summary"}),
+    "power_mde_changed": (f_power_mde_changed, "dev", {"evalstats"}),
 }
 
 
@@ -293,4 +423,5 @@ def test_changed_mcnemar_count_or_slice_mean_is_rejected(copy_of):
     proc, result = run_audit(rundir, copy_of.lockdir)
     assert proc.returncode == 1 and "evalstats" in result["failed_checks"]
     items = {f["item"] for f in result["checks"]["evalstats"]["first_failures"]}
-    assert "McNemar blend-ce gained" in items and any(i.startswith(f"slice {fam}.") for i in items)
+    assert "evalstats.mcnemar.comparisons.blend-ce.gained" in items
+    assert any(i.startswith(f"evalstats.slices.{fam}.slices.") and i.endswith(".means.ce") for i in items)

@@ -23,7 +23,8 @@ def cfg(**changes):
     return c
 
 
-def test_shipped_config_is_valid():
+def test_shipped_config_is_valid_and_guards_its_key_values():
+    """Validation is code; the value asserts guard EDITS of config/config.yaml (the experiment's settings)."""
     c = load_config(ROOT / "config" / "config.yaml")
     assert c["ce"]["batch_size"] == 16 and c["ce"]["threads"] == 4 and c["bootstrap"]["B"] == 10000
     assert run_name(c) == "dev" and run_shape(c) == (None, 50)

@@ -9,6 +9,8 @@ import pytest
 
 from conftest import DATA, ROOT, make_lockdir, read_json, run_snakemake
 
+pytestmark = pytest.mark.slow  # runs snakemake
+
 GENERATION_RULES = {"bi_encoder", "bm25", "dense", "fuse_candidates", "freeze_candidates", "freeze_splits"}
 
 

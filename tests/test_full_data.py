@@ -10,6 +10,7 @@ from conftest import ROOT, full_mirror
 from rerank_study import acquire, beir, splits
 
 LOCK = ROOT / "lockfiles"
+pytestmark = pytest.mark.full_data
 
 
 def test_full_mirror_matches_every_pin(tmp_path):

@@ -118,7 +118,8 @@ def pins():
     return acquire.DataPins.load(DATA / "lockfiles" / "data_pins.json")
 
 
-def test_pins_of_fixture_are_its_sha256sums(pins):
+def test_lockfile_guard_fixture_pins_are_its_sha256sums(pins):
+    """Guards an edit of the fixture or its pins (not code): pins == SHA256SUMS == hashlib of the files."""
     sums = dict(reversed(l.split("  ")) for l in (FIXTURE / "SHA256SUMS").read_text().splitlines())
     for name in NAMES:
         assert pins.pin(name)["sha256"] == sums[name] == sha(FIXTURE / name)

@@ -8,6 +8,9 @@ import subprocess
 import sys
 
 from conftest import DATA, FIXTURE, ROOT, SNAKEMAKE, read_json
+import pytest
+
+pytestmark = pytest.mark.slow  # runs snakemake
 
 USER_TOOLS = {"setup_env.py", "audit.py", "confirm.py", "reference.py", "bench.py"}
 # lint title (prefix) -> why it stays

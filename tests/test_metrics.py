@@ -58,7 +58,7 @@ CASES = {
     "first_is_relevant": (["r", "a", "b"], {"r": 1}),
     "none_in_list": (["a", "b", "c"], {"r": 1}),
     "graded": (["a", "r2", "r1"], {"r1": 1, "r2": 2, "r0": 0}),
-    "numeric_ids_tie_prone": (["10", "9", "100", "1"], {"9": 1, "1": 1}),
+    "numeric_string_ids": (["10", "9", "100", "1"], {"9": 1, "1": 1}),
     # more relevant documents than the cut-off: the ideal DCG must stop at 10 as well
     "twelve_relevant": ([f"r{i}" for i in range(0, 12, 2)] + ["x"] + [f"r{i}" for i in range(1, 12, 2)],
                         {f"r{i}": 1 for i in range(12)}),
@@ -130,9 +130,12 @@ def test_ndcg_ideal_dcg_takes_only_the_first_k_relevant_documents():
         (1 / math.log2(3)) / (1 + 1 / math.log2(3)), abs=1e-15)
 
 
-def test_ndcg_is_zero_when_the_ideal_dcg_is_zero():
-    # docstring: nDCG = DCG/IDCG, 0 when IDCG = 0; with k = 0 both sums are empty
-    assert metrics.ndcg_at(["r"], {"r": 1}, 0) == 0.0
+@pytest.mark.parametrize("k", [0, -1, True, 2.0])
+def test_a_cut_off_must_be_a_positive_integer(k):
+    # trec_eval itself crashes on ndcg_cut.0; the metrics refuse such a cut-off before calling it
+    for fn in (metrics.ndcg_at, metrics.recall_at, metrics.mrr_at):
+        with pytest.raises(ValueError, match="cut-off must be a positive integer"):
+            fn(["r"], {"r": 1}, k)
 
 
 def test_capped_recall_counts_only_relevant_judgements():
@@ -171,3 +174,17 @@ def test_query_metrics_columns_and_hand_computed_values():
     assert default["ndcg@10"] == pytest.approx(ref["ndcg_cut_10"], abs=1e-12)
     assert default["recall@10"] == pytest.approx(ref["recall_10"], abs=1e-12)
     assert default["mrr@10"] == pytest.approx(ref["recip_rank"], abs=1e-12)
+
+
+def test_the_tie_rule_is_trec_evals_own_tie_breaking():
+    """Raw scores WITH ties: our order (score desc, doc id string desc), evaluated with rank-derived
+    scores, equals trec_eval fed the raw tied scores (it breaks ties by docno, descending, itself)."""
+    from rerank_study.ranking import order_by_score
+
+    raw = {"10": 2.0, "9": 2.0, "100": 2.0, "1": 1.0, "x": 2.0, "11": 0.5}  # four-way tie at 2.0
+    qrels = {"9": 1, "100": 1, "11": 1}
+    ours = order_by_score(raw)
+    assert ours == ["x", "9", "100", "10", "1", "11"]  # "x" > "9" > "100" > "10" as strings
+    ref = pytrec_eval.RelevanceEvaluator({"q": qrels}, {"ndcg_cut.3", "recall.2"}).evaluate({"q": raw})["q"]
+    assert metrics.ndcg_at(ours, qrels, 3) == ref["ndcg_cut_3"]
+    assert metrics.recall_at(ours, qrels, 2) == ref["recall_2"]

@@ -28,7 +28,8 @@ def fake_model_folder(tmp_path) -> tuple[Path, dict]:
     return folder, pins
 
 
-def test_pinned_file_names_are_the_hub_files():
+def test_lockfile_guard_pinned_model_files_and_revision_are_the_ones_of_pins_md():
+    """Guards an EDIT of lockfiles/model_pins.json (not code): the values are copied from ../shared/pins.md."""
     assert CE_FILES == ["config.json", "model.safetensors", "special_tokens_map.json", "tokenizer.json",
                         "tokenizer_config.json", "vocab.txt"]
     assert MODEL_PINS["cross_encoder"]["revision"] == "233902d25c440f23af6f7d6e94d2946bac0bee0a"

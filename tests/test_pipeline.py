@@ -14,6 +14,8 @@ import pytrec_eval
 
 from conftest import DATA, FIXTURE, ROOT, make_lockdir, read_json, run_snakemake
 
+pytestmark = pytest.mark.slow  # runs snakemake
+
 
 def tsv(path):
     with open(path, encoding="utf-8", newline="") as fh:
@@ -119,12 +121,23 @@ def test_metrics_equal_pytrec_eval_on_the_fixture_runs(dev_run):
             assert float(pq[q][f"{method}_recall@50"]) == pytest.approx(vals["recall_50"], abs=1e-12)
 
 
-def test_groups_written_from_qrels_only_before_scores_are_merged(dev_run):
-    meta = read_json(dev_run / "groups.json")
-    assert set(meta["inputs"]) == {"queries_sha256", "qrels_sha256"}
-    assert sum(int(k) * v for k, v in meta["size_histogram"].items()) == meta["n_queries"] == 8
-    # the DAG makes the order structural: evaluate (where scores meet qrels) takes groups.tsv as input
-    assert (dev_run / "groups.tsv").stat().st_mtime <= (dev_run / "per_query.tsv").stat().st_mtime
+def test_groups_are_the_fixtures_documented_groups_made_from_qrels_only_before_scores(dev_run):
+    """The fixture's 8 development queries 4 9 10 11 18 25 35 37 (tests/data/lockfiles/splits/dev.txt) share
+    relevant documents (tests/data/scifact_fixture/qrels/train.tsv) as follows, by hand: 4 & 18 (22942787),
+    10 & 11 (32587939), 35 & 37 (5152028 and 11705328); 9 and 25 share none with another dev query (25's
+    document 2613775 is shared with query 6, which is not analysed). Groups ordered by first member."""
+    rows = tsv(dev_run / "groups.tsv")
+    got = {}
+    for r in rows:
+        got.setdefault(r["group_id"], []).append(r["qid"])
+    assert got == {"G001": ["4", "18"], "G002": ["9"], "G003": ["10", "11"], "G004": ["25"], "G005": ["35", "37"]}
+    assert [int(r["group_index"]) for r in rows] == [0, 0, 1, 2, 2, 3, 4, 4]
+    # before any score: the job that made them read the analysed query ids and the qrels and nothing else,
+    # and the job where scores meet qrels (evaluate) took groups.tsv as an input
+    groups_job, evaluate_job = read_json(dev_run / "logs/groups.job.json"), read_json(dev_run / "logs/evaluate.job.json")
+    assert sorted(groups_job["input"]["names"]) == ["qrels", "queries"] and len(groups_job["input"]["items"]) == 2
+    assert str(dev_run / "groups.tsv") in evaluate_job["input"]["items"]
+    assert not any("pairs" in i or "logit" in i for i in groups_job["input"]["items"])
 
 
 def test_audit_runs_without_site_packages_on_the_smoke_result(smoke_run, fixture_workdir):

@@ -40,9 +40,11 @@ def test_blend_swapped_ranks_tie_exactly_and_tie_rule_decides():
     assert ranking.order_by_score(s) == ["y", "x", "z"]  # "y" > "x" as strings
 
 
-def test_blend_is_sum_in_order_r0_then_r1():
+def test_blend_score_is_one_over_k_plus_r0_plus_one_over_k_plus_r1():
+    # (the ORDER of the two float64 terms cannot be observed: IEEE addition of two terms is commutative)
     s = ranking.blend_scores({"d": 7}, {"d": 33}, k=60)
     assert s["d"] == 1.0 / 67 + 1.0 / 93
+    assert ranking.blend_scores({"d": 7}, {"d": 33}, k=10)["d"] == 1.0 / 17 + 1.0 / 43
 
 
 def test_blend_requires_same_documents():

@@ -3,6 +3,9 @@
 import re
 
 from conftest import ROOT, make_lockdir, run_snakemake
+import pytest
+
+pytestmark = pytest.mark.slow  # runs snakemake
 
 
 def test_development_dag_never_reads_the_confirmation_qrels(tmp_path):

@@ -10,12 +10,13 @@ INPUTS = (("corpus", "corpus"), ("queries", "queries"), ("split_dev", "split_dev
 # the run's own files: (key, role)
 RUN = (("run_queries", "analysed_queries"), ("run_candidates", "candidates"), ("run_qrels", "qrels_run"),
        ("groups", "groups"), ("groups_meta", "groups"), ("pairs", "pairs"), ("shape_check", "shape_check"),
-       ("rankings", "rankings"), ("run_rrf", "runs"), ("run_ce", "runs"), ("run_blend", "runs"),
+       ("verification", "verification"), ("rankings", "rankings"), ("run_rrf", "runs"), ("run_ce", "runs"), ("run_blend", "runs"),
        ("per_query", "per_query"), ("grouped_indices", "bootstrap_indices"), ("query_indices", "bootstrap_indices"),
        ("replicates", "replicates"), ("summary", "summary"), ("forest_plot", "figure"), ("delta_plot", "figure"),
-       ("report", "report"), ("scoring_measurements", "measurements"), ("report_measurements", "measurements"))
+       ("report", "report"), ("scoring_measurements", "measurements"),
+       ("verification_measurements", "measurements"), ("report_measurements", "measurements"))
 # timings and memory, and the report that shows them: not reproducible byte for byte
-NON_DETERMINISTIC = frozenset({"report", "scoring_measurements", "report_measurements"})
+NON_DETERMINISTIC = frozenset({"report", "scoring_measurements", "verification_measurements", "report_measurements"})
 
 
 def manifest_keys(qrels_key: str) -> list[str]:

@@ -49,6 +49,17 @@ def normalize_switches(cfg: dict) -> dict:
     return cfg
 
 
+def _strict_validator_class():
+    """JSON Schema counts 100.0 as an "integer"; this project does not (B: 100.0 must stop at validation,
+    not crash the bootstrap after scoring). Booleans are not integers either."""
+    import jsonschema
+
+    base = jsonschema.Draft202012Validator
+    checker = base.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, x: isinstance(x, int) and not isinstance(x, bool))
+    return jsonschema.validators.extend(base, type_checker=checker)
+
+
 def validate_config(cfg: dict, schema_path=SCHEMA_PATH) -> dict:
     """Normalise command-line switches, then validate ``cfg`` against the schema and the
     cross-key rules (in place); return it."""
@@ -56,7 +67,7 @@ def validate_config(cfg: dict, schema_path=SCHEMA_PATH) -> dict:
 
     normalize_switches(cfg)
     schema = _load_yaml(schema_path)
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = _strict_validator_class()(schema)
     errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
     if errors:
         lines = []
@@ -150,7 +161,8 @@ def run_settings(cfg: dict, confirmation: bool = False) -> dict:
     return {"n_queries": n_queries, "depth": depth, "blend_k": cfg["blend"]["k"], "metrics": cfg["metrics"],
             "bootstrap_B": b["B"], "bootstrap_seed": b["confirm_seed"] if confirmation else b["seed"],
             "percentiles": b["percentiles"], "threshold": cfg["threshold"], "comparisons": cfg["comparisons"],
-            "max_length": cfg["ce"]["max_length"], "evalstats": cfg["evalstats"]}
+            "max_length": cfg["ce"]["max_length"], "evalstats": cfg["evalstats"],
+            "verify_batches": None if confirmation else cfg["verify"]["batches"], "verify_seed": cfg["verify"]["seed"]}
 
 
 def repin_set(cfg: dict) -> set[str]:

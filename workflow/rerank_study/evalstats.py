@@ -32,13 +32,18 @@ def _count(name: str, value) -> int:
 
 def exact_mcnemar(gained: int, lost: int) -> float:
     """Two-sided exact McNemar p-value: 2 * P(X <= min(gained, lost)), X ~ Bin(gained + lost, 1/2),
-    capped at 1. Only the discordant pairs matter; 0 discordant pairs give p = 1."""
+    capped at 1. Only the discordant pairs matter; 0 discordant pairs give p = 1.
+
+    Computed by the field's reference, ``scipy.stats.binomtest(min, n, 0.5)`` (two-sided; for p = 1/2
+    the binomial is symmetric, so its two-sided p is exactly the doubled tail); the audit computes the
+    doubled tail in exact integers and accepts a difference of a few ulp (scipy's floating-point sum)."""
+    from scipy.stats import binomtest
+
     gained, lost = _count("gained", gained), _count("lost", lost)
     n = gained + lost
     if n == 0:
         return 1.0
-    tail = sum(math.comb(n, k) for k in range(min(gained, lost) + 1))
-    return min(1.0, float(Fraction(2 * tail, 2 ** n)))
+    return min(1.0, float(binomtest(min(gained, lost), n, 0.5, alternative="two-sided").pvalue))
 
 
 def paired_binary_counts(a: Sequence[bool], b: Sequence[bool]) -> dict[str, int]:
@@ -139,29 +144,25 @@ def stratified_mean(stratum_means: Mapping[str, float | None], weights: Mapping[
 
 # ---------------------------------------------------------------------- multiplicity --
 
+def _multipletests(pvalues: Sequence[float], method: str) -> list[float]:
+    """statsmodels' adjusted p-values (the field's reference implementation), in the input order."""
+    if not pvalues:
+        return []
+    from statsmodels.stats.multitest import multipletests
+
+    return [float(x) for x in multipletests(list(pvalues), method=method)[1]]
+
+
 def holm(pvalues: Sequence[float]) -> list[float]:
-    """Holm step-down adjusted p-values (monotone, capped at 1), in the input order."""
-    m = len(pvalues)
-    order = sorted(range(m), key=lambda i: (pvalues[i], i))
-    adjusted = [0.0] * m
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * pvalues[i]))
-        adjusted[i] = running
-    return adjusted
+    """Holm step-down adjusted p-values (monotone, capped at 1), in the input order
+    (statsmodels ``multipletests(method="holm")``; its default would be Holm-Sidak)."""
+    return _multipletests(pvalues, "holm")
 
 
 def benjamini_hochberg(pvalues: Sequence[float]) -> list[float]:
-    """Benjamini-Hochberg step-up adjusted p-values (q-values), in the input order."""
-    m = len(pvalues)
-    order = sorted(range(m), key=lambda i: (pvalues[i], i))
-    adjusted = [0.0] * m
-    running = 1.0
-    for rank in range(m - 1, -1, -1):
-        i = order[rank]
-        running = min(running, pvalues[i] * m / (rank + 1))
-        adjusted[i] = min(1.0, running)
-    return adjusted
+    """Benjamini-Hochberg step-up adjusted p-values (q-values), in the input order
+    (statsmodels ``multipletests(method="fdr_bh")``)."""
+    return _multipletests(pvalues, "fdr_bh")
 
 
 # ----------------------------------------------------------------------------- power --

@@ -3,7 +3,7 @@
 Inputs are ONLY the analysed query ids (in their canonical order) and the qrels; no score of
 any method can influence the grouping. Relevant documents outside the candidate lists count.
 Two queries are linked when they share >= 1 relevant document (relevance > 0); groups are the
-connected components of that graph (computed with union-find).
+connected components of that graph (scipy.sparse.csgraph; the audit re-implements it by BFS).
 
 Canonical order: members of a group keep the order of ``query_ids``; groups are ordered by
 their first member. Group g is index g-1 in every bootstrap index matrix.
@@ -16,37 +16,32 @@ from typing import Mapping, Sequence
 
 
 def evidence_groups(query_ids: Sequence[str], qrels: Mapping[str, Mapping[str, int]]) -> list[list[str]]:
+    """Connected components of the query graph (edge = a shared judged relevant document), computed by
+    the field's reference, ``scipy.sparse.csgraph.connected_components``, on the query x document
+    incidence graph; then put in canonical order (members in ``query_ids`` order, groups by first member)."""
+    import numpy as np
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
     if len(set(query_ids)) != len(query_ids):
         raise ValueError("duplicate query ids in the analysed set")
     missing = [q for q in query_ids if q not in qrels]
     if missing:
         raise ValueError(f"analysed queries without judgements: {missing[:10]}")
-    parent = {q: q for q in query_ids}
-
-    def find(q):
-        while parent[q] != q:
-            parent[q] = parent[parent[q]]
-            q = parent[q]
-        return q
-
-    position = {q: i for i, q in enumerate(query_ids)}
-    first_query_of_doc: dict[str, str] = {}
-    for q in query_ids:
+    doc_index: dict[str, int] = {}
+    rows, cols = [], []
+    for i, q in enumerate(query_ids):
         for d, r in qrels[q].items():
-            if r <= 0:
-                continue
-            if d in first_query_of_doc:
-                a, b = find(q), find(first_query_of_doc[d])
-                if a != b:  # keep the earliest query as the root: deterministic
-                    if position[a] < position[b]:
-                        parent[b] = a
-                    else:
-                        parent[a] = b
-            else:
-                first_query_of_doc[d] = q
-    members: dict[str, list[str]] = {}
-    for q in query_ids:
-        members.setdefault(find(q), []).append(q)
+            if r > 0:
+                rows.append(i)
+                cols.append(len(query_ids) + doc_index.setdefault(d, len(doc_index)))
+    n = len(query_ids) + len(doc_index)
+    graph = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
+    _, labels = connected_components(graph, directed=False)
+    members: dict[int, list[str]] = {}
+    for i, q in enumerate(query_ids):
+        members.setdefault(int(labels[i]), []).append(q)
+    position = {q: i for i, q in enumerate(query_ids)}
     return sorted(members.values(), key=lambda g: position[g[0]])
 
 

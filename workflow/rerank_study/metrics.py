@@ -1,5 +1,10 @@
 """Per-query retrieval metrics on an explicitly ordered list of document ids.
 
+nDCG@K, Recall@K and MRR@K are computed by the field's reference, trec_eval (through
+pytrec_eval); capped Recall@K and the first relevant rank, which trec_eval does not define, are
+computed here. The standard-library audit (scripts/audit.py) re-implements all of them from the
+definitions below and must agree to the last bit.
+
 Definitions (P = judged relevant documents of the query, relevance > 0, including those that
 are NOT in the ranked list; R_K = the first K ranked documents):
 
@@ -15,10 +20,10 @@ are NOT in the ranked list; R_K = the first K ranked documents):
 
 from __future__ import annotations
 
-import math
 from typing import Mapping, Sequence
 
 from .names import FIRST_REL_RANK, Measure
+from .ranking import rank_derived_scores
 
 
 def _check(ranked: Sequence[str], qrels_q: Mapping[str, int]) -> None:
@@ -28,26 +33,37 @@ def _check(ranked: Sequence[str], qrels_q: Mapping[str, int]) -> None:
         raise ValueError("query has no judged relevant document; its metrics are undefined")
 
 
-def dcg_at(gains: Sequence[float], k: int) -> float:
-    total = 0.0
-    for i, g in enumerate(gains[:k]):
-        if g > 0:
-            total += g / math.log2(i + 2)
-    return total
+def _cutoff(k: int) -> int:
+    """A cut-off is a positive integer (trec_eval crashes on ``ndcg_cut.0``; the config schema says >= 1)."""
+    if type(k) is not int or k < 1:  # noqa: E721 - bool is not a cut-off
+        raise ValueError(f"a metric cut-off must be a positive integer, got {k!r}")
+    return k
+
+
+def _trec_eval(ranked: Sequence[str], qrels_q: Mapping[str, int], measures: set[str]) -> dict[str, float]:
+    """trec_eval's own numbers (pytrec_eval) for ONE query whose ranking is given as an ordered list.
+
+    The run carries strictly decreasing rank-derived scores (n, n-1, ..., 1), so trec_eval's tie
+    handling cannot reorder anything: it evaluates exactly the materialised order."""
+    import pytrec_eval
+
+    run = {"q": {d: float(s) for d, s in zip(ranked, rank_derived_scores(len(ranked)))}}
+    qrels = {"q": {d: int(r) for d, r in qrels_q.items()}}
+    return pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run).get("q", {})
 
 
 def ndcg_at(ranked: Sequence[str], qrels_q: Mapping[str, int], k: int = 10) -> float:
+    """trec_eval ``ndcg_cut.k`` (pytrec_eval)."""
     _check(ranked, qrels_q)
-    gains = [max(qrels_q.get(d, 0), 0) for d in ranked]
-    ideal = sorted((r for r in qrels_q.values() if r > 0), reverse=True)
-    idcg = dcg_at(ideal, k)
-    return dcg_at(gains, k) / idcg if idcg > 0 else 0.0
+    k = _cutoff(k)
+    return _trec_eval(ranked, qrels_q, {f"ndcg_cut.{k}"}).get(f"ndcg_cut_{k}", 0.0) if ranked else 0.0
 
 
 def recall_at(ranked: Sequence[str], qrels_q: Mapping[str, int], k: int) -> float:
+    """trec_eval ``recall.k`` (pytrec_eval): |P ∩ R_K| / |P|."""
     _check(ranked, qrels_q)
-    rel = {d for d, r in qrels_q.items() if r > 0}
-    return len(rel.intersection(ranked[:k])) / len(rel)
+    k = _cutoff(k)
+    return _trec_eval(ranked, qrels_q, {f"recall.{k}"}).get(f"recall_{k}", 0.0) if ranked else 0.0
 
 
 def capped_recall_at(ranked: Sequence[str], qrels_q: Mapping[str, int], k: int) -> float:
@@ -65,9 +81,10 @@ def first_relevant_rank(ranked: Sequence[str], qrels_q: Mapping[str, int]) -> in
 
 
 def mrr_at(ranked: Sequence[str], qrels_q: Mapping[str, int], k: int = 10) -> float:
+    """trec_eval ``recip_rank`` (pytrec_eval) of the ranking cut at k (trec_eval's measure has no cut-off)."""
     _check(ranked, qrels_q)
-    r = first_relevant_rank(ranked[:k], qrels_q)
-    return 1.0 / r if r is not None else 0.0
+    cut = list(ranked[:_cutoff(k)])
+    return _trec_eval(cut, qrels_q, {"recip_rank"}).get("recip_rank", 0.0) if cut else 0.0
 
 
 def query_metrics(ranked: Sequence[str], qrels_q: Mapping[str, int], ndcg_k: int = 10,

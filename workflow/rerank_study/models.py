@@ -36,12 +36,12 @@ def load_model_pins(lockdir) -> dict:
     return read_json(Path(lockdir) / "model_pins.json")
 
 
-def verify_files(folder, file_pins: dict, what: str, source: str) -> dict[str, str]:
+def verify_files(folder, file_pins: dict, what: str, source: str, fix: str | None = None) -> dict[str, str]:
     """Check every pinned file in ``folder``; return {name: sha256}. Missing -> MissingInputError."""
     folder = Path(folder)
     missing = [n for n in file_pins if not n.startswith("_") and not (folder / n).is_file()]
     if missing:
-        raise MissingInputError(f"MISSING MODEL FILES for {what} in {folder}: {missing}")
+        raise MissingInputError(f"MISSING MODEL FILES for {what} in {folder}: {missing}" + (f". {fix}" if fix else ""))
     out = {}
     for name, pin in sorted(file_pins.items()):
         if name.startswith("_"):
@@ -49,7 +49,7 @@ def verify_files(folder, file_pins: dict, what: str, source: str) -> dict[str, s
         actual = sha256_file(folder / name)
         if actual != pin["sha256"]:
             raise PinMismatchError(f"{what} file {name}", folder / name, "sha256", pin["sha256"], actual, source,
-                                   "This is not the pinned model file; it was not loaded.")
+                                   "This is not the pinned model file; it was not loaded." + (f" {fix}" if fix else ""))
         out[name] = actual
     return out
 
@@ -226,7 +226,9 @@ def load_model_meta(model_dir) -> dict:
     """Read MODEL.json and re-verify every file it lists (the bytes loaded are the bytes verified)."""
     meta = read_json(Path(model_dir) / "MODEL.json")
     verify_files(model_dir, {n: {"sha256": h} for n, h in meta["files"].items()}, meta["identity"],
-                 f"model folder {model_dir}")
+                 f"model folder {model_dir}",
+                 fix=f"The verified copy was changed after it was made: delete the folder {model_dir} and rerun "
+                     "(it is rebuilt from the pinned source and verified again).")
     return meta
 
 

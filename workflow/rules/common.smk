@@ -87,6 +87,8 @@ P = {
     "pairs": f"{RUNDIR}/pairs.tsv",
     "shape_check": f"{RUNDIR}/shape_check.json",
     "scoring_measurements": f"{RUNDIR}/measurements/scoring.json",
+    "verification": f"{RUNDIR}/verification.json",
+    "verification_measurements": f"{RUNDIR}/measurements/verification.json",
     "rankings": f"{RUNDIR}/rankings.tsv",
     "run_rrf": f"{RUNDIR}/runs/rrf.trec",
     "run_ce": f"{RUNDIR}/runs/ce.trec",

@@ -88,3 +88,32 @@ rule score:
         bench_of("score")
     script:
         "../scripts/score.py"
+
+
+rule verify_scores:
+    """Re-infer a seeded sample of the run's batches from scratch (no cache) and require bit equality
+    with pairs.tsv (every batch in a confirmation opening)."""
+    input:
+        pairs=P["pairs"],
+        candidates=P["run_candidates"],
+        corpus=P["corpus"],
+        queries=P["queries"],
+        data_pins=P["data_pins"],
+        model=P["model"],
+    output:
+        record=P["verification"],
+        measurements=P["verification_measurements"],
+    params:
+        code=CODE,  # library source hash: a change in the science reruns the rule
+        ce=config["ce"],
+        batches=config["verify"]["batches"],
+        seed=config["verify"]["seed"],
+        every_batch=CONFIRM,
+        cache=P["score_cache"],
+    threads: config["ce"]["threads"]
+    log:
+        log_of("verify_scores"),
+    benchmark:
+        bench_of("verify_scores")
+    script:
+        "../scripts/verify_scores.py"

@@ -1,0 +1,62 @@
+"""Rule verify_scores: re-infer a seeded sample of the run's scoring batches from scratch (the
+score cache is neither read nor written) and require bit equality with pairs.tsv. Writes the
+verification record (deterministic) and its timing (a measurement)."""
+
+import logging
+import time
+from pathlib import Path
+
+from rerank_study import beir, candidates, models, scoring, verification
+from rerank_study.acquire import DataPins, verified_path
+from rerank_study.errors import PipelineError
+from rerank_study.fileio import fmt_float, read_tsv, write_json
+from rerank_study.rule import peak_rss_mib, run
+
+log = logging.getLogger("verify_scores")
+
+
+def main(sm):
+    t0 = time.perf_counter()
+    settings = scoring.ScoringSettings.from_config(sm.params.ce)
+    scoring.setup_torch(settings)
+    recorded = {(r["qid"], r["doc_id"]): (int(r["batch"]), float(r["logit"])) for r in read_tsv(sm.input.pairs)}
+    k = None if sm.params.every_batch else sm.params.batches
+    sample = verification.sample_batches(((q, b) for (q, _), (b, _) in recorded.items()), sm.params.seed, k)
+    qids = list(dict.fromkeys(q for q, _ in sample))
+    ranked = {q: lst for q, lst in candidates.read_candidates(sm.input.candidates).items() if q in set(qids)}
+    pins = DataPins.load(sm.input.data_pins)
+    corpus = beir.read_corpus(verified_path(sm.input.corpus, "corpus.jsonl", pins))
+    queries = beir.read_queries(verified_path(sm.input.queries, "queries.jsonl", pins))
+    model_dir = Path(sm.input.model).parent
+    meta = models.load_model_meta(model_dir)
+    tok = scoring.load_tokenizer(model_dir)
+    rows, counts = scoring.score_run(ranked, queries, {d: corpus[d].full_text for q in ranked for d in ranked[q]},
+                                     tok, lambda: scoring.load_model(model_dir), settings, meta["identity"],
+                                     scoring.library_versions(), cache=None)
+    again = {(r["qid"], r["doc_id"]): (r["batch"], r["logit"]) for r in rows}
+    pairs = verification.compare(sample, recorded, again)
+    unequal = [p for p in pairs if not p["equal"]]
+    write_json(sm.output.record, {
+        "seed": sm.params.seed, "k": k, "sample": [list(x) for x in sample], "queries": qids,
+        "pairs": [{**p, "logit": fmt_float(p["logit"]),
+                   "reinferred_logit": None if p["reinferred_logit"] is None else fmt_float(p["reinferred_logit"])}
+                  for p in pairs],
+        "pairs_compared": len(pairs), "all_equal": not unequal,
+        "rule": "sample = the k batches with the smallest sha256('<seed>\\t<qid>\\t<batch>'); each re-inferred "
+                "from scratch (its whole query, no cache) and compared bit for bit with pairs.tsv",
+    })
+    write_json(sm.output.measurements, {
+        "_note": "measurements of this execution; NOT reproducible byte for byte", "batches": len(sample),
+        "pairs_inferred": counts.pairs_inferred, "inference_seconds": round(counts.inference_seconds, 3),
+        "stage_seconds": round(time.perf_counter() - t0, 3), "peak_rss_mib": round(peak_rss_mib(), 1)})
+    if unequal:
+        log.error("re-inferred pairs that differ from %s:\n%s", sm.input.pairs, "\n".join(map(str, unequal)))
+        raise PipelineError(f"RE-INFERENCE DIFFERS from {sm.input.pairs} in {len(unequal)} of {len(pairs)} pairs "
+                            f"(first: {unequal[0]}): the recorded scores are not what the pinned scorer gives. "
+                            f"Delete the score cache ({sm.params.cache}) and rerun the score rule.")
+    log.info("re-inferred %d sampled batches (%d pairs) from scratch: all bit-identical to pairs.tsv",
+             len(sample), len(pairs))
+
+
+if __name__ == "__main__":
+    run(globals().get("snakemake"), main)
