@@ -32,6 +32,16 @@ def test_no_relevant_document_in_the_list():
     assert metrics.first_relevant_rank(ranked, qrels) is None
 
 
+def test_an_empty_ranking_retrieves_nothing_and_scores_zero():
+    # By the definitions: DCG of no document = 0, |P ∩ R_K| = 0, no first relevant rank.
+    qrels = {"r": 2, "s": 1}
+    assert metrics.ndcg_at([], qrels, 10) == 0.0
+    assert metrics.recall_at([], qrels, 10) == 0.0
+    assert metrics.mrr_at([], qrels, 10) == 0.0
+    assert metrics.capped_recall_at([], qrels, 10) == 0.0
+    assert metrics.first_relevant_rank([], qrels) is None
+
+
 def test_cut_at_k_ignores_later_relevant_docs():
     qrels = {"r": 1}
     ranked = [f"x{i}" for i in range(10)] + ["r"]

@@ -43,7 +43,7 @@ def exact_mcnemar(gained: int, lost: int) -> float:
     n = gained + lost
     if n == 0:
         return 1.0
-    return min(1.0, float(binomtest(min(gained, lost), n, 0.5, alternative="two-sided").pvalue))
+    return float(binomtest(min(gained, lost), n, 0.5, alternative="two-sided").pvalue)  # scipy caps it at 1
 
 
 def paired_binary_counts(a: Sequence[bool], b: Sequence[bool]) -> dict[str, int]:

@@ -40,30 +40,36 @@ def _cutoff(k: int) -> int:
     return k
 
 
-def _trec_eval(ranked: Sequence[str], qrels_q: Mapping[str, int], measures: set[str]) -> dict[str, float]:
-    """trec_eval's own numbers (pytrec_eval) for ONE query whose ranking is given as an ordered list.
+def _trec_eval(ranked: Sequence[str], qrels_q: Mapping[str, int], measure: str, key: str) -> float:
+    """trec_eval's value ``key`` of ``measure`` (pytrec_eval) for ONE query whose ranking is given as an
+    ordered list.
 
-    The run carries strictly decreasing rank-derived scores (n, n-1, ..., 1), so trec_eval's tie
-    handling cannot reorder anything: it evaluates exactly the materialised order."""
+    An empty ranking scores 0.0 by every definition above (no document retrieved); trec_eval itself
+    leaves such a query out of its output, so it is answered here. The run carries strictly
+    decreasing rank-derived scores (n, n-1, ..., 1), so trec_eval's tie handling cannot reorder
+    anything: it evaluates exactly the materialised order. A measure missing from trec_eval's answer
+    is an error, never a default."""
     import pytrec_eval
 
+    if not ranked:
+        return 0.0
     run = {"q": {d: float(s) for d, s in zip(ranked, rank_derived_scores(len(ranked)))}}
     qrels = {"q": {d: int(r) for d, r in qrels_q.items()}}
-    return pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run).get("q", {})
+    return pytrec_eval.RelevanceEvaluator(qrels, {measure}).evaluate(run)["q"][key]
 
 
 def ndcg_at(ranked: Sequence[str], qrels_q: Mapping[str, int], k: int = 10) -> float:
     """trec_eval ``ndcg_cut.k`` (pytrec_eval)."""
     _check(ranked, qrels_q)
     k = _cutoff(k)
-    return _trec_eval(ranked, qrels_q, {f"ndcg_cut.{k}"}).get(f"ndcg_cut_{k}", 0.0) if ranked else 0.0
+    return _trec_eval(ranked, qrels_q, f"ndcg_cut.{k}", f"ndcg_cut_{k}")
 
 
 def recall_at(ranked: Sequence[str], qrels_q: Mapping[str, int], k: int) -> float:
     """trec_eval ``recall.k`` (pytrec_eval): |P ∩ R_K| / |P|."""
     _check(ranked, qrels_q)
     k = _cutoff(k)
-    return _trec_eval(ranked, qrels_q, {f"recall.{k}"}).get(f"recall_{k}", 0.0) if ranked else 0.0
+    return _trec_eval(ranked, qrels_q, f"recall.{k}", f"recall_{k}")
 
 
 def capped_recall_at(ranked: Sequence[str], qrels_q: Mapping[str, int], k: int) -> float:
@@ -83,8 +89,7 @@ def first_relevant_rank(ranked: Sequence[str], qrels_q: Mapping[str, int]) -> in
 def mrr_at(ranked: Sequence[str], qrels_q: Mapping[str, int], k: int = 10) -> float:
     """trec_eval ``recip_rank`` (pytrec_eval) of the ranking cut at k (trec_eval's measure has no cut-off)."""
     _check(ranked, qrels_q)
-    cut = list(ranked[:_cutoff(k)])
-    return _trec_eval(cut, qrels_q, {"recip_rank"}).get("recip_rank", 0.0) if cut else 0.0
+    return _trec_eval(list(ranked[:_cutoff(k)]), qrels_q, "recip_rank", "recip_rank")
 
 
 def query_metrics(ranked: Sequence[str], qrels_q: Mapping[str, int], ndcg_k: int = 10,
