@@ -1401,6 +1401,35 @@ def check_seal(v: RunView, au: Audit) -> None:
         au.check("seal", not leaked, name, "query ids", "no confirmation query id", leaked[:10])
 
 
+def check_protocol(v: RunView, au: Audit) -> None:
+    """A confirmation run against its FROZEN protocol (lockdir/protocol.json, the one the manifest names),
+    not against lockfiles that may have been re-pinned since: every data/split/candidate/model pin and the
+    method hash (its settings: check_settings, anchored to the same protocol)."""
+    if v.kind != "confirmation":
+        au.note("protocol", "development run: no frozen protocol applies")
+        return
+    path = v.lockdir / "protocol.json"
+    f = str(path)
+    au.check("protocol", sha256_of(path) == v.manifest.get("protocol_sha256"), f, "protocol.json sha256",
+             v.manifest.get("protocol_sha256"), sha256_of(path))
+    p = read_json(path)  # its settings are checked by check_settings (the protocol is the anchor)
+    pins = {"corpus": p["data"]["corpus.jsonl"]["sha256"], "queries": p["data"]["queries.jsonl"]["sha256"],
+            "qrels_confirm": p["data"]["qrels/test.tsv"]["sha256"], "split_dev": p["splits"]["dev"]["sha256"],
+            "split_confirm": p["splits"]["confirm"]["sha256"], "candidates": p["candidates"]["sha256"]}
+    for key, pin in pins.items():
+        found = v.art[key]["sha256"] if key in v.art else "not in the manifest"
+        au.check("protocol", found == pin, str(v.manifest_path), f"pin {key}", pin, found)
+    scorer = "pinned" if p["model"]["scorer"] == "pinned" else STANDIN
+    au.check("protocol", v.scorer == scorer, str(v.manifest_path), "scorer", scorer, v.scorer)
+    if scorer == "pinned":
+        weights = p["model"]["files_sha256"]["model.safetensors"]
+        au.check("protocol", v.manifest.get("model_weights_sha256") == weights, str(v.manifest_path), "model weights",
+                 weights, v.manifest.get("model_weights_sha256"))
+    method = p.get("method", {}).get("sha256")
+    au.check("protocol", v.manifest.get("method_sha256") == method, str(v.manifest_path), "method sha256", method,
+             v.manifest.get("method_sha256"))
+
+
 CHECKS = (
     ("settings", check_settings), ("manifest_hashes", check_manifest_hashes), ("lockfile_pins", check_lockfile_pins),
     ("analysed_queries", check_analysed_queries), ("candidates", check_candidates), ("pairs", check_pairs),
@@ -1408,7 +1437,7 @@ CHECKS = (
     ("per_query", check_per_query), ("groups", check_groups), ("bootstrap_indices", check_bootstrap_indices),
     ("replicates", check_replicates), ("summary", check_summary), ("verification", check_verification),
     ("shape_check", check_shape), ("frozen_candidates", check_frozen_candidates),
-    ("report", check_report), ("seal", check_seal),
+    ("report", check_report), ("seal", check_seal), ("protocol", check_protocol),
 )
 
 
@@ -1417,7 +1446,8 @@ def audit_run(rundir: Path, lockdir: Path | None, au: Audit, config_anchor: Path
     v = RunView(rundir, lockdir, config_anchor)
     for name, fn in CHECKS:
         au.run(name, fn, v)
-    info = {"run": v.manifest.get("run"), "kind": v.kind, "scorer": v.scorer}
+    info = {"run": v.manifest.get("run"), "kind": v.kind, "scorer": v.scorer,
+            "manifest_sha256": sha256_of(v.manifest_path)}  # which manifest this audit vouches for
     for key, fn in (("queries", lambda: len(v.analysed)), ("pairs", lambda: len(v.pair_rows)),
                     ("groups", lambda: len(v.groups)), ("replicates", lambda: v.settings["bootstrap_B"])):
         try:

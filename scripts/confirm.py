@@ -1,16 +1,22 @@
 #!/usr/bin/env python3
-"""Freeze the confirmation protocol, or show the seal's state.
+"""Freeze the confirmation protocol, re-freeze it after a refactor, or show the seal's state.
 
     python scripts/confirm.py freeze --dev-run results/dev      # once, before any confirmation data is read
-    python scripts/confirm.py status                            # protocol sha256, openings in the ledger
+    python scripts/confirm.py refreeze --reason "..." --dev-run results/dev   # code refactor, before any opening
+    python scripts/confirm.py status                            # protocol, openings started / completed
 
 Then open the sealed confirmation (the only path that reads the confirmation judgements):
 
     snakemake confirm --cores 4 --config unseal=<sha256 printed by freeze>
 
-freeze writes lockfiles/protocol.json, lockfiles/protocol.sha256 and lockfiles/PREREGISTRATION.md
-(commit them); it reads the development run's summary.json for the grouped variance behind the
-minimum detectable effect and refuses a STAND-IN development run (test suite: --allow-standin-for-testing).
+freeze writes lockfiles/protocol.json, protocol.sha256, PREREGISTRATION.md and a 'frozen' line of
+lockfiles/confirmation_ledger.jsonl (commit them all). It reads the FINISHED development run: its
+manifest and passing audit.json (full development split, the pinned model by its weights' hash, the
+code being frozen) and recomputes the grouped variance behind the minimum detectable effect from its
+per_query.tsv and groups.tsv. It refuses a STAND-IN or smoke run, and refuses once any opening
+started. refreeze records a code change whose development results are byte-identical (shown by a
+development run made under the changed code) as a new protocol and a 're-frozen' ledger line.
+--allow-standin-for-testing: TEST SUITE ONLY (a test-fixture lock folder; the protocol says test_only).
 """
 
 import argparse
@@ -27,13 +33,17 @@ from rerank_study.errors import PipelineError  # noqa: E402
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=["freeze", "status"])
-    ap.add_argument("--dev-run", type=Path, help="the development run folder whose summary.json sizes the confirmation")
+    ap.add_argument("command", choices=["freeze", "refreeze", "status"])
+    ap.add_argument("--dev-run", type=Path, help="the finished development run folder (manifest.json + audit.json)")
+    ap.add_argument("--reason", default="", help="refreeze: why (recorded in the ledger)")
     ap.add_argument("--configfile", type=Path, action="append", default=[],
                     help="extra config files, as given to snakemake (applied in order)")
     ap.add_argument("--lockdir", type=Path, default=None, help="lockfile folder (default: the config's)")
+    ap.add_argument("--results", type=Path, default=None,
+                    help="status: the results folder to look for confirm-* folders the ledger does not know "
+                         "(default: the config's, relative to the current folder)")
     ap.add_argument("--allow-standin-for-testing", action="store_true",
-                    help="TEST SUITE ONLY: freeze from a STAND-IN development run (the protocol says test_only)")
+                    help="TEST SUITE ONLY: freeze from a STAND-IN development run into a test-fixture lock folder")
     args = ap.parse_args(argv)
     import yaml
 
@@ -46,25 +56,22 @@ def main(argv=None) -> int:
     lockdir = Path(cfg["lockdir"])
     lockdir = lockdir if lockdir.is_absolute() else ROOT / lockdir
     try:
+        if args.command in ("freeze", "refreeze") and not args.dev_run:
+            ap.error(f"{args.command} needs --dev-run (the finished development run folder)")
         if args.command == "freeze":
-            if not args.dev_run:
-                ap.error("freeze needs --dev-run (the development run folder)")
-            out = protocol.freeze(cfg, lockdir, args.dev_run / "summary.json", args.allow_standin_for_testing)
+            out = protocol.freeze(cfg, lockdir, args.dev_run, ROOT, args.allow_standin_for_testing)
             pw = out["protocol"]["power"]
             print(f"FROZEN {lockdir / protocol.PROTOCOL}\nsha256 {out['sha256']}\n"
                   f"MDE of the {pw['n_confirmation']}-query confirmation set: {pw['mde_confirmation']:.6f}\n"
+                  f"commit lockfiles/ (protocol, PREREGISTRATION.md and the ledger), then: "
+                  f"snakemake confirm --cores 4 --config unseal={out['sha256']}")
+        elif args.command == "refreeze":
+            out = protocol.refreeze(cfg, lockdir, ROOT, args.reason, args.dev_run)
+            print(f"RE-FROZEN {lockdir / protocol.PROTOCOL}\nsha256 {out['sha256']} (was "
+                  f"{out['protocol']['refrozen_from']})\nchanged method files: {', '.join(out['changed_files'])}\n"
                   f"commit lockfiles/, then: snakemake confirm --cores 4 --config unseal={out['sha256']}")
         else:
-            p = lockdir / protocol.PROTOCOL
-            if not p.exists():
-                print(f"no protocol frozen ({p} absent); the confirmation set is sealed")
-                return 0
-            sha = (lockdir / protocol.PROTOCOL_SHA).read_text().split()[0]
-            ledger = protocol.read_ledger(lockdir)
-            print(f"protocol {p} sha256 {sha}; openings recorded: {len(ledger)}")
-            for e in ledger:
-                print(f"  opening {e['opening']} at {e['time']} ({e['run']}): primary mean {e['primary']['mean']:.6f}, "
-                      f"reaches threshold {e['primary']['reaches_threshold']}, labels {e['labels'] or 'none'}")
+            print(protocol.describe(lockdir, ROOT, args.results or Path(cfg["results"])))
     except PipelineError as exc:
         print(str(exc), file=sys.stderr)
         return 1

@@ -29,9 +29,10 @@ def full_mirror() -> Path:
 
 
 def make_lockdir(dest: Path, frozen: bool = True) -> Path:
-    """A fresh lockfile folder for the fixture: the fixture's committed pins (data; with ``frozen``
-    also its split lists and frozen candidates) + the project's real model pins."""
+    """A fresh lockfile folder for the fixture: its TEST_FIXTURE marker, the fixture's committed pins
+    (data; with ``frozen`` also its split lists and frozen candidates) + the project's real model pins."""
     dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy(DATA / "lockfiles" / "TEST_FIXTURE", dest / "TEST_FIXTURE")  # test switches work only here
     shutil.copy(DATA / "lockfiles" / "data_pins.json", dest / "data_pins.json")
     shutil.copy(ROOT / "lockfiles" / "model_pins.json", dest / "model_pins.json")
     if frozen:
@@ -42,15 +43,17 @@ def make_lockdir(dest: Path, frozen: bool = True) -> Path:
 
 
 def run_snakemake(workdir: Path, *args: str, config: dict | None = None, check: bool = True,
-                  targets: tuple[str, ...] = (), fixture: bool = True) -> subprocess.CompletedProcess:
+                  targets: tuple[str, ...] = (), fixture: bool = True,
+                  snakefile: Path = ROOT / "Snakefile") -> subprocess.CompletedProcess:
     """Snakemake on the committed fixture (its config overrides and data), or with ``fixture=False``
-    on the project's own config (the caller then names the data and the lockfiles)."""
+    on the project's own config (the caller then names the data and the lockfiles); ``snakefile``:
+    another checkout's code."""
     cfg = {"resources": str(workdir / "resources"), "results": str(workdir / "results"),
            "lockdir": str(workdir / "lockfiles"), "scorer": "stand-in"}
     if fixture:
         cfg["data_mirror"] = str(FIXTURE)
     cfg.update(config or {})
-    cmd = [str(SNAKEMAKE), "-s", str(ROOT / "Snakefile"), "--directory", str(workdir), "--cores", "2",
+    cmd = [str(SNAKEMAKE), "-s", str(snakefile), "--directory", str(workdir), "--cores", "2",
            *(["--configfile", str(DATA / "fixture_config.yaml")] if fixture else []), *args,
            "--config", *[f"{k}={v}" for k, v in cfg.items()]]
     if targets:

@@ -226,14 +226,38 @@ PUBLISHED = {"BM25 (bm25s) top-100": ("BEIR paper, Anserini BM25", 0.665),
              "dense all-MiniLM-L6-v2 top-100": ("MTEB leaderboard, all-MiniLM-L6-v2", 0.6451)}
 
 
-def confirmation_section(summary: Mapping, opening: Mapping, retrievers: Mapping[str, float]) -> str:
-    """The decision under the frozen protocol, whatever the outcome, and the retrievers for context."""
+def opened_section(opening: Mapping, started: Mapping, scoring: Mapping) -> list[str]:
+    """What was opened (the sealed file, its pinned hash, the data URL), when (the ledger's 'started'
+    line, written before the judgements were copied), the protocol, earlier openings, fresh scoring."""
+    import json
+
+    e = started["entry"]
+    unfinished = ", ".join(f"{u['opening']} (started {u['time']}, ledger line {u['line']})" for u in opening["unfinished"])
+    return ["## What was opened, when, under which protocol", "",
+            f"- Sealed confirmation judgements **`{e['sealed_file']}`**, sha256 `{e['sealed_sha256']}` (its pin in "
+            f"data_pins.json; order-independent content sha256 `{e['sealed_content_sha256']}`), from the BEIR archive "
+            f"<{e['data_url']}>; this copy came from: {started['copied_from']}.",
+            f"- Opened at **{e['time']}** (UTC): opening {e['opening']} of protocol `{e['protocol_sha256']}`, recorded "
+            f"BEFORE the judgements were copied, in `{started['ledger']}` line {started['line']}:", "",
+            "```json", json.dumps(e, sort_keys=True, ensure_ascii=True), "```", "",
+            f"- Earlier openings of this protocol: completed {opening['completed'] or 'none'}; started and never "
+            f"completed: {unfinished or 'none'}.",
+            f"- Scores inferred fresh for this opening: {scoring.get('pairs_inferred')} of {scoring.get('pairs')} pairs "
+            f"(the score cache was not read: fresh_inference {scoring.get('fresh_inference')}); "
+            f"{scoring.get('cache_entries_verified')} cached batches were re-inferred and found byte-identical.", ""]
+
+
+def confirmation_section(summary: Mapping, opening: Mapping, retrievers: Mapping[str, float],
+                         started: Mapping, scoring: Mapping) -> str:
+    """What was opened and when, the decision under the frozen protocol, whatever the outcome, and the
+    retrievers for context."""
     prim = summary["comparisons"][summary["primary"]]
     thr = summary["threshold"]
     out = []
     if opening["labels"]:
         out += [f"> **{' / '.join(opening['labels'])}** — this opening was let through by test-only switches; it is "
                 "not a confirmation result.", ""]
+    out += opened_section(opening, started, scoring)
     out += ["## Decision under the frozen protocol", "",
             f"Protocol sha256 `{opening['protocol_sha256']}`, opening {opening['opening']}. "
             f"Bootstrap seed {summary['bootstrap']['seed']}, B = {summary['bootstrap']['B']}.", "",

@@ -235,21 +235,37 @@ class ScoreCache:
 
 
 # ------------------------------------------------------------------- scoring a whole run --
+def _require_equal(cached: Sequence[float], fresh: Sequence[float], path, qid: str, batch: int) -> None:
+    """Fresh logits must equal a cached entry's byte for byte (their exact float texts)."""
+    a, b = [fmt_float(x) for x in cached], [fmt_float(x) for x in fresh]
+    if a != b:
+        i = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
+        raise PipelineError(f"FRESH INFERENCE DIFFERS FROM THE SCORE CACHE: query {qid} batch {batch}, row {i}: fresh "
+                            f"{b[i]}, cached {a[i]} in {path}. The cached score was not reproduced; nothing was "
+                            "published. Find out why (another machine, library or thread count?) before trusting "
+                            "either; the cache entry is evidence, do not delete it blindly.")
+
+
 @dataclass
 class ScoringCounts:
     pairs_inferred: int = 0
     pairs_from_cache: int = 0
+    cache_entries_verified: int = 0  # fresh mode: cached batches proven equal to the fresh inference
     model_load_seconds: float = 0.0
     inference_seconds: float = 0.0
 
 
 def score_run(ranked: Mapping[str, Sequence[str]], query_text: Mapping[str, str], doc_text: Mapping[str, str],
               tok, load_model: Callable[[], object], settings: ScoringSettings, identity: str, versions: dict,
-              cache: ScoreCache | None, progress=None) -> tuple[list[dict], ScoringCounts]:
+              cache: ScoreCache | None, progress=None, *, fresh: bool = False) -> tuple[list[dict], ScoringCounts]:
     """Score every (query, candidate) pair: one dict per pair in candidate order, with the logit, the
     candidate rank, the batch number and the token counts. Batches come from ``chunks`` of each
     query's candidates; a cached batch is taken from ``cache`` (validated), others are inferred
-    (``load_model()`` is called at most once, only if a batch is not cached) and stored."""
+    (``load_model()`` is called at most once, only if a batch is not cached) and stored.
+
+    ``fresh`` (a confirmation opening): the cache is never a source of logits; every batch is
+    inferred, and where a cache entry exists its logits must equal the fresh ones byte for byte
+    (else PipelineError naming the batch and the file); those entries are counted as verified."""
     import time
 
     counts = ScoringCounts()
@@ -262,8 +278,9 @@ def score_run(ranked: Mapping[str, Sequence[str]], query_text: Mapping[str, str]
         for b, idx in enumerate(chunks(list(range(len(docs))), settings.batch_size)):
             qs, ds = [qtext] * len(idx), [dtexts[i] for i in idx]
             key = batch_cache_key(identity, settings, versions, qs, ds)
-            logits = cache.get(key, len(idx)) if cache is not None else None
-            if logits is not None:
+            cached = cache.get(key, len(idx)) if cache is not None else None
+            if cached is not None and not fresh:
+                logits = cached
                 counts.pairs_from_cache += len(idx)
             else:
                 if model is None:
@@ -274,7 +291,10 @@ def score_run(ranked: Mapping[str, Sequence[str]], query_text: Mapping[str, str]
                 logits = score_batch(tok, model, qs, ds, settings)
                 counts.inference_seconds += time.perf_counter() - t0
                 counts.pairs_inferred += len(idx)
-                if cache is not None:
+                if cached is not None:
+                    _require_equal(cached, logits, cache.path(key), qid, b)
+                    counts.cache_entries_verified += 1
+                elif cache is not None:
                     cache.put(key, logits)
             for i, lg in zip(idx, logits):
                 rows.append({"qid": qid, "doc_id": docs[i], "r0": i + 1, "logit": lg, "batch": b, **stats[i]})

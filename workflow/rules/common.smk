@@ -5,7 +5,7 @@ from rerank_study import protocol as _protocol
 from rerank_study.artefacts import manifest_keys
 from rerank_study.config import candidate_params, repin_set, run_name, run_settings, run_shape
 from rerank_study.errors import SealError
-from rerank_study.fingerprint import library_sha256
+from rerank_study.fingerprint import library_sha256, method_sha256
 from rerank_study.names import STAND_IN
 from rerank_study.reference import reference_name
 
@@ -14,17 +14,19 @@ REPIN = repin_set(config)  # explicit re-pinning only (freeze_* targets); empty 
 RES = config["resources"]
 OUT = config["results"]
 
-# Confirmation mode: only with an unseal token, and only after every guard passed (before any job).
+# Confirmation mode: only with an unseal token, and only after every guard passed (before any job):
+# the repository's tracked lockfiles (or a labelled test fixture), no repin, frozen settings, pins and
+# method, committed code, a ledger that knows every results/confirm-* folder (rerank_study.protocol).
 CONFIRM = bool(config["unseal"])
 UNSEAL = None
 if CONFIRM:
-    try:
-        UNSEAL = _protocol.check_unseal(config, LOCK, workflow.basedir)
-    except SealError as _exc:
-        raise WorkflowError(str(_exc)) from None
     if config["smoke"]:
         raise WorkflowError("a confirmation opening analyses the whole confirmation set: drop smoke=true")
-    RUN = f"confirm-{UNSEAL['sha256'][:12]}-{UNSEAL['opening']}"
+    try:
+        UNSEAL = _protocol.check_unseal(config, LOCK, workflow.basedir, results=OUT)
+    except SealError as _exc:
+        raise WorkflowError(str(_exc)) from None
+    RUN = UNSEAL["run"]  # confirm-<protocol sha256[:12]>-<n>, or ...-test-<n> for a labelled test opening
 else:
     RUN = run_name(config)
 RUNDIR = f"{OUT}/{RUN}"
@@ -40,6 +42,9 @@ with open(f"{LOCK}/model_pins.json", encoding="utf-8") as _fh:
 # sha256 of the library's source (workflow/rerank_study/*.py): a param of every computing rule, so a
 # change in the science reruns what depends on it (Snakemake tracks only the rule scripts themselves)
 CODE = library_sha256(Path(workflow.basedir))
+# sha256 of everything that decides a result (library, rule scripts, rules, Snakefile, schema, requirements
+# lock): recorded in the manifest; the confirmation protocol freezes it
+METHOD_SHA = method_sha256(Path(workflow.basedir))[0]
 
 MODEL_FOLDER = (f"standin-seed{config['standin']['head_seed']}" if config["scorer"] == STAND_IN
                 else f"ce-{MODEL_PINS['cross_encoder']['revision']}")
@@ -50,8 +55,10 @@ P = {
     "queries": f"{RES}/data/scifact/queries.jsonl",
     "qrels_dev": f"{RES}/data/scifact/qrels/train.tsv",
     "data_cache": f"{RES}/cache/scifact",
-    # the sealed confirmation judgements: produced only by confirm.smk, after the guards
-    "qrels_confirm": f"{RES}/sealed/scifact/{_protocol.SEALED_QRELS}",
+    # the sealed confirmation judgements: produced only by confirm.smk, after the guards, once per opening
+    # (inside the opening's folder), right after the opening's 'started' line was written to the ledger
+    "qrels_confirm": f"{RUNDIR}/sealed/{_protocol.SEALED_QRELS}",
+    "opening_started": f"{RUNDIR}/OPENING_STARTED.json",
     "sealed_cache": f"{RES}/cache/sealed",
     # the committed pins
     "data_pins": f"{LOCK}/data_pins.json",

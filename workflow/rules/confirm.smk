@@ -1,10 +1,13 @@
 # The sealed confirmation. These rules exist only when --config unseal=<protocol sha256> passed
 # every guard of rerank_study.protocol.check_unseal (checked in common.smk before any job):
 #
-#   python scripts/confirm.py freeze --dev-run results/dev     (once; writes lockfiles/protocol.*)
+#   python scripts/confirm.py freeze --dev-run results/dev     (once; writes lockfiles/protocol.* + ledger)
 #   snakemake confirm --cores 4 --config unseal=<sha256 in lockfiles/protocol.sha256>
 #
-# fetch_sealed_qrels is the ONLY rule of the project that reads the confirmation judgements.
+# fetch_sealed_qrels is the ONLY rule of the project that reads the confirmation judgements, and every
+# target that touches them depends on it: it appends the opening's 'started' line to the append-only
+# ledger (flushed, fsynced) BEFORE it copies them into the opening's folder. record_opening appends
+# 'completed' after the audit passed.
 
 if CONFIRM:
 
@@ -13,11 +16,14 @@ if CONFIRM:
             confirm=P["split_confirm"],
             data_pins=P["data_pins"],
         output:
-            ensure(P["qrels_confirm"], sha256=data_sha(_protocol.SEALED_QRELS)),
+            qrels=ensure(P["qrels_confirm"], sha256=data_sha(_protocol.SEALED_QRELS)),
+            started=P["opening_started"],
         params:
             code=CODE,  # library source hash: a change in the science reruns the rule
             name=_protocol.SEALED_QRELS,
             cache=P["sealed_cache"],
+            lockdir=LOCK,
+            start=UNSEAL["start"],  # the ledger line (its time is added when it is written)
         log:
             log_of("fetch_sealed_qrels"),
         benchmark:
@@ -26,17 +32,19 @@ if CONFIRM:
             "../scripts/fetch_sealed_qrels.py"
 
     rule record_opening:
-        """Record the opening in the append-only ledger (and check a re-opening reproduces the first)."""
+        """Record the completed opening in the append-only ledger (a re-opening must reproduce the first)."""
         input:
             manifest=P["manifest"],
             audit=P["audit"],
             summary=P["summary"],
+            started=P["opening_started"],
+            scoring=P["scoring_measurements"],
         output:
             P["opening"],
         params:
             lockdir=LOCK,
             run=RUN,
-            unseal={k: UNSEAL[k] for k in ("sha256", "opening", "previous", "git", "labels")},
+            unseal={k: UNSEAL[k] for k in ("sha256", "opening", "previous", "git", "labels", "method_sha256")},
         log:
             log_of("record_opening"),
         script:
@@ -58,4 +66,4 @@ else:
         run:
             from rerank_study.protocol import check_unseal
 
-            check_unseal(config, LOCK, workflow.basedir)  # raises SealError with the reason and the fix
+            check_unseal(config, LOCK, workflow.basedir, results=OUT)  # raises SealError with the reason and the fix

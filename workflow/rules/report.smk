@@ -17,6 +17,7 @@ rule report:
         bench_evaluate=bench_of("evaluate"),
         bench_analyse=bench_of("analyse"),
         retrievers=[P["frozen_bm25"], P["frozen_dense"], P["run_qrels"]] if CONFIRM else [],
+        started=[P["opening_started"]] if CONFIRM else [],  # the ledger line recording what was opened, when
     output:
         report=P["report"],
         forest=P["forest_plot"],
@@ -27,7 +28,8 @@ rule report:
         kind=KIND,
         run=RUN,
         opening=({"protocol_sha256": UNSEAL["sha256"], "opening": UNSEAL["opening"], "labels": UNSEAL["labels"],
-                  "protocol": UNSEAL["protocol"]} if CONFIRM else None),
+                  "unfinished": UNSEAL["unfinished"], "completed": [e["opening"] for e in UNSEAL["previous"]]}
+                 if CONFIRM else None),
     log:
         log_of("report"),
     benchmark:
@@ -46,6 +48,7 @@ rule manifest:
         P["manifest"],
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
+        method=METHOD_SHA,  # everything that decides a result (frozen into the confirmation protocol)
         run=RUN,
         rundir=lambda w, output: os.path.dirname(output[0]),  # paths are written relative to the run folder
         lockdir=LOCK_OF,

@@ -80,6 +80,7 @@ rule score:
         code=CODE,  # library source hash: a change in the science reruns the rule
         ce=config["ce"],
         cache=P["score_cache"],
+        fresh=CONFIRM,  # a confirmation opening infers every pair and proves equality with existing cache entries
     # reserves cores for the job; torch uses the PINNED ce.threads whatever is granted (it changes logits)
     threads: config["ce"]["threads"]
     log:

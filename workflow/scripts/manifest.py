@@ -34,6 +34,7 @@ def main(sm):
         "protocol_sha256": sm.params.protocol_sha256,
         "labels": sm.params.labels,
         "code_sha256": sm.params.code,
+        "method_sha256": sm.params.method,
         "settings": sm.params.settings,
         "artefacts": entries,
     })

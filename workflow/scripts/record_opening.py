@@ -1,4 +1,6 @@
-"""Rule confirm: append this opening to the ledger; a re-opening must reproduce opening 1 byte for byte."""
+"""Rule record_opening: append this opening's 'completed' line to the ledger (its 'started' line was
+written before the sealed judgements were copied); a re-opening must reproduce the first completed
+opening byte for byte, from freshly inferred scores."""
 
 import datetime as dt
 import logging
@@ -16,26 +18,36 @@ def main(sm):
     manifest = read_json(sm.input.manifest)
     audit = read_json(sm.input.audit)
     summary = read_json(sm.input.summary)
+    started = read_json(sm.input.started)
+    scoring = read_json(sm.input.scoring)
     if not audit["ok"]:
-        raise PipelineError(f"the audit of this opening failed ({audit['failed_checks']}): not recorded as an opening")
+        raise PipelineError(f"the audit of this opening failed ({audit['failed_checks']}): its 'started' line stays the "
+                            "only record; it is not recorded as completed")
     arte = {a["key"]: a["sha256"] for a in manifest["artefacts"] if a["deterministic"]}
     prim = summary["comparisons"][summary["primary"]]
     entry = {
+        "event": protocol.COMPLETED,
         "time": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
         "protocol_sha256": u["sha256"],
         "opening": u["opening"],
         "run": sm.params.run,
+        "started_line": started["line"],
+        "started_time": started["entry"]["time"],
         "labels": u["labels"],
         "code_commit": u["git"]["commit"],
         "code_uncommitted_paths": u["git"]["dirty"],
         "code_sha256": manifest["code_sha256"],
+        "method_sha256": u["method_sha256"],
         "model_identity": manifest["model_identity"],
         "model_weights_sha256": manifest["model_weights_sha256"],
         "data_sha256": {k: arte[k] for k in ("corpus", "queries", "qrels_confirm")},
         "candidates_sha256": arte["candidates"],
         "split_confirm_sha256": arte["split_confirm"],
         "summary_sha256": sha256_file(sm.input.summary),
+        "audit_sha256": sha256_file(sm.input.audit),
         "artefacts_sha256": arte,
+        "scoring": {k: scoring.get(k) for k in ("fresh_inference", "pairs", "pairs_inferred", "pairs_from_cache",
+                                                "cache_entries_verified")},
         "primary": {"comparison": summary["primary"], "mean": prim["mean"],
                     "grouped_interval": prim["grouped_interval"], "query_interval": prim["query_interval"],
                     "reaches_threshold": prim["mean_reaches_threshold"], "threshold": summary["threshold"]},
@@ -54,11 +66,12 @@ def main(sm):
         raise PipelineError(f"RE-OPENING {u['opening']} DID NOT REPRODUCE opening {first['opening']}: artefacts differ: "
                             f"{differences}. Recorded in the ledger; the first result stands and was not touched.")
     if u["previous"]:
-        log.warning("RE-OPENING %d REPRODUCED opening %d byte for byte (%d deterministic artefacts); the first result "
-                    "was not touched", u["opening"], u["previous"][0]["opening"], len(arte))
+        log.warning("RE-OPENING %d REPRODUCED opening %d byte for byte (%d deterministic artefacts, scores inferred "
+                    "fresh); the first result was not touched", u["opening"], u["previous"][0]["opening"], len(arte))
     else:
-        log.warning("CONFIRMATION OPENED (opening 1 of protocol %s) and recorded in %s/%s: commit the ledger",
-                    u["sha256"], sm.params.lockdir, protocol.LEDGER)
+        log.warning("CONFIRMATION OPENED (opening %d of protocol %s) and recorded in %s/%s: commit the ledger now "
+                    "(git add lockfiles && git commit) and push it", u["opening"], u["sha256"], sm.params.lockdir,
+                    protocol.LEDGER)
 
 
 if __name__ == "__main__":

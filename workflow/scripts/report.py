@@ -38,6 +38,15 @@ def retriever_context(bm25_tsv, dense_tsv, qrels_tsv, summary):
     return out
 
 
+def opened_rows(started, opening) -> dict:
+    """Provenance of a confirmation opening: what was opened, its pinned hash, when, the ledger line."""
+    e = started["entry"]
+    return {"sealed confirmation judgements OPENED": f"{e['sealed_file']} sha256 {e['sealed_sha256']}",
+            "opened at (ledger 'started' line, written before the copy)":
+                f"{e['time']}, {started['ledger']} line {started['line']}",
+            "protocol sha256": opening["protocol_sha256"]}
+
+
 def main(sm):
     summary = read_json(sm.input.summary)
     scoring = read_json(sm.input.scoring)
@@ -51,10 +60,15 @@ def main(sm):
     deltas = [float(r[column(a, metric)]) - float(r[column(b, metric)]) for r in rows]
     report.plots(summary, deltas, sm.output.forest, sm.output.delta)
 
+    confirmation = sm.params.kind == "confirmation"
+    started = read_json(sm.input.started[0]) if confirmation else None
     provenance = {
-        **{f"data {n} sha256": p["sha256"] for n, p in sorted(data_pins["files"].items()) if not p.get("sealed")},
+        **{f"data {n} sha256": p["sha256"] for n, p in sorted(data_pins["files"].items())
+           if confirmation or not p.get("sealed")},
+        "data URL (pinned archive)": data_pins["zip"]["url"],
         "data zip md5 / sha256": f"{data_pins['zip']['md5']} / {data_pins['zip']['sha256']}",
-        "confirmation qrels": "SEALED: not an input of any development rule",
+        **(opened_rows(started, sm.params.opening) if confirmation
+           else {"confirmation qrels": "SEALED: not an input of any development rule"}),
         "split dev sha256": derived["splits"]["dev"]["sha256"],
         "split confirm sha256": derived["splits"]["confirm"]["sha256"],
         "split seed / sizes": f"{derived['splits']['seed']} / {derived['splits']['dev_size']} dev, "
@@ -94,13 +108,12 @@ def main(sm):
                "primary Δ distribution": str(Path(sm.output.delta).relative_to(Path(sm.output.report).parent))}
     sections = [report.evalstats_section(summary)]
     title = "Development analysis"
-    if sm.params.kind == "confirmation":
+    if confirmation:
         op = sm.params.opening
         title = f"Confirmation analysis — opening {op['opening']} of protocol {op['protocol_sha256'][:12]}"
-        provenance["protocol sha256"] = op["protocol_sha256"]
         bm25_tsv, dense_tsv, qrels_tsv = sm.input.retrievers
         sections.insert(0, report.confirmation_section(summary, op, retriever_context(bm25_tsv, dense_tsv, qrels_tsv,
-                                                                                     summary)))
+                                                                                     summary), started, scoring))
     text = report.render(summary, meas, provenance, extra_sections=sections, figures=figures, title=title,
                          run=sm.params.run)
     write_json(sm.output.measurements, {"_note": "measurements of this execution; not reproducible byte for byte",

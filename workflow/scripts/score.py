@@ -73,7 +73,7 @@ def main(sm):
     with tqdm(total=n_pairs, desc="cross-encoder pairs", unit="pair") as bar:
         rows, counts = scoring.score_run(ranked, queries, {d: corpus[d].full_text for q in ranked for d in ranked[q]},
                                          tok, load_model, settings, meta["identity"], versions,
-                                         scoring.ScoreCache(cache_dir), progress=bar.update)
+                                         scoring.ScoreCache(cache_dir), progress=bar.update, fresh=sm.params.fresh)
     hidden = read_json(sm.input.model_pins)["cross_encoder"]["architecture"]["hidden_size"]  # the pinned architecture
     shapes = check_shapes(tok, load_model, ranked, queries, corpus, settings, sm.params.ce["shape_check_pairs"],
                           meta["identity"], versions, cache_dir, hidden, label)
@@ -90,6 +90,7 @@ def main(sm):
         "_note": "measurements of this execution; NOT reproducible byte for byte (timings, memory)",
         "model": label, "kind": meta["kind"], "pairs": len(rows), "pairs_inferred": counts.pairs_inferred,
         "pairs_from_cache": counts.pairs_from_cache, "truncated_pairs": n_trunc,
+        "fresh_inference": sm.params.fresh, "cache_entries_verified": counts.cache_entries_verified,
         "threads": torch.get_num_threads(), "threads_granted_by_scheduler": sm.threads,
         "settings": settings.as_dict(), "versions": versions,
         "tokenizer_load_seconds": round(t_tok, 3),
