@@ -21,6 +21,7 @@ import json
 import subprocess
 from pathlib import Path
 
+from . import scoring
 from .errors import SealError
 from .names import PINNED, STANDIN_LABEL
 from .fileio import atomic_write_text, canonical_json, read_json, sha256_file, sha256_text
@@ -53,9 +54,7 @@ def frozen_fields(cfg: dict, lockdir) -> dict:
         "splits": {k: derived["splits"][k] for k in ("dev", "confirm", "seed", "dev_size", "confirm_size")},
         "candidates": {"sha256": derived["candidates"]["sha256"], "params": derived["candidates"]["params"]},
         "text_template": 'query text as given; document (title + " " + text).strip()',
-        "scoring": {k: cfg["ce"][k] for k in ("max_length", "truncation", "batch_size", "threads", "seed", "dtype")}
-        | {"batching": "per query, candidate order, consecutive chunks of batch_size; rows inside a batch longest "
-                       "first by characters (as sentence-transformers 6.2 predict)"},
+        "scoring": scoring.contract(cfg["ce"]),  # settings, batching, numeric mode (threads/shards: speed only)
         "blend": {"k": cfg["blend"]["k"], "formula": "s = 1/(k + r0) + 1/(k + r1), float64, in that order"},
         "tie_rule": "score descending, then document id as a string descending",
         "grouping_rule": "queries linked by >= 1 shared judged relevant document (qrels only, documents outside the "
