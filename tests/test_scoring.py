@@ -291,7 +291,7 @@ def test_gather_shards_concatenates_in_canonical_order_and_refuses_a_foreign_sha
     with pytest.raises(PipelineError, match=r"SHARD MISMATCH s0\.tsv"):
         scoring.gather_shards(ranked, swapped)
     short = [("s0.tsv", _shard_rows(ranked, ["q3", "q2"])[:-1]), ("s1.tsv", _shard_rows(ranked, ["q1"]))]
-    with pytest.raises(PipelineError, match="5 rows for 6 expected pairs"):
+    with pytest.raises(PipelineError, match=r"SHARD MISMATCH s0\.tsv: 4 rows for 5 expected pairs"):
         scoring.gather_shards(ranked, short)
 
 
