@@ -49,6 +49,7 @@ def test_smoke_dag_through_slurm_in_two_shards_is_byte_identical_to_the_local_ru
     proc = run_snakemake(wd, "--profile", str(ROOT / "profiles" / "slurm"), "--max-threads", "2",
                          "--configfile", str(DATA / "fixture_config.yaml"), str(shards), config={"smoke": "true"},
                          check=False)
+    (tmp_path / "snakemake-slurm.log").write_text(proc.stdout + proc.stderr)  # the transcript, kept for reading
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
     assert "submitted with SLURM jobid" in proc.stderr  # the jobs really went through sbatch
     rundir = wd / "results" / "smoke-standin"

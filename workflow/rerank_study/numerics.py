@@ -9,8 +9,9 @@ oneMKL's *strict CNR mode* (``MKL_CBWR=AUTO,STRICT``) documents bitwise-reproduc
 results on its AVX2 / AVX-512 code branches "even when the number of threads changes", and the
 reproducibility conditions ask for ``MKL_DYNAMIC=FALSE`` and ``OMP_DYNAMIC=FALSE`` (Intel oneMKL
 Developer Guide for Linux, "Reproducibility Conditions"). Under that mode the logits measured
-here are the same bits at 1, 2, 3 and 4 threads for every batch shape the pipeline forms; the
-thread count is then a speed setting.
+here are the same bits at 1, 2 and 4 threads (150 logits: the smoke batches whose 9 logits move
+between 2 and 4 threads in the default mode, and 16-row token-sorted dev batches; and the stress
+benchmark, scripts/bench.py stress, at 1-4 threads); the thread count is then a speed setting.
 
 MKL reads ``MKL_CBWR`` once, at its first call: the mode must be in the environment before the
 process's first matrix product. ``configure_process`` sets it (a scoring script calls it before
