@@ -285,6 +285,8 @@ cmd_up() {
     fi
     ensure_munge_key
     mkdir -p "$LOCAL_SLURM_STATE"
+    runuser -u "$MUNGE_USER" -- test -x "$LOCAL_SLURM_STATE" ||
+        die "user $MUNGE_USER (munged) cannot reach LOCAL_SLURM_STATE=$LOCAL_SLURM_STATE: a parent folder is not traversable by others (e.g. mode 0700). Choose a state folder whose parents are all o+x."
     link_conf
     write_conf
     start_munged

@@ -11,6 +11,8 @@ the reference machine kind (2 cores): ~1 min to install the packages once, then 
 import os
 import shutil
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -27,7 +29,9 @@ def local_slurm(tmp_path_factory):
         pytest.skip("the local SLURM needs root (apt-get, munged, slurmd): run the suite as root to include it")
     if shutil.which("apt-get") is None and shutil.which("slurmctld") is None:
         pytest.skip("no slurm-wlm and no apt-get to install it")
-    state = tmp_path_factory.mktemp("slurm-state")
+    # munged runs as user munge: its state folder's parents must be traversable (pytest's tmp folders are 0700)
+    state = Path(tempfile.mkdtemp(prefix="rerank-study-slurm-", dir="/tmp"))
+    state.chmod(0o755)
     env = dict(os.environ, LOCAL_SLURM_STATE=str(state))
     up = subprocess.run(["bash", str(SCRIPT), "up"], capture_output=True, text=True, env=env, timeout=900)
     if up.returncode == 75:
@@ -37,6 +41,7 @@ def local_slurm(tmp_path_factory):
         yield env
     finally:
         down = subprocess.run(["bash", str(SCRIPT), "down"], capture_output=True, text=True, env=env, timeout=300)
+        shutil.rmtree(state, ignore_errors=True)
         assert down.returncode == 0, down.stderr[-2000:]
 
 
