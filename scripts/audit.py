@@ -931,6 +931,17 @@ def check_pairs(v: RunView, au: Audit) -> None:
     for q in v.analysed:
         for d in v.cands.get(q, []):
             au.check("pairs", (q, d) in seen, f, f"qid {q} doc {d}", "a scored pair", "missing")
+    # the batching rule, re-implemented from the recorded token counts: per query, the candidates sorted by
+    # truncated joint token length min(total_tokens, max_length) descending, ties by rank ascending, cut into
+    # consecutive chunks of ce.batch_size; a pair's batch number is its chunk's index
+    size, by_query = v.config["ce"]["batch_size"], {}
+    for row in v.pair_rows:
+        by_query.setdefault(row["qid"], []).append(row)
+    for q, rows in by_query.items():
+        order = sorted(rows, key=lambda r: (-min(int(r["total_tokens"]), max_len), int(r["r0"])))
+        for pos, row in enumerate(order):
+            au.check("pairs", int(row["batch"]) == pos // size, f, f"qid {q} doc {row['doc_id']} batch",
+                     f"{pos // size} (position {pos} of the token-length order, chunks of {size})", row["batch"])
 
 
 def check_scorer_label(v: RunView, au: Audit) -> None:

@@ -20,6 +20,11 @@ SHARED = (ROOT.parent / "shared" / "data" / "scifact").resolve()
 SNAKEMAKE = Path(sys.executable).parent / "snakemake"
 
 sys.path.insert(0, str(ROOT / "workflow"))
+# The scoring contract's numeric mode (oneMKL strict CNR) for every process the tests start and for
+# in-process scoring: MKL reads it at its first call, so it is set before any test imports torch.
+from rerank_study.numerics import CNR_ENV  # noqa: E402  (imports no torch)
+
+os.environ.update(CNR_ENV)
 
 
 def full_mirror() -> Path:

@@ -121,6 +121,16 @@ def c_missing_pair(d):
     write_rows(d / "pairs.tsv", rows[:7] + rows[8:])
 
 
+def c_batches_in_candidate_order(d):
+    """The batch column of the pre-issue-15 rule (candidate order, chunks of 16), everything else unchanged."""
+    rows = read_rows(d / "pairs.tsv")
+    before = [r["batch"] for r in rows]
+    for r in rows:
+        r["batch"] = str((int(r["r0"]) - 1) // 16)
+    assert [r["batch"] for r in rows] != before, "this result's batches already follow candidate order"
+    write_rows(d / "pairs.tsv", rows)
+
+
 def c_blend_tie_other_way(d):
     rows = read_rows(d / "rankings.tsv")
     by = {}
@@ -349,6 +359,7 @@ CORRUPTIONS = {
     "swapped_candidates": (c_swap_candidates, "smoke", {"candidates"}),
     "duplicated_candidate": (c_duplicate_candidate, "smoke", {"candidates"}),
     "missing_pair": (c_missing_pair, "smoke", {"pairs"}),
+    "batches_in_candidate_order": (c_batches_in_candidate_order, "dev", {"pairs"}),
     "blend_tie_other_way": (c_blend_tie_other_way, "dev", {"blend"}),
     "query_dropped_from_per_query": (c_query_dropped, "smoke", {"per_query"}),
     "candidate_list_wrong_length": (c_wrong_length, "smoke", {"candidates"}),

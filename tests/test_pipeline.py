@@ -148,20 +148,32 @@ def test_audit_runs_without_site_packages_on_the_smoke_result(smoke_run, fixture
     assert "AUDIT PASSED" in proc.stdout
 
 
-def test_second_run_is_byte_identical_and_the_cached_rerun_does_no_inference(smoke_run, fixture_workdir, tmp_path):
-    """A second, independent work folder (fresh caches, same pins) gives the same bytes."""
+def test_second_run_in_four_scoring_shards_is_byte_identical_and_the_cached_rerun_does_no_inference(
+        smoke_run, fixture_workdir, tmp_path):
+    """A second, independent work folder (fresh caches, same pins) whose scoring is split into 4 shard jobs
+    (ce.shards = 4; the smoke run has 1) gives the same bytes for pairs.tsv and every downstream
+    deterministic artefact."""
     wd = tmp_path / "second"
     shutil.copytree(fixture_workdir / "lockfiles", wd / "lockfiles")
-    run_snakemake(wd, config={"smoke": "true"})  # verifies the pinned splits and candidates, scores afresh
+    shards = tmp_path / "shards.yaml"
+    shards.write_text("ce:\n  shards: 4\n")
+    four = ("--configfile", str(DATA / "fixture_config.yaml"), str(shards))
+    run_snakemake(wd, *four, config={"smoke": "true"})  # verifies the pinned splits and candidates, scores afresh
+    rundir = wd / "results/smoke-standin"
     first = {a["key"]: a for a in read_json(smoke_run / "manifest.json")["artefacts"]}
-    second = {a["key"]: a for a in read_json(wd / "results/smoke-standin/manifest.json")["artefacts"]}
-    assert read_json(wd / "results/smoke-standin/measurements/scoring.json")["pairs_inferred"] == 50
-    for key, a in first.items():
-        if a["deterministic"]:
-            assert second[key]["sha256"] == a["sha256"], key
+    second = {a["key"]: a for a in read_json(rundir / "manifest.json")["artefacts"]}
+    meas = read_json(rundir / "measurements/scoring.json")
+    assert meas["pairs_inferred"] == 50 and meas["shards"] == 4
+    # 5 smoke queries, round robin: 2, 1, 1, 1 queries x 10 candidates
+    assert [m["pairs"] for m in meas["per_shard"]] == [20, 10, 10, 10]
+    assert read_json(smoke_run / "measurements/scoring.json")["shards"] == 1
+    assert set(first) == set(second)
+    deterministic = [k for k, a in first.items() if a["deterministic"]]
+    assert {"pairs", "rankings", "per_query", "summary"} <= set(deterministic)
+    assert [k for k in deterministic if second[k]["sha256"] != first[k]["sha256"]] == []
     # cached rerun: delete the run folder, run again: every score comes from the cache
     shutil.rmtree(wd / "results")
-    run_snakemake(wd, config={"smoke": "true"})
+    run_snakemake(wd, *four, config={"smoke": "true"})
     meas = read_json(wd / "results/smoke-standin/measurements/scoring.json")
     assert meas["pairs_inferred"] == 0 and meas["pairs_from_cache"] == 50 and meas["model_load_seconds"] < 5
     assert (wd / "results/smoke-standin/pairs.tsv").read_bytes() == (smoke_run / "pairs.tsv").read_bytes()

@@ -1,17 +1,20 @@
 """Cross-encoder scoring: bit-identical to sentence-transformers' CrossEncoder.predict under the
-documented batching; token statistics; the shape audit."""
+documented batching (per query, token-length-sorted chunks of 16); the same bits at 1, 2 and 4 torch
+threads in the enforced numeric mode; tokenise once; the batch plan; shards; the shape audit; the cache."""
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
 from conftest import FIXTURE, ROOT
-from rerank_study import beir, models, scoring
+from rerank_study import beir, models, numerics, scoring
+from rerank_study.errors import PipelineError
 
 MODEL_PINS = json.loads((ROOT / "lockfiles" / "model_pins.json").read_text())
-SETTINGS = scoring.ScoringSettings(max_length=512, truncation="longest_first", batch_size=16, threads=4, seed=110,
+SETTINGS = scoring.ScoringSettings(max_length=512, truncation="longest_first", batch_size=16, seed=110,
                                    dtype="float32")
 
 
@@ -34,42 +37,79 @@ def pairs():
 
 BIT_IDENTITY_CHILD = r"""
 import json, sys
-import numpy as np
 sys.path.insert(0, sys.argv[1] + "/workflow")
+from rerank_study import numerics
+numerics.configure_process()  # as the scoring scripts do, before torch
+import torch
 from rerank_study import beir, scoring
-S = scoring.ScoringSettings(512, "longest_first", 16, 4, 110, "float32")
-scoring.setup_torch(S)
+S = scoring.ScoringSettings(512, "longest_first", 16, 110, "float32")
+mode = scoring.setup_torch(S, threads=4)
 folder, fixture = sys.argv[2], sys.argv[1] + "/tests/data/scifact_fixture"
-docs = [d.full_text for d in beir.read_corpus(fixture + "/corpus.jsonl").values()][:37]  # 16 + 16 + 5
-qs = [beir.read_queries(fixture + "/queries.jsonl")["35"]] * len(docs)
+docs = [d.full_text for d in beir.read_corpus(fixture + "/corpus.jsonl").values()][:37]
+q = beir.read_queries(fixture + "/queries.jsonl")["35"]
 tok, model = scoring.load_cross_encoder(folder)
-batches = scoring.chunks(list(range(len(docs))), S.batch_size)
-ours = [x for idx in batches for x in scoring.score_batch(tok, model, [qs[i] for i in idx], [docs[i] for i in idx], S)]
+ranked = {"35": [f"d{i}" for i in range(len(docs))]}
+doc_text = dict(zip(ranked["35"], docs))
+rows, _ = scoring.score_run(ranked, {"35": q}, doc_text, tok, lambda: model, S, "m", {}, None)
+# the pipeline's batches, rebuilt INDEPENDENTLY of the code under test: the truncated joint token length from a
+# plain tokenizer call, sorted descending with candidate rank ascending, chunks of 16
+lengths = [len(x) for x in tok([q] * len(docs), docs, truncation="longest_first", max_length=512)["input_ids"]]
+order = sorted(range(len(docs)), key=lambda i: (-lengths[i], i))
+batches = [order[i:i + 16] for i in range(0, len(order), 16)]
 from sentence_transformers import CrossEncoder
 ce = CrossEncoder(folder, device="cpu")
-up = [x for idx in batches for x in ce.predict([[qs[i], docs[i]] for i in idx], batch_size=S.batch_size).tolist()]
-whole = ce.predict([[q, d] for q, d in zip(qs, docs)], batch_size=S.batch_size).tolist()
-again = [x for idx in batches for x in scoring.score_batch(tok, model, [qs[i] for i in idx], [docs[i] for i in idx], S)]
-print(json.dumps({"ours": [repr(x) for x in ours], "upstream": [repr(x) for x in up], "again": [repr(x) for x in again],
-                  "whole": [repr(x) for x in whole], "activation": type(ce.activation_fn).__name__,
-                  "max_len": ce.max_seq_length}))
+up = {}
+for idx in batches:
+    for i, x in zip(idx, ce.predict([[q, docs[i]] for i in idx], batch_size=16).tolist()):
+        up[i] = x
+whole = ce.predict([[q, d] for d in docs], batch_size=16).tolist()
+threads = {}
+for t in (1, 2, 4):  # the same batches, in this process, at 1, 2 and 4 threads (and the smoke shape: 10 rows)
+    torch.set_num_threads(t)
+    threads[t] = [repr(x) for idx in batches + [list(range(10))]
+                  for x in scoring.score_batch(tok, model, [q] * len(idx), [docs[i] for i in idx], S)]
+print(json.dumps({"ours": [repr(r["logit"]) for r in rows], "batch": [r["batch"] for r in rows],
+                  "upstream": [repr(up[i]) for i in range(len(docs))], "plan": batches,
+                  "whole": [repr(x) for x in whole], "threads": threads, "mode": mode["mkl_cnr"],
+                  "activation": type(ce.activation_fn).__name__, "max_len": ce.max_seq_length}))
 """
 
 
-def test_scores_are_bit_identical_to_cross_encoder_predict_per_batch(loaded):
-    """In a fresh process, as the scoring rule runs: our logits == CrossEncoder.predict(chunk, batch_size=16)
-    on the same chunks, byte for byte (37 fixture pairs: batches of 16, 16 and 5, long pairs truncated)."""
-    folder, _, _ = loaded
+def bit_identity_child(folder):
     out = subprocess.run([sys.executable, "-c", BIT_IDENTITY_CHILD, str(ROOT), str(folder)], capture_output=True,
                          text=True)
     assert out.returncode == 0, out.stderr[-3000:]
-    r = json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def child(loaded):
+    return bit_identity_child(loaded[0])
+
+
+def test_scores_are_bit_identical_to_cross_encoder_predict_per_batch(child):
+    """In a fresh process, as the scoring rule runs: the pipeline's logits (score_run) ==
+    CrossEncoder.predict(chunk, batch_size=16) on the same chunks, byte for byte; the chunks are the query's
+    candidates sorted by truncated token length (desc; rank asc), cut at 16 (37 fixture pairs: 16 + 16 + 5,
+    long pairs truncated)."""
+    r = child
     assert r["activation"] == "Identity" and r["max_len"] == 512  # raw logits, as the pinned model is configured
+    assert [len(b) for b in r["plan"]] == [16, 16, 5]
     assert r["ours"] == r["upstream"], [(i, a, b) for i, (a, b) in enumerate(zip(r["ours"], r["upstream"])) if a != b]
-    assert r["ours"] == r["again"]
+    assert r["batch"] == [next(k for k, b in enumerate(r["plan"]) if i in b) for i in range(37)]
     # the reason the batching is documented: predict() over the whole list length-sorts and re-batches,
     # which moves scores in the last bits (seen: up to ~6e-8)
     assert max(abs(float(a) - float(b)) for a, b in zip(r["ours"], r["whole"])) < 1e-5
+
+
+def test_scores_are_the_same_bits_at_1_2_and_4_threads_in_the_enforced_numeric_mode(child):
+    """oneMKL strict CNR (MKL_CBWR=AUTO,STRICT, verified from MKL's own report): the thread count is speed
+    only. Covers the run's batch shapes on the fixture: 16, 16, 5 rows, and the smoke shape (10 rows), which
+    differs between 2 and 4 threads in MKL's default mode on the reference machine (README)."""
+    r = child
+    assert r["mode"] == "AUTO,STRICT"
+    assert r["threads"]["1"] == r["threads"]["2"] == r["threads"]["4"]
+    assert r["threads"]["4"][:37] == [r["ours"][i] for b in r["plan"] for i in b]  # score_batch == score_run
 
 
 def test_token_stats_and_truncation_flag(loaded, pairs):
@@ -106,18 +146,24 @@ def test_cache_key_changes_with_every_setting():
     base = scoring.batch_cache_key("m", SETTINGS, {"torch": "x"}, ["q"], ["d"])
     changed = [
         scoring.batch_cache_key("m2", SETTINGS, {"torch": "x"}, ["q"], ["d"]),
-        scoring.batch_cache_key("m", scoring.ScoringSettings(256, "longest_first", 16, 4, 110, "float32"),
+        scoring.batch_cache_key("m", scoring.ScoringSettings(256, "longest_first", 16, 110, "float32"),
                                 {"torch": "x"}, ["q"], ["d"]),
-        scoring.batch_cache_key("m", scoring.ScoringSettings(512, "longest_first", 8, 4, 110, "float32"),
+        scoring.batch_cache_key("m", scoring.ScoringSettings(512, "longest_first", 8, 110, "float32"),
                                 {"torch": "x"}, ["q"], ["d"]),
-        scoring.batch_cache_key("m", scoring.ScoringSettings(512, "longest_first", 16, 2, 110, "float32"),
-                                {"torch": "x"}, ["q"], ["d"]),
-        scoring.batch_cache_key("m", scoring.ScoringSettings(512, "longest_first", 16, 4, 111, "float32"),
+        scoring.batch_cache_key("m", scoring.ScoringSettings(512, "longest_first", 16, 111, "float32"),
                                 {"torch": "x"}, ["q"], ["d"]),
         scoring.batch_cache_key("m", SETTINGS, {"torch": "y"}, ["q"], ["d"]),
         scoring.batch_cache_key("m", SETTINGS, {"torch": "x"}, ["q"], ["d2"]),
     ]
     assert len({base, *changed}) == 1 + len(changed)
+    # the batching rule and the numeric mode are part of every key (other bits under another rule or mode);
+    # the thread count and the shard count are not (speed and placement only)
+    assert set(SETTINGS.as_dict()) == {"max_length", "truncation", "batch_size", "seed", "dtype", "batching",
+                                       "numerics"}
+    assert "AUTO,STRICT" in SETTINGS.as_dict()["numerics"] and "token length" in SETTINGS.as_dict()["batching"]
+    cfg = {"max_length": 512, "truncation": "longest_first", "batch_size": 16, "seed": 110, "dtype": "float32",
+           "shape_check_pairs": 2}
+    assert scoring.contract({**cfg, "threads": 4, "shards": 1}) == scoring.contract({**cfg, "threads": 1, "shards": 7})
 
 
 # ------------------------------------------------------------------------- the score cache --
@@ -161,12 +207,145 @@ def test_score_run_infers_then_reads_the_cache_and_never_loads_weights_for_cache
         return model
 
     cache = scoring.ScoreCache(tmp_path)
-    rows, counts = scoring.score_run(ranked, {"35": qs[0]}, doc_text, tok, load, SETTINGS, "m", {"v": 1}, cache)
-    assert (counts.pairs_inferred, counts.pairs_from_cache, len(loads)) == (37, 0, 1)
-    assert [r["r0"] for r in rows] == list(range(1, 38)) and [r["batch"] for r in rows] == [0] * 16 + [1] * 16 + [2] * 5
+    trims = []
+    rows, counts = scoring.score_run(ranked, {"35": qs[0]}, doc_text, tok, load, SETTINGS, "m", {"v": 1}, cache,
+                                     after_query=lambda: trims.append(1))
+    assert (counts.pairs_inferred, counts.pairs_from_cache, len(loads), len(trims)) == (37, 0, 1, 1)
+    # rows in candidate order; batches: token length desc, rank asc, chunks of 16 (lengths from a plain tokenizer call)
+    lengths = [len(x) for x in tok(qs, ds, truncation="longest_first", max_length=512)["input_ids"]]
+    order = sorted(range(37), key=lambda i: (-lengths[i], i))
+    plan = [order[:16], order[16:32], order[32:]]
+    assert [r["r0"] for r in rows] == list(range(1, 38))
+    assert [r["batch"] for r in rows] == [next(b for b, idx in enumerate(plan) if i in idx) for i in range(37)]
+    assert counts.tokens_inferred == sum(lengths)
+    assert counts.padded_tokens_inferred == sum(len(idx) * max(lengths[i] for i in idx) for idx in plan)
     again, counts2 = scoring.score_run(ranked, {"35": qs[0]}, doc_text, tok, load, SETTINGS, "m", {"v": 1}, cache)
     assert (counts2.pairs_inferred, counts2.pairs_from_cache, len(loads)) == (0, 37, 1)
     assert [r["logit"] for r in again] == [r["logit"] for r in rows]
-    direct = [x for idx in scoring.chunks(list(range(37)), 16)
-              for x in scoring.score_batch(tok, model, [qs[0]] * len(idx), [ds[i] for i in idx], SETTINGS)]
-    assert [r["logit"] for r in rows] == direct
+    direct = {}
+    for idx in plan:
+        for i, x in zip(idx, scoring.score_batch(tok, model, [qs[0]] * len(idx), [ds[i] for i in idx], SETTINGS)):
+            direct[i] = x
+    assert [r["logit"] for r in rows] == [direct[i] for i in range(37)]
+    # scoring without a cache (the verifier's path) gives the same rows
+    fresh, counts3 = scoring.score_run(ranked, {"35": qs[0]}, doc_text, tok, load, SETTINGS, "m", {"v": 1}, None)
+    assert fresh == rows and counts3.pairs_inferred == 37
+
+
+# ------------------------------------------------------------------------- tokenise once --
+def test_one_tokenisation_gives_the_joint_tokenizer_call_inputs_and_the_token_counts(loaded, pairs):
+    """PairEncoder (each text tokenised once, pairs joined by the tokenizer's own truncation + template) ==
+    tokenizer(q, d, truncation="longest_first", max_length=512), ids, type ids and mask; padded batches equal
+    tokenizer(..., padding=True); counts equal separate tokenisations (+3 special tokens)."""
+    import torch
+
+    _, tok, _ = loaded
+    qs, ds = pairs
+    before = (tok.backend_tokenizer.truncation, tok.backend_tokenizer.padding)
+    feats, stats = scoring.encode_pairs(tok, qs, ds, 512)
+    assert (tok.backend_tokenizer.truncation, tok.backend_tokenizer.padding) == before  # private copies only
+    ref = tok(qs, ds, truncation="longest_first", max_length=512)
+    for k in ("input_ids", "token_type_ids", "attention_mask"):
+        assert [f[k] for f in feats] == ref[k], k
+    assert [s["total_tokens"] for s in stats] == [len(x) for x in tok(qs, ds, truncation=False)["input_ids"]]
+    assert any(s["truncated"] for s in stats)
+    batch = [0, 5, 9, 36]
+    padded = tok.pad({k: [feats[i][k] for i in batch] for k in ("input_ids", "token_type_ids", "attention_mask")},
+                     padding=True, return_tensors="pt")
+    direct = tok([qs[i] for i in batch], [ds[i] for i in batch], truncation="longest_first", max_length=512,
+                 padding=True, return_tensors="pt")
+    assert set(padded) == set(direct) and all(torch.equal(padded[k], direct[k]) for k in direct)
+
+
+# ------------------------------------------------------------------------------ the plan --
+def test_batch_plan_sorts_by_token_length_descending_then_rank_ascending():
+    # hand-made: lengths by candidate index 0..5; 9 and 9 tie -> lower index first; 7, 5, 5, 2
+    assert scoring.batch_plan([5, 9, 9, 2, 7, 5], 2) == [[1, 2], [4, 0], [5, 3]]
+    assert scoring.batch_plan([5, 9, 9, 2, 7, 5], 4) == [[1, 2, 4, 0], [5, 3]]
+    assert scoring.batch_plan([3] * 5, 16) == [[0, 1, 2, 3, 4]]
+    assert scoring.batch_plan([], 16) == []
+    with pytest.raises(ValueError):
+        scoring.batch_plan([1], 0)
+
+
+# ------------------------------------------------------------------------------- shards --
+def test_assign_shards_is_round_robin_over_the_canonical_order():
+    assert scoring.assign_shards(list("abcdefg"), 3) == [["a", "d", "g"], ["b", "e"], ["c", "f"]]
+    assert scoring.assign_shards(list("abcdefg"), 1) == [list("abcdefg")]
+    assert scoring.assign_shards(["a", "b"], 4) == [["a"], ["b"], [], []]
+    with pytest.raises(ValueError):
+        scoring.assign_shards(["a"], 0)
+
+
+def _shard_rows(ranked, qids, logit=1.5):
+    return [{"qid": q, "doc_id": d, "r0": str(r), "logit": repr(logit)} for q in qids for r, d in enumerate(ranked[q], 1)]
+
+
+def test_gather_shards_concatenates_in_canonical_order_and_refuses_a_foreign_shard():
+    ranked = {"q3": ["a", "b"], "q1": ["c"], "q2": ["d", "e", "f"]}
+    tables = [("s0.tsv", _shard_rows(ranked, ["q3", "q2"])), ("s1.tsv", _shard_rows(ranked, ["q1"]))]
+    rows = scoring.gather_shards(ranked, tables)
+    assert [(r["qid"], r["doc_id"], r["r0"]) for r in rows] == [("q3", "a", "1"), ("q3", "b", "2"), ("q1", "c", "1"),
+                                                                 ("q2", "d", "1"), ("q2", "e", "2"), ("q2", "f", "3")]
+    swapped = [("s0.tsv", _shard_rows(ranked, ["q3", "q1"])), ("s1.tsv", _shard_rows(ranked, ["q2"]))]
+    with pytest.raises(PipelineError, match=r"SHARD MISMATCH s0\.tsv"):
+        scoring.gather_shards(ranked, swapped)
+    short = [("s0.tsv", _shard_rows(ranked, ["q3", "q2"])[:-1]), ("s1.tsv", _shard_rows(ranked, ["q1"]))]
+    with pytest.raises(PipelineError, match=r"SHARD MISMATCH s0\.tsv: 4 rows for 5 expected pairs"):
+        scoring.gather_shards(ranked, short)
+
+
+# ---------------------------------------------------------------------- the numeric mode --
+NUMERIC_CHILD = r"""
+import json, os, sys
+sys.path.insert(0, sys.argv[1] + "/workflow")
+for k in ("MKL_CBWR", "MKL_DYNAMIC", "OMP_DYNAMIC"):
+    os.environ.pop(k, None)
+from rerank_study import numerics
+import torch
+if sys.argv[2] == "compute-first":  # MKL computes in its default mode before the scoring setup
+    torch.mm(torch.ones(64, 64), torch.ones(64, 64))
+try:
+    mode = numerics.enforce_cnr()
+except numerics.NumericModeError as exc:
+    print(json.dumps({"error": str(exc)}))
+    sys.exit(0)
+torch.mm(torch.ones(64, 64), torch.ones(64, 64))
+print(json.dumps(mode))
+"""
+
+
+@pytest.mark.parametrize("case", ["fresh", "compute-first"])
+def test_the_numeric_mode_is_switched_on_and_verified_by_mkl_or_the_run_stops(case):
+    """enforce_cnr asks MKL itself; MKL_VERBOSE (MKL's own log of every call) must say CNR:AUTO,STRICT and
+    no dynamic thread adjustment. Once MKL has computed in its default mode, the switch is refused and the
+    scoring stops with the fix."""
+    env = {k: v for k, v in os.environ.items() if k not in numerics.CNR_ENV} | {"MKL_VERBOSE": "1"}
+    out = subprocess.run([sys.executable, "-c", NUMERIC_CHILD, str(ROOT), case], capture_output=True, text=True,
+                         env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    calls = [line for line in out.stdout.splitlines() if line.startswith("MKL_VERBOSE SGEMM")]
+    if case == "fresh":
+        assert result["mkl_cnr"] == "AUTO,STRICT" and result["switched_in_process"] is True
+        assert result["omp_dynamic"] is False
+        assert calls and all("CNR:AUTO,STRICT" in c and "Dyn:0" in c for c in calls), calls
+    else:
+        assert "NUMERIC MODE" in result["error"] and "MKL_CBWR=AUTO,STRICT" in result["error"]
+        assert calls and "CNR:OFF" in calls[0]
+
+
+def test_configure_process_sets_the_environment_before_torch():
+    env: dict = {}
+    got = numerics.configure_process(env)
+    assert env == {"MKL_CBWR": "AUTO,STRICT", "MKL_DYNAMIC": "FALSE", "OMP_DYNAMIC": "FALSE"}
+    assert got["env"] == env and got["mmap_threshold_bytes"] in (256 * 1024, None)
+    assert numerics.cnr_name(2 | 0x10000) == "AUTO,STRICT" and numerics.cnr_name(1) == "OFF"
+    assert numerics.cnr_name(3) == "COMPATIBLE" and numerics.cnr_name(None) == "unknown"
+
+
+def test_useful_flops_formula_by_hand():
+    # one layer, h = 2, f = 3, n = 1: 2*1*(4*4 + 2*2*3) + 4*1*1*2 = 2*28 + 8 = 64
+    assert scoring.useful_flops(1, layers=1, hidden=2, intermediate=3) == 64
+    # the model (6 x 384, FFN 1536) at 351 tokens: 8.59 GFLOP (the issue's 43.5 TFLOP / 5000 pairs ~ 8.7)
+    assert scoring.useful_flops(351) == pytest.approx(8.588e9, rel=1e-3)

@@ -41,6 +41,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from . import scoring
 from .errors import SealError
 from .fileio import atomic_write_text, canonical_json, read_json, sha256_file, sha256_text
 from .fingerprint import METHOD_PARTS, method_sha256
@@ -138,10 +139,8 @@ def frozen_fields(cfg: dict, lockdir, root) -> dict:
                        "file_sha256": sha256_file(lockdir / cand["file"])},
         "method": {"sha256": method_sha, "files": method_files, "covers": list(METHOD_PARTS)},
         "text_template": 'query text as given; document (title + " " + text).strip()',
-        "scoring": {k: cfg["ce"][k] for k in ("max_length", "truncation", "batch_size", "threads", "seed", "dtype")}
-        | {"batching": "per query, candidate order, consecutive chunks of batch_size; rows inside a batch longest "
-                       "first by characters (as sentence-transformers 6.2 predict)",
-           "inference": "fresh at every opening (the score cache is never read; existing entries must be equal)"},
+        "scoring": scoring.contract(cfg["ce"])  # settings, batching, numeric mode (threads/shards: speed only)
+        | {"inference": "fresh at every opening (the score cache is never read; existing entries must be equal)"},
         "blend": {"k": cfg["blend"]["k"], "formula": "s = 1/(k + r0) + 1/(k + r1), float64, in that order"},
         "tie_rule": "score descending, then document id as a string descending",
         "grouping_rule": "queries linked by >= 1 shared judged relevant document (qrels only, documents outside the "

@@ -1,21 +1,23 @@
 """Cross-encoder scoring of (query, candidate) pairs.
 
-Contract (documented in README and SOURCE_MAP):
+Contract (documented in README "Scoring contract" and SOURCE_MAP rows 9, 10, 28):
 * pair text: the query text as given; the document ``(title + " " + text).strip()``;
-* joint tokenisation, ``truncation="longest_first"``, ``max_length`` 512, padding to the longest
-  pair of the batch;
-* fp32, eval mode, ``torch.inference_mode``, ``torch.set_num_threads(threads)``,
-  ``torch.manual_seed(seed)``;
-* BATCHING: each query's candidates, in candidate order, split into consecutive chunks of
-  ``batch_size`` (16): for 50 candidates the batches are ranks 1-16, 17-32, 33-48, 49-50. A batch
-  never mixes queries, so a query's scores do not depend on which other queries are in the run.
-  Inside a batch the rows are fed longest first by character length (``numpy.argsort`` of
-  ``-(len(query) + len(doc))``, exactly as sentence-transformers 6.2 ``CrossEncoder._inference``
-  orders them) and mapped back: the row order inside a batch changes the last bits of a score
-  (measured here: up to ~1e-8), and with this order ``CrossEncoder.predict(chunk, batch_size=16)``
-  on the same chunks returns bit-identical scores (tested). ``predict`` on a whole query would
-  length-sort and re-batch across chunks (differences up to ~6e-8), which is why the batches are
-  fixed here;
+* TOKENISE ONCE: the query and every document are tokenised once, without special tokens; the
+  token statistics come from these counts and the model inputs from the same encodings, joined as
+  ``[CLS] q [SEP] d [SEP]`` with joint ``truncation="longest_first"`` at ``max_length`` 512 by the
+  tokenizer's own post-processor (tested equal to ``tokenizer(q, d, truncation=..., padding=True)``);
+* BATCHING: per query, the candidates sorted by their truncated joint token length DESCENDING,
+  ties by candidate rank ASCENDING, then cut into consecutive chunks of ``batch_size`` (16); a batch
+  never mixes queries, so a query's scores do not depend on which other queries (or shards) are in
+  the run. Each batch is padded to its longest pair. Inside a batch the rows are fed longest first
+  by CHARACTER length (``numpy.argsort`` of ``-(len(query) + len(doc))``, exactly as
+  sentence-transformers 6.2 ``CrossEncoder._inference`` orders them) and mapped back. With these
+  chunks ``CrossEncoder.predict(chunk, batch_size=16)`` returns bit-identical scores (tested). The
+  row order and the batch-mates change the last bits of a score (~1e-8), which is why both are fixed;
+* NUMERICS: fp32, eval mode, ``torch.inference_mode``, ``torch.manual_seed(seed)``, oneMKL in strict
+  conditional-numerical-reproducibility mode (``MKL_CBWR=AUTO,STRICT``, see ``numerics``): the
+  scores are then the same bits at any torch thread count, so the thread count is a speed setting
+  (what the scheduler grants), recorded but not part of the contract;
 * the score is the raw logit (the model's activation is Identity).
 """
 
@@ -28,36 +30,44 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
+from . import numerics
 from .errors import PipelineError
 from .fileio import canonical_json, fmt_float, read_json, sha256_text, write_json
 
 log = logging.getLogger(__name__)
 
 
-BATCHING = ("per query, candidate order, consecutive chunks of batch_size, pad to longest; rows inside a batch "
-            "longest first by characters (as sentence-transformers 6.2 predict)")
+BATCHING = ("per query: candidates sorted by truncated joint token length descending, ties by candidate rank "
+            "ascending; consecutive chunks of batch_size; pad to longest; rows inside a batch longest first by "
+            "characters (as sentence-transformers 6.2 predict)")
+NUMERICS = f"fp32; oneMKL MKL_CBWR={numerics.CNR_ENV['MKL_CBWR']} (thread count: speed only)"
 
 
 @dataclass(frozen=True)
 class ScoringSettings:
-    """Everything that decides a logit. The torch thread count is one of them: measured here, a batch
-    of 10 pairs scored with 2 threads differs from 4 threads in the last bits of 9 of 50 logits (MKL
-    partitions the matrix products by thread count), so it is pinned, not taken from the scheduler."""
+    """Everything that decides a logit. The torch thread count is NOT one of them: in MKL's strict CNR
+    mode the logits are the same bits at 1, 2, 3 and 4 threads for every batch shape the pipeline forms
+    (measured; README "Scoring contract"), so threads are a speed setting taken from the scheduler."""
 
     max_length: int
     truncation: str
     batch_size: int
-    threads: int
     seed: int
     dtype: str
 
     @classmethod
     def from_config(cls, ce: Mapping) -> "ScoringSettings":
-        return cls(ce["max_length"], ce["truncation"], ce["batch_size"], ce["threads"], ce["seed"], ce["dtype"])
+        """From the config's ``ce`` block (its ``threads`` and ``shards`` are speed/placement, not settings)."""
+        return cls(ce["max_length"], ce["truncation"], ce["batch_size"], ce["seed"], ce["dtype"])
 
     def as_dict(self) -> dict:
         return {"max_length": self.max_length, "truncation": self.truncation, "batch_size": self.batch_size,
-                "threads": self.threads, "seed": self.seed, "dtype": self.dtype, "batching": BATCHING}
+                "seed": self.seed, "dtype": self.dtype, "batching": BATCHING, "numerics": NUMERICS}
+
+
+def contract(ce: Mapping) -> dict:
+    """The scoring contract as the frozen confirmation protocol records it (one source: these settings)."""
+    return ScoringSettings.from_config(ce).as_dict()
 
 
 def chunks(seq: Sequence, size: int) -> list[Sequence]:
@@ -66,13 +76,25 @@ def chunks(seq: Sequence, size: int) -> list[Sequence]:
     return [seq[i:i + size] for i in range(0, len(seq), size)]
 
 
-def setup_torch(settings: ScoringSettings) -> None:
+def batch_plan(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """One query's batches as lists of candidate indices (0-based, index = rank - 1): the candidates
+    sorted by token length descending, ties by index ascending, cut into consecutive chunks."""
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    return [list(c) for c in chunks(order, batch_size)]
+
+
+def setup_torch(settings: ScoringSettings, threads: int | None = None) -> dict:
+    """fp32 only; oneMKL in strict CNR mode (verified from MKL's own report, stops otherwise); the seed;
+    ``threads`` torch threads when given (speed only). Returns the numeric mode, to be recorded."""
     import torch
 
     if settings.dtype != "float32":
         raise ValueError(f"only float32 is supported, got {settings.dtype}")
-    torch.set_num_threads(settings.threads)
+    mode = numerics.enforce_cnr()
+    if threads is not None:
+        torch.set_num_threads(int(threads))
     torch.manual_seed(settings.seed)
+    return mode
 
 
 def load_tokenizer(model_dir):
@@ -96,17 +118,65 @@ def load_cross_encoder(model_dir):
     return load_tokenizer(model_dir), load_model(model_dir)
 
 
+# ------------------------------------------------------------------------ tokenise once --
+class PairEncoder:
+    """Tokenises every text once and joins pairs with the tokenizer's own truncation and special
+    tokens (the Rust backend's ``post_process``: the same truncation and template code a joint
+    ``tokenizer(q, d, truncation="longest_first", max_length=...)`` call runs).
+
+    Two private copies of the backend tokenizer are used, so the caller's tokenizer is never changed:
+    one without truncation or padding (the per-text encodings, untruncated: the token statistics) and
+    one with ``longest_first`` truncation at ``max_length`` (joining a pair)."""
+
+    def __init__(self, tok, max_length: int, truncation: str = "longest_first"):
+        from tokenizers import Tokenizer
+
+        if truncation != "longest_first":
+            raise ValueError(f"only longest_first truncation is supported, got {truncation}")
+        spec = tok.backend_tokenizer.to_str()
+        self.raw, self.join = Tokenizer.from_str(spec), Tokenizer.from_str(spec)
+        for t in (self.raw, self.join):
+            t.no_padding()
+            t.no_truncation()
+            t.encode_special_tokens = bool(getattr(tok, "split_special_tokens", False))
+        self.join.enable_truncation(max_length, stride=0, strategy="longest_first",
+                                    direction=getattr(tok, "truncation_side", "right"))
+        self.max_length = max_length
+        self.special = self.raw.num_special_tokens_to_add(is_pair=True)
+
+    def encode_texts(self, texts: Sequence[str]) -> list:
+        """One tokenisation per text, no special tokens, no truncation."""
+        return self.raw.encode_batch(list(texts), add_special_tokens=False)
+
+    def pairs(self, queries: Sequence[str], docs: Sequence[str]) -> tuple[list[dict], list[dict]]:
+        """(model features, token statistics) per pair; each distinct text is tokenised once."""
+        distinct = list(dict.fromkeys([*queries, *docs]))
+        enc = dict(zip(distinct, self.encode_texts(distinct)))
+        features, stats = [], []
+        for q, d in zip(queries, docs):
+            eq, ed = enc[q], enc[d]
+            joined = self.join.post_process(eq, ed, add_special_tokens=True)
+            total = len(eq.ids) + len(ed.ids) + self.special
+            n = len(joined.ids)
+            if n != min(total, self.max_length):  # fail closed: the truncation is not what the contract says
+                raise PipelineError(f"tokenisation: a pair of {total} tokens was cut to {n}, expected "
+                                    f"{min(total, self.max_length)} (max_length {self.max_length}, longest_first)")
+            features.append({"input_ids": joined.ids, "token_type_ids": joined.type_ids,
+                             "attention_mask": joined.attention_mask})
+            stats.append({"query_tokens": len(eq.ids), "doc_tokens": len(ed.ids), "total_tokens": total,
+                          "truncated": total > self.max_length})
+        return features, stats
+
+
+def encode_pairs(tok, queries: Sequence[str], docs: Sequence[str], max_length: int,
+                 truncation: str = "longest_first") -> tuple[list[dict], list[dict]]:
+    """Model features (truncated, unpadded) and token statistics of each pair, from one tokenisation."""
+    return PairEncoder(tok, max_length, truncation).pairs(queries, docs)
+
+
 def token_stats(tok, queries: Sequence[str], docs: Sequence[str], max_length: int) -> list[dict]:
     """Untruncated token counts per pair: query, document, joint total (with special tokens)."""
-    q_ids = tok(list(queries), add_special_tokens=False)["input_ids"]
-    d_ids = tok(list(docs), add_special_tokens=False)["input_ids"]
-    joint = tok(list(queries), list(docs), truncation=False)["input_ids"]
-    out = []
-    for qi, di, ji in zip(q_ids, d_ids, joint):
-        total = len(ji)
-        out.append({"query_tokens": len(qi), "doc_tokens": len(di), "total_tokens": total,
-                    "truncated": total > max_length})
-    return out
+    return encode_pairs(tok, queries, docs, max_length)[1]
 
 
 def row_order(queries: Sequence[str], docs: Sequence[str]) -> list[int]:
@@ -116,21 +186,28 @@ def row_order(queries: Sequence[str], docs: Sequence[str]) -> list[int]:
     return np.argsort([-(len(q) + len(d)) for q, d in zip(queries, docs)]).tolist()
 
 
-def score_batch(tok, model, queries: Sequence[str], docs: Sequence[str], settings: ScoringSettings) -> list[float]:
-    """Raw logits of one batch, in the given pair order (float32 values as exact Python floats)."""
+def score_rows(tok, model, queries: Sequence[str], docs: Sequence[str], features: Sequence[dict]) -> list[float]:
+    """Raw logits of ONE batch (the given pairs and their encoded features), in the given pair order:
+    the rows are fed longest first by characters and mapped back."""
     order = row_order(queries, docs)
-    logits = _forward(tok, model, [queries[i] for i in order], [docs[i] for i in order], settings)
+    logits = _forward(tok, model, [features[i] for i in order])
     out = [0.0] * len(order)
     for pos, i in enumerate(order):
         out[i] = logits[pos]
     return out
 
 
-def _forward(tok, model, queries: Sequence[str], docs: Sequence[str], settings: ScoringSettings) -> list[float]:
+def score_batch(tok, model, queries: Sequence[str], docs: Sequence[str], settings: ScoringSettings) -> list[float]:
+    """Raw logits of one batch of pairs, in the given pair order (float32 values as exact Python floats)."""
+    features, _ = encode_pairs(tok, queries, docs, settings.max_length, settings.truncation)
+    return score_rows(tok, model, queries, docs, features)
+
+
+def _forward(tok, model, features: Sequence[dict]) -> list[float]:
     import torch
 
-    enc = tok(list(queries), list(docs), padding=True, truncation=settings.truncation,
-              max_length=settings.max_length, return_tensors="pt")
+    enc = tok.pad({k: [f[k] for f in features] for k in ("input_ids", "token_type_ids", "attention_mask")},
+                  padding=True, return_tensors="pt")
     with torch.inference_mode():
         logits = model(**enc).logits
     if logits.ndim != 2 or logits.shape[1] != 1:
@@ -234,6 +311,43 @@ class ScoreCache:
                                     "sha256": self.checksum(key, texts)})
 
 
+# ------------------------------------------------------------------------------- shards --
+PAIR_HEADER = ("qid", "doc_id", "r0", "logit", "query_tokens", "doc_tokens", "total_tokens", "truncated",
+               "batch", "model")
+
+
+def assign_shards(qids: Sequence[str], shards: int) -> list[list[str]]:
+    """The deterministic shard assignment: the query at position i (0-based) of the run's canonical
+    query order goes to shard ``i mod shards``; each shard keeps the canonical order. A query's
+    batches never depend on its shard (batches are per query), so the assignment moves no score."""
+    if shards < 1:
+        raise ValueError(f"shards must be >= 1, got {shards}")
+    return [list(qids[k::shards]) for k in range(shards)]
+
+
+def gather_shards(ranked: Mapping[str, Sequence[str]], shard_tables: Sequence[tuple[str, Sequence[Mapping]]]
+                  ) -> list[Mapping]:
+    """The rows of every shard table concatenated in canonical order (queries as in ``ranked``, each
+    query's candidates in rank order). ``shard_tables`` is ``[(file name, rows)]`` for shards 0..N-1.
+    Fails closed, naming the shard file, when a shard does not hold exactly its assigned queries'
+    candidates in canonical order."""
+    assigned = assign_shards(list(ranked), len(shard_tables))
+    by_query: dict[str, list[Mapping]] = {}
+    for (name, rows), qids in zip(shard_tables, assigned):
+        want = [(q, d, str(r)) for q in qids for r, d in enumerate(ranked[q], start=1)]
+        got = [(row["qid"], row["doc_id"], row["r0"]) for row in rows]
+        if got != want:
+            first = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+            raise PipelineError(
+                f"SHARD MISMATCH {name}: {len(got)} rows for {len(want)} expected pairs of queries {qids}; first "
+                f"difference at row {first + 1}: found {got[first] if first < len(got) else 'nothing'}, expected "
+                f"{want[first] if first < len(want) else 'nothing'}. The shard file does not belong to this run's "
+                "candidates or shard count: delete it and rerun (it is an intermediate file).")
+        for row in rows:
+            by_query.setdefault(row["qid"], []).append(row)
+    return [row for q in ranked for row in by_query.get(q, [])]
+
+
 # ------------------------------------------------------------------- scoring a whole run --
 def _require_equal(cached: Sequence[float], fresh: Sequence[float], path, qid: str, batch: int) -> None:
     """Fresh logits must equal a cached entry's byte for byte (their exact float texts)."""
@@ -253,15 +367,49 @@ class ScoringCounts:
     cache_entries_verified: int = 0  # fresh mode: cached batches proven equal to the fresh inference
     model_load_seconds: float = 0.0
     inference_seconds: float = 0.0
+    tokens_inferred: int = 0  # real (unpadded) tokens of the inferred batches
+    padded_tokens_inferred: int = 0  # rows x padded width, summed over the inferred batches
+    useful_flops_inferred: float = 0.0  # useful_flops() of every inferred pair
+
+
+def useful_flops(n_tokens: int, layers: int = 6, hidden: int = 384, intermediate: int = 1536) -> float:
+    """Matrix-product FLOPs (2 per multiply-add) of one pair of ``n_tokens`` real tokens through the
+    encoder, no padding: per layer ``2 n (4 h^2 + 2 h f)`` (Q, K, V, O projections and the two FFN
+    products) plus ``4 n^2 h`` (scores Q K^T and the weighted sum P V over all heads). Embeddings,
+    LayerNorm, GELU, softmax, pooler and classifier are left out (< 1 %)."""
+    n = n_tokens
+    return layers * (2.0 * n * (4 * hidden * hidden + 2 * hidden * intermediate) + 4.0 * n * n * hidden)
+
+
+def _batch_logits(key: str, n: int, cache: ScoreCache | None, infer: Callable[[], list[float]],
+                  counts: ScoringCounts, *, fresh: bool = False, where: tuple[str, int] = ("", 0)
+                  ) -> tuple[list[float], bool]:
+    """The ONE place where the score cache is consulted: a validated entry, or ``infer()`` (stored).
+    Returns (logits, came from the cache). ``fresh``: always ``infer()``; an existing entry must be
+    equal to it byte for byte (counted in ``cache_entries_verified``), a missing one is stored."""
+    logits = cache.get(key, n) if cache is not None else None
+    if logits is not None and not fresh:
+        counts.pairs_from_cache += n
+        return logits, True
+    fresh_logits = infer()
+    if logits is not None:
+        _require_equal(logits, fresh_logits, cache.path(key), *where)
+        counts.cache_entries_verified += 1
+    elif cache is not None:
+        cache.put(key, fresh_logits)
+    return fresh_logits, False
 
 
 def score_run(ranked: Mapping[str, Sequence[str]], query_text: Mapping[str, str], doc_text: Mapping[str, str],
               tok, load_model: Callable[[], object], settings: ScoringSettings, identity: str, versions: dict,
-              cache: ScoreCache | None, progress=None, *, fresh: bool = False) -> tuple[list[dict], ScoringCounts]:
-    """Score every (query, candidate) pair: one dict per pair in candidate order, with the logit, the
-    candidate rank, the batch number and the token counts. Batches come from ``chunks`` of each
-    query's candidates; a cached batch is taken from ``cache`` (validated), others are inferred
-    (``load_model()`` is called at most once, only if a batch is not cached) and stored.
+              cache: ScoreCache | None, progress=None, *, fresh: bool = False,
+              after_query: Callable[[], None] | None = None) -> tuple[list[dict], ScoringCounts]:
+    """Score every (query, candidate) pair: one dict per pair, queries in ``ranked`` order and each
+    query's candidates in candidate order, with the logit, the candidate rank, the batch number and
+    the token counts. Each query is tokenised once (``PairEncoder``); its batches come from
+    ``batch_plan`` of the truncated token lengths; a cached batch is taken from ``cache`` (validated),
+    others are inferred (``load_model()`` is called at most once, only if a batch is not cached) and
+    stored. ``progress(n)`` after each batch, ``after_query()`` after each query (e.g. malloc_trim).
 
     ``fresh`` (a confirmation opening): the cache is never a source of logits; every batch is
     inferred, and where a cache entry exists its logits must equal the fresh ones byte for byte
@@ -269,37 +417,48 @@ def score_run(ranked: Mapping[str, Sequence[str]], query_text: Mapping[str, str]
     import time
 
     counts = ScoringCounts()
-    model = None
+    state: dict = {}
+    encoder = PairEncoder(tok, settings.max_length, settings.truncation)
     rows: list[dict] = []
+
+    def model():
+        if "model" not in state:
+            t0 = time.perf_counter()
+            state["model"] = load_model()
+            counts.model_load_seconds += time.perf_counter() - t0
+        return state["model"]
+
     for qid, docs in ranked.items():
         qtext = query_text[qid]
         dtexts = [doc_text[d] for d in docs]
-        stats = token_stats(tok, [qtext] * len(docs), dtexts, settings.max_length)
-        for b, idx in enumerate(chunks(list(range(len(docs))), settings.batch_size)):
+        features, stats = encoder.pairs([qtext] * len(docs), dtexts)
+        lengths = [len(f["input_ids"]) for f in features]
+        batch_of = [0] * len(docs)
+        logit_of = [0.0] * len(docs)
+        for b, idx in enumerate(batch_plan(lengths, settings.batch_size)):
             qs, ds = [qtext] * len(idx), [dtexts[i] for i in idx]
-            key = batch_cache_key(identity, settings, versions, qs, ds)
-            cached = cache.get(key, len(idx)) if cache is not None else None
-            if cached is not None and not fresh:
-                logits = cached
-                counts.pairs_from_cache += len(idx)
-            else:
-                if model is None:
-                    t0 = time.perf_counter()
-                    model = load_model()
-                    counts.model_load_seconds += time.perf_counter() - t0
+
+            def infer(qs=qs, ds=ds, idx=idx):
+                m = model()
                 t0 = time.perf_counter()
-                logits = score_batch(tok, model, qs, ds, settings)
+                out = score_rows(tok, m, qs, ds, [features[i] for i in idx])
                 counts.inference_seconds += time.perf_counter() - t0
                 counts.pairs_inferred += len(idx)
-                if cached is not None:
-                    _require_equal(cached, logits, cache.path(key), qid, b)
-                    counts.cache_entries_verified += 1
-                elif cache is not None:
-                    cache.put(key, logits)
+                counts.tokens_inferred += sum(lengths[i] for i in idx)
+                counts.padded_tokens_inferred += len(idx) * max(lengths[i] for i in idx)
+                counts.useful_flops_inferred += sum(useful_flops(lengths[i]) for i in idx)
+                return out
+
+            logits, _ = _batch_logits(batch_cache_key(identity, settings, versions, qs, ds), len(idx), cache, infer,
+                                      counts, fresh=fresh, where=(qid, b))
             for i, lg in zip(idx, logits):
-                rows.append({"qid": qid, "doc_id": docs[i], "r0": i + 1, "logit": lg, "batch": b, **stats[i]})
+                batch_of[i], logit_of[i] = b, lg
             if progress is not None:
                 progress(len(idx))
+        for i, d in enumerate(docs):
+            rows.append({"qid": qid, "doc_id": d, "r0": i + 1, "logit": logit_of[i], "batch": batch_of[i], **stats[i]})
+        if after_query is not None:
+            after_query()
     expected = sum(len(v) for v in ranked.values())
     if len(rows) != expected:
         raise PipelineError(f"scored {len(rows)} pairs for {expected} candidates: nothing was published")

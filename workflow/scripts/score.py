@@ -1,23 +1,25 @@
-"""Rule score: cross-encoder logits for every (query, candidate) pair of the run (I/O around
-``scoring.score_run``), the shape check, and the measurements (timings, peak RSS, threads) in a
-separate, explicitly non-deterministic file."""
+"""Rule score: gather the shards of the scoring (rule score_shard) into the run's one pairs.tsv, in
+canonical order (queries as in the run's candidates, each query's candidates in rank order), run the
+shape check, and sum the shards' measurements into measurements/scoring.json (timings, peak RSS,
+threads: explicitly non-deterministic). The bytes of pairs.tsv do not depend on the shard count.
 
-import json
-import logging
-import time
-from pathlib import Path
+The numeric mode is set FIRST, before torch is imported (the shape check runs the model)."""
 
-from tqdm import tqdm
+from rerank_study import numerics
 
-from rerank_study import beir, candidates, models, scoring
-from rerank_study.acquire import DataPins, verified_path
-from rerank_study.errors import PipelineError
-from rerank_study.fileio import read_json, write_json, write_tsv
-from rerank_study.rule import peak_rss_mib, run
+PROCESS = numerics.configure_process()  # MKL_CBWR=AUTO,STRICT ... (before torch)
+
+import logging  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from rerank_study import beir, candidates, models, scoring  # noqa: E402
+from rerank_study.acquire import DataPins, verified_path  # noqa: E402
+from rerank_study.errors import PipelineError  # noqa: E402
+from rerank_study.fileio import read_json, read_tsv, write_json, write_tsv  # noqa: E402
+from rerank_study.rule import peak_rss_mib, run  # noqa: E402
 
 log = logging.getLogger("score")
-PAIR_HEADER = ("qid", "doc_id", "r0", "logit", "query_tokens", "doc_tokens", "total_tokens", "truncated",
-               "batch", "model")
 
 
 def check_shapes(tok, load_model, ranked, queries, corpus, settings, n_pairs, identity, versions, cache_dir, hidden,
@@ -42,38 +44,38 @@ def check_shapes(tok, load_model, ranked, queries, corpus, settings, n_pairs, id
     return shapes
 
 
-def main(sm):
-    import torch
+def summed(shards: list[dict], key: str) -> float:
+    return sum(m[key] for m in shards)
 
+
+def main(sm):
     t_stage = time.perf_counter()
     settings = scoring.ScoringSettings.from_config(sm.params.ce)
-    scoring.setup_torch(settings)  # the PINNED thread count: it changes logits (see ScoringSettings)
+    mode = scoring.setup_torch(settings, threads=sm.threads)
+    ranked = candidates.read_candidates(sm.input.candidates)
+    shard_files = list(sm.input.shards)
+    rows = scoring.gather_shards(ranked, [(f, read_tsv(f, scoring.PAIR_HEADER)) for f in shard_files])
     pins = DataPins.load(sm.input.data_pins)
     corpus = beir.read_corpus(verified_path(sm.input.corpus, "corpus.jsonl", pins))
     queries = beir.read_queries(verified_path(sm.input.queries, "queries.jsonl", pins))
-    ranked = candidates.read_candidates(sm.input.candidates)
     model_dir = Path(sm.input.model).parent
     meta = models.load_model_meta(model_dir)  # re-verifies every file before anything is loaded
     label = f"{meta['identity']} weights-sha256:{meta['weights_sha256']}"
+    if {r["model"] for r in rows} != {label}:
+        raise PipelineError(f"SHARD MISMATCH: the shards were scored by {sorted({r['model'] for r in rows})}, this run's "
+                            f"model is {label}: delete {Path(shard_files[0]).parent} and rerun.")
     versions = scoring.library_versions()
     cache_dir = Path(sm.params.cache) / scoring.CACHE_FORMAT / meta["identity_sha256"][:16]
     loaded = {}
 
-    def load_model():  # the weights are loaded only if a batch (or the shape check) is not cached
+    def load_model():  # the weights are loaded only if the shape check is not cached
         if "model" not in loaded:
             t0 = time.perf_counter()
             loaded["model"] = scoring.load_model(model_dir)
             loaded["seconds"] = time.perf_counter() - t0
         return loaded["model"]
 
-    t0 = time.perf_counter()
     tok = scoring.load_tokenizer(model_dir)
-    t_tok = time.perf_counter() - t0
-    n_pairs = sum(len(v) for v in ranked.values())
-    with tqdm(total=n_pairs, desc="cross-encoder pairs", unit="pair") as bar:
-        rows, counts = scoring.score_run(ranked, queries, {d: corpus[d].full_text for q in ranked for d in ranked[q]},
-                                         tok, load_model, settings, meta["identity"], versions,
-                                         scoring.ScoreCache(cache_dir), progress=bar.update, fresh=sm.params.fresh)
     hidden = read_json(sm.input.model_pins)["cross_encoder"]["architecture"]["hidden_size"]  # the pinned architecture
     shapes = check_shapes(tok, load_model, ranked, queries, corpus, settings, sm.params.ce["shape_check_pairs"],
                           meta["identity"], versions, cache_dir, hidden, label)
@@ -81,29 +83,42 @@ def main(sm):
     if not shapes["ok"]:
         raise PipelineError(f"SHAPE CHECK FAILED for {label}: found {shapes}; expected {shapes['expected']}. The model "
                             "is not the pinned architecture; nothing was published.")
-    write_tsv(sm.output.pairs, PAIR_HEADER, [(r["qid"], r["doc_id"], r["r0"], r["logit"], r["query_tokens"],
-                                              r["doc_tokens"], r["total_tokens"], r["truncated"], r["batch"], label)
-                                             for r in rows])
-    n_trunc = sum(1 for r in rows if r["truncated"])
-    stage = time.perf_counter() - t_stage
+    write_tsv(sm.output.pairs, scoring.PAIR_HEADER, [[r[c] for c in scoring.PAIR_HEADER] for r in rows])
+
+    shards = [read_json(f) for f in sm.input.shard_measurements]
+    threads = sorted({m["threads"] for m in shards})
+    inference = summed(shards, "inference_seconds")
+    inferred = summed(shards, "pairs_inferred")
     measurements = {
         "_note": "measurements of this execution; NOT reproducible byte for byte (timings, memory)",
-        "model": label, "kind": meta["kind"], "pairs": len(rows), "pairs_inferred": counts.pairs_inferred,
-        "pairs_from_cache": counts.pairs_from_cache, "truncated_pairs": n_trunc,
-        "fresh_inference": sm.params.fresh, "cache_entries_verified": counts.cache_entries_verified,
-        "threads": torch.get_num_threads(), "threads_granted_by_scheduler": sm.threads,
+        "model": label, "kind": meta["kind"], "pairs": len(rows), "shards": len(shards),
+        "pairs_inferred": inferred, "pairs_from_cache": summed(shards, "pairs_from_cache"),
+        "truncated_pairs": sum(1 for r in rows if r["truncated"] == "true"),
+        "fresh_inference": all(m["fresh_inference"] for m in shards),
+        "cache_entries_verified": summed(shards, "cache_entries_verified"),
+        "threads": threads[0] if len(threads) == 1 else threads,
+        "threads_granted_by_scheduler": sorted({m["threads_granted_by_scheduler"] for m in shards}),
+        "numerics": shards[0]["numerics"]["mkl_cnr"] if len({m["numerics"]["mkl_cnr"] for m in shards}) == 1
+        else sorted({m["numerics"]["mkl_cnr"] for m in shards}),
         "settings": settings.as_dict(), "versions": versions,
-        "tokenizer_load_seconds": round(t_tok, 3),
-        "model_load_seconds": round(loaded.get("seconds", 0.0), 3),
-        "inference_seconds": round(counts.inference_seconds, 3), "stage_seconds": round(stage, 3),
-        "pairs_per_second_inference": (round(counts.pairs_inferred / counts.inference_seconds, 3)
-                                       if counts.inference_seconds > 0 else None),
-        "peak_rss_mib": round(peak_rss_mib(), 1),
+        "model_load_seconds": round(summed(shards, "model_load_seconds") + loaded.get("seconds", 0.0), 3),
+        "inference_seconds": round(inference, 3),
+        "stage_seconds": round(summed(shards, "stage_seconds") + time.perf_counter() - t_stage, 3),
+        "pairs_per_second_inference": round(inferred / inference, 3) if inference > 0 else None,
+        "tokens_inferred": summed(shards, "tokens_inferred"),
+        "padded_tokens_inferred": summed(shards, "padded_tokens_inferred"),
+        "useful_gflop_inferred": round(summed(shards, "useful_gflop_inferred"), 3),
+        "peak_rss_mib": max([m["peak_rss_mib"] for m in shards] + [round(peak_rss_mib(), 1)]),
+        "per_shard": [{k: m[k] for k in ("shard", "queries", "pairs", "pairs_inferred", "threads", "inference_seconds",
+                                         "stage_seconds", "peak_rss_mib")} for m in shards],
+        "gather": {"numerics": mode["mkl_cnr"], "peak_rss_mib": round(peak_rss_mib(), 1),
+                   "seconds": round(time.perf_counter() - t_stage, 3)},
     }
     write_json(sm.output.measurements, measurements)
-    log.info("scored %d pairs (%d inferred, %d cached, %d truncated) in %.1f s; %s", len(rows), counts.pairs_inferred,
-             counts.pairs_from_cache, n_trunc, stage,
-             json.dumps({k: measurements[k] for k in ("inference_seconds", "peak_rss_mib", "threads")}))
+    log.info("gathered %d shards: %d pairs (%d inferred, %d cached, %d truncated); inference %.1f s; peak RSS %.0f MiB; "
+             "threads %s; MKL CNR %s", len(shards), len(rows), inferred, measurements["pairs_from_cache"],
+             measurements["truncated_pairs"], inference, measurements["peak_rss_mib"], measurements["threads"],
+             measurements["numerics"])
 
 
 if __name__ == "__main__":

@@ -1,16 +1,23 @@
 """Rule verify_scores: re-infer a seeded sample of the run's scoring batches from scratch (the
 score cache is neither read nor written) and require bit equality with pairs.tsv. Writes the
-verification record (deterministic) and its timing (a measurement)."""
+verification record (deterministic) and its timing (a measurement).
 
-import logging
-import time
-from pathlib import Path
+The batches are rebuilt by the same code as the scoring (``scoring.score_run``: per query,
+token-length-sorted chunks), in the same numeric mode, set FIRST, before torch is imported."""
 
-from rerank_study import beir, candidates, models, scoring, verification
-from rerank_study.acquire import DataPins, verified_path
-from rerank_study.errors import PipelineError
-from rerank_study.fileio import fmt_float, read_tsv, write_json
-from rerank_study.rule import peak_rss_mib, run
+from rerank_study import numerics
+
+PROCESS = numerics.configure_process()  # MKL_CBWR=AUTO,STRICT ... (before torch), as score_shard
+
+import logging  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from rerank_study import beir, candidates, models, scoring, verification  # noqa: E402
+from rerank_study.acquire import DataPins, verified_path  # noqa: E402
+from rerank_study.errors import PipelineError  # noqa: E402
+from rerank_study.fileio import fmt_float, read_tsv, write_json  # noqa: E402
+from rerank_study.rule import peak_rss_mib, run  # noqa: E402
 
 log = logging.getLogger("verify_scores")
 
@@ -18,7 +25,7 @@ log = logging.getLogger("verify_scores")
 def main(sm):
     t0 = time.perf_counter()
     settings = scoring.ScoringSettings.from_config(sm.params.ce)
-    scoring.setup_torch(settings)
+    mode = scoring.setup_torch(settings, threads=sm.threads)  # verified strict CNR; threads are speed only
     recorded = {(r["qid"], r["doc_id"]): (int(r["batch"]), float(r["logit"])) for r in read_tsv(sm.input.pairs)}
     k = None if sm.params.every_batch else sm.params.batches
     sample = verification.sample_batches(((q, b) for (q, _), (b, _) in recorded.items()), sm.params.seed, k)
@@ -48,7 +55,8 @@ def main(sm):
     write_json(sm.output.measurements, {
         "_note": "measurements of this execution; NOT reproducible byte for byte", "batches": len(sample),
         "pairs_inferred": counts.pairs_inferred, "inference_seconds": round(counts.inference_seconds, 3),
-        "stage_seconds": round(time.perf_counter() - t0, 3), "peak_rss_mib": round(peak_rss_mib(), 1)})
+        "stage_seconds": round(time.perf_counter() - t0, 3), "peak_rss_mib": round(peak_rss_mib(), 1),
+        "threads": sm.threads, "numerics": mode["mkl_cnr"]})
     if unequal:
         log.error("re-inferred pairs that differ from %s:\n%s", sm.input.pairs, "\n".join(map(str, unequal)))
         raise PipelineError(f"RE-INFERENCE DIFFERS from {sm.input.pairs} in {len(unequal)} of {len(pairs)} pairs "

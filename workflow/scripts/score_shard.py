@@ -1,0 +1,81 @@
+"""Rule score_shard: cross-encoder logits of one shard of the run's queries (I/O around
+``scoring.score_run``), and this job's measurements (timings, peak RSS, threads, numeric mode) in a
+separate, explicitly non-deterministic file. The rule ``score`` gathers the shards.
+
+The numeric mode is set FIRST, before torch is imported: oneMKL reads MKL_CBWR at its first call."""
+
+from rerank_study import numerics
+
+PROCESS = numerics.configure_process()  # MKL_CBWR=AUTO,STRICT ...; fixed mmap threshold (before torch)
+
+import logging  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from tqdm import tqdm  # noqa: E402
+
+from rerank_study import beir, candidates, machine, models, scoring  # noqa: E402
+from rerank_study.acquire import DataPins, verified_path  # noqa: E402
+from rerank_study.fileio import write_json, write_tsv  # noqa: E402
+from rerank_study.rule import peak_rss_mib, run  # noqa: E402
+
+log = logging.getLogger("score_shard")
+
+
+def main(sm):
+    import torch
+
+    t_stage = time.perf_counter()
+    settings = scoring.ScoringSettings.from_config(sm.params.ce)
+    mode = scoring.setup_torch(settings, threads=sm.threads)  # verified strict CNR; threads are speed only
+    shard, shards = int(sm.params.shard), int(sm.params.shards)
+    ranked_all = candidates.read_candidates(sm.input.candidates)
+    mine = scoring.assign_shards(list(ranked_all), shards)[shard]
+    ranked = {q: ranked_all[q] for q in mine}
+    pins = DataPins.load(sm.input.data_pins)
+    queries = beir.read_queries(verified_path(sm.input.queries, "queries.jsonl", pins))
+    corpus = beir.read_corpus(verified_path(sm.input.corpus, "corpus.jsonl", pins))
+    doc_text = {d: corpus[d].full_text for q in ranked for d in ranked[q]}
+    del corpus  # only this shard's documents are kept
+    model_dir = Path(sm.input.model).parent
+    meta = models.load_model_meta(model_dir)  # re-verifies every file before anything is loaded
+    label = f"{meta['identity']} weights-sha256:{meta['weights_sha256']}"
+    versions = scoring.library_versions()
+    cache_dir = Path(sm.params.cache) / scoring.CACHE_FORMAT / meta["identity_sha256"][:16]
+
+    t0 = time.perf_counter()
+    tok = scoring.load_tokenizer(model_dir)
+    t_tok = time.perf_counter() - t0
+    n_pairs = sum(len(v) for v in ranked.values())
+    with tqdm(total=n_pairs, desc=f"cross-encoder pairs (shard {shard + 1}/{shards})", unit="pair") as bar:
+        rows, counts = scoring.score_run(ranked, queries, doc_text, tok, lambda: scoring.load_model(model_dir),
+                                         settings, meta["identity"], versions, scoring.ScoreCache(cache_dir),
+                                         progress=bar.update, after_query=numerics.malloc_trim,
+                                         fresh=bool(sm.params.fresh))
+    write_tsv(sm.output.pairs, scoring.PAIR_HEADER,
+              [(r["qid"], r["doc_id"], r["r0"], r["logit"], r["query_tokens"], r["doc_tokens"], r["total_tokens"],
+                r["truncated"], r["batch"], label) for r in rows])
+    stage = time.perf_counter() - t_stage
+    measurements = {
+        "_note": "measurements of this execution; NOT reproducible byte for byte (timings, memory)",
+        "shard": shard, "shards": shards, "queries": len(ranked), "pairs": len(rows),
+        "pairs_inferred": counts.pairs_inferred, "pairs_from_cache": counts.pairs_from_cache,
+        "truncated_pairs": sum(1 for r in rows if r["truncated"]),
+        "fresh_inference": bool(sm.params.fresh), "cache_entries_verified": counts.cache_entries_verified,
+        "threads": torch.get_num_threads(), "threads_granted_by_scheduler": sm.threads,
+        "numerics": {**mode, "mmap_threshold_bytes": PROCESS["mmap_threshold_bytes"]},
+        "settings": settings.as_dict(), "versions": versions, "machine": machine.facts(),
+        "tokenizer_load_seconds": round(t_tok, 3), "model_load_seconds": round(counts.model_load_seconds, 3),
+        "inference_seconds": round(counts.inference_seconds, 3), "stage_seconds": round(stage, 3),
+        "tokens_inferred": counts.tokens_inferred, "padded_tokens_inferred": counts.padded_tokens_inferred,
+        "useful_gflop_inferred": round(counts.useful_flops_inferred / 1e9, 3),
+        "peak_rss_mib": round(peak_rss_mib(), 1),
+    }
+    write_json(sm.output.measurements, measurements)
+    log.info("shard %d/%d: %d queries, %d pairs (%d inferred, %d cached) in %.1f s; %d threads, MKL CNR %s, peak RSS "
+             "%.0f MiB", shard + 1, shards, len(ranked), len(rows), counts.pairs_inferred, counts.pairs_from_cache,
+             stage, measurements["threads"], mode["mkl_cnr"], measurements["peak_rss_mib"])
+
+
+if __name__ == "__main__":
+    run(globals().get("snakemake"), main)
