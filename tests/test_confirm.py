@@ -627,7 +627,7 @@ def test_fresh_scoring_never_reads_the_cache_and_proves_each_entry_equal(tmp_pat
 
     pins = read_json(ROOT / "lockfiles/model_pins.json")
     models.build_standin(pins["bi_encoder"], pins["cross_encoder"], tmp_path / "m", 110, 0.02)
-    settings = scoring.ScoringSettings(512, "longest_first", 4, 4, 110, "float32")
+    settings = scoring.ScoringSettings(512, "longest_first", 4, 110, "float32")
     scoring.setup_torch(settings)
     tok, model = scoring.load_cross_encoder(tmp_path / "m")
     corpus = beir.read_corpus(DATA / "scifact_fixture/corpus.jsonl")
