@@ -600,6 +600,14 @@ def resolve(path_text: str, base: Path) -> Path:
     return p if p.is_absolute() else base / p
 
 
+def docs_by_query(rows) -> dict[str, list[str]]:
+    """Each query's document ids in file order (a candidate table's rows)."""
+    out: dict[str, list[str]] = {}
+    for row in rows:
+        out.setdefault(row["qid"], []).append(row["doc_id"])
+    return out
+
+
 class RunView:
     """What a finished run folder says (read on first use) and what the definitions say it should
     say (recomputed on first use). Checks compare the two."""
@@ -663,10 +671,7 @@ class RunView:
 
     @cached_property
     def frozen(self) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {}
-        for row in read_table(self.path("candidates")):
-            out.setdefault(row["qid"], []).append(row["doc_id"])
-        return out
+        return docs_by_query(read_table(self.path("candidates")))
 
     @cached_property
     def cand_rows(self):
@@ -674,10 +679,7 @@ class RunView:
 
     @cached_property
     def cands(self) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {}
-        for row in self.cand_rows:
-            out.setdefault(row["qid"], []).append(row["doc_id"])
-        return out
+        return docs_by_query(self.cand_rows)
 
     @cached_property
     def pair_rows(self):
