@@ -24,25 +24,46 @@ from rerank_study.config import validate_config
 
 configfile: str(Path(workflow.basedir) / "config" / "config.yaml")
 
+from rerank_study import studies as _studies
+
+config["studies"] = _studies.parse_study_list(config.get("studies", []))
 try:
     validate_config(config)
-except ConfigError as exc:
+    # --config studies=[a,b,...]: each study is a module of this workflow (workflow/rules/studies.smk);
+    # studies=[a]: this invocation IS study a (its config replaces the default study's)
+    STUDY_CONFIGS = {}
+    for _name in config["studies"]:
+        _cfg = _studies.study_config(config, _studies.study_file(_name, workflow.basedir))
+        if _cfg["study"]["name"] in STUDY_CONFIGS:
+            raise ConfigError(f"study {_cfg['study']['name']!r} is named twice in studies={config['studies']}")
+        STUDY_CONFIGS[_cfg["study"]["name"]] = _cfg
+    if len(STUDY_CONFIGS) == 1:
+        config.clear()
+        config.update(next(iter(STUDY_CONFIGS.values())))
+except (ConfigError, _studies.StudyError) as exc:
     raise WorkflowError(str(exc)) from None
 
 
-include: "workflow/rules/common.smk"
-include: "workflow/rules/data.smk"
-include: "workflow/rules/candidates.smk"
-include: "workflow/rules/score.smk"
-include: "workflow/rules/evaluate.smk"
-include: "workflow/rules/analyse.smk"
-include: "workflow/rules/report.smk"
-include: "workflow/rules/confirm.smk"
+if len(STUDY_CONFIGS) > 1:
 
+    include: "workflow/rules/studies.smk"
 
-rule all:
-    input:
-        # --config repin=...: a re-pinning invocation (writes the lockfiles, analyses nothing);
-        # otherwise the confirmation opening, or the development run up to its audit
-        [P[f"freeze_{name}"] for name in sorted(REPIN)] if REPIN else (P["opening"] if CONFIRM else P["audit"]),
-    default_target: True
+    rule all:
+        input:
+            [f"{r}/audit.json" for r in STUDY_RUNS.values()],
+            [f"{r}/{n}.parquet" for r in STUDY_RUNS.values() for n in ("pairs", "per_query")],
+            f"{CROSS}.tsv",
+        default_target: True
+
+else:
+
+    include: "workflow/rules/main.smk"
+
+    rule all:
+        input:
+            # --config repin=...: a re-pinning invocation (writes the lockfiles, analyses nothing);
+            # otherwise the confirmation opening, or the development run up to its audit
+            [P[f"freeze_{name}"] for name in sorted(REPIN)] if REPIN else (P["opening"] if CONFIRM else P["audit"]),
+            [] if REPIN else [P["pairs_parquet"], P["per_query_parquet"]],
+        default_target: True
+

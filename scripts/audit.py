@@ -570,11 +570,19 @@ def read_simple_yaml(path: Path) -> dict:
     return root
 
 
+def merged(base: dict, over: dict) -> dict:
+    """``over``'s values over ``base``'s, mapping by mapping (how a study file overrides config.yaml)."""
+    out = dict(base)
+    for key, val in over.items():
+        out[key] = merged(out[key], val) if isinstance(val, dict) and isinstance(out.get(key), dict) else val
+    return out
+
+
 def settings_from_config(cfg: dict, smoke: bool) -> dict:
     """What config.run_settings gives for a development run (re-implemented: the anchor's side)."""
     shape = cfg["smoke_settings"] if smoke else None
     b = cfg["bootstrap"]
-    return {"n_queries": shape["queries"] if shape else None,
+    return {"study": cfg["study"], "n_queries": shape["queries"] if shape else None,
             "depth": shape["depth"] if shape else cfg["candidates"]["depth"],
             "blend_k": cfg["blend"]["k"], "metrics": cfg["metrics"], "bootstrap_B": b["B"],
             "bootstrap_seed": b["seed"], "percentiles": b["percentiles"], "threshold": cfg["threshold"],
@@ -584,7 +592,7 @@ def settings_from_config(cfg: dict, smoke: bool) -> dict:
 
 def settings_from_protocol(protocol: dict, cfg: dict) -> dict:
     """The frozen protocol's settings, in the run-settings shape (a confirmation opening's anchor)."""
-    return {"n_queries": None, "depth": protocol["candidates"]["params"]["depth"],
+    return {"study": protocol["study"], "n_queries": None, "depth": protocol["candidates"]["params"]["depth"],
             "blend_k": protocol["blend"]["k"], "metrics": protocol["metrics"],
             "bootstrap_B": protocol["bootstrap"]["B"], "bootstrap_seed": protocol["bootstrap"]["seed"],
             "percentiles": protocol["bootstrap"]["percentiles"], "threshold": protocol["threshold"],
@@ -612,7 +620,7 @@ class RunView:
     """What a finished run folder says (read on first use) and what the definitions say it should
     say (recomputed on first use). Checks compare the two."""
 
-    def __init__(self, rundir: Path, lockdir: Path | None, config_anchor: Path):
+    def __init__(self, rundir: Path, lockdir: Path | None, config_anchor: Path, study_anchor: Path | None = None):
         self.rundir = rundir
         manifest_path = rundir / "manifest.json"
         if not manifest_path.exists():
@@ -628,6 +636,7 @@ class RunView:
         self.kind = self.manifest.get("kind", "development")
         self.scorer = self.manifest.get("scorer")
         self.config_anchor = config_anchor
+        self.study_anchor = study_anchor  # a study file: its values override the committed config's
 
     # ---- the anchors: what the run must have used, from outside the run
     @cached_property
@@ -636,8 +645,9 @@ class RunView:
 
     @cached_property
     def config(self) -> dict:
-        """The committed config (a development run's anchor)."""
-        return read_simple_yaml(self.config_anchor)
+        """The committed config (a development run's anchor), with a study file's values over it."""
+        cfg = read_simple_yaml(self.config_anchor)
+        return merged(cfg, read_simple_yaml(self.study_anchor)) if self.study_anchor else cfg
 
     @cached_property
     def settings(self) -> dict:
@@ -860,12 +870,19 @@ def check_manifest_hashes(v: RunView, au: Audit) -> None:
         au.check("manifest_hashes", actual == expected, str(p), key, expected, actual)
 
 
+def pinned_role(files: dict, role: str) -> str:
+    """The one data file a lock folder pins with ``role`` (qrels_dev / qrels_confirm: the study's qrels files)."""
+    names = [n for n, pin in files.items() if pin.get("role") == role]
+    if len(names) != 1:
+        raise Unreadable("data_pins.json", f"must pin exactly one file with role {role!r}; it pins {names}")
+    return names[0]
+
+
 def check_lockfile_pins(v: RunView, au: Audit) -> None:
     data_pins = v.lock("data_pins.json")["files"]
     derived = v.lock("derived_pins.json")
     src = "qrels_confirm" if v.kind == "confirmation" else "qrels_dev"
-    pin_of = {"corpus": "corpus.jsonl", "queries": "queries.jsonl",
-              src: "qrels/test.tsv" if v.kind == "confirmation" else "qrels/train.tsv"}
+    pin_of = {"corpus": "corpus.jsonl", "queries": "queries.jsonl", src: pinned_role(data_pins, src)}
     for key, pin_name in pin_of.items():
         found = v.art[key]["sha256"] if key in v.art else "not in the manifest"
         au.check("lockfile_pins", found == data_pins[pin_name]["sha256"], str(v.manifest_path), key,
@@ -1323,21 +1340,50 @@ def check_verification(v: RunView, au: Audit) -> None:
 
 def check_shape(v: RunView, au: Audit) -> None:
     """The shape check was done on the first query's first pairs, padded to max_length, and found the
-    pinned architecture's shapes: input_ids [n, L], last hidden [n, L, hidden], logits [n, 1]."""
+    pinned architecture's shapes: input_ids [n, L], last hidden [n, L, hidden], logits [n, num_labels]."""
     f, sc = str(v.path("shape_check")), read_json(v.path("shape_check"))
     arch = v.lock("model_pins.json")["cross_encoder"]["architecture"]
     first = v.analysed[0]
     n, length = min(v.config["ce"]["shape_check_pairs"], len(v.cands[first])), v.settings["max_length"]
-    want = {"input_ids": [n, length], "last_hidden_state": [n, length, arch["hidden_size"]], "logits": [n, 1],
+    want = {"input_ids": [n, length], "last_hidden_state": [n, length, arch["hidden_size"]],
+            "logits": [n, arch["num_labels"]],
             "hidden_size": arch["hidden_size"], "pairs": n, "ok": True, "qid": first, "doc_ids": v.cands[first][:n]}
     for key, val in want.items():
         au.check("shape_check", sc.get(key) == val, f, key, val, sc.get(key))
+
+
+def check_trec_candidates(v: RunView, au: Audit) -> None:
+    """A TREC-run table (study.candidates: trec) is the committed run file's top ``depth`` per query in
+    trec_eval's order (score descending, ties by document id string descending), the score kept as the
+    run's text; the run file is the pinned one."""
+    f, pin = str(v.path("candidates")), v.lock("derived_pins.json")["candidates"]
+    run_path = v.lockdir / pin["provenance"]["run_file"]
+    au.check("frozen_candidates", sha256_of(run_path) == pin["provenance"]["run_sha256"], str(run_path),
+             "TREC run sha256", pin["provenance"]["run_sha256"], sha256_of(run_path))
+    lines: dict[str, dict[str, str]] = {}
+    for line in run_path.read_text(encoding="utf-8").splitlines():
+        q, _q0, d, _r, score, _tag = line.split()
+        lines.setdefault(q, {})[d] = score
+    by_q: dict[str, list[dict]] = {}
+    for row in read_table(v.path("candidates")):
+        by_q.setdefault(row["qid"], []).append(row)
+    depth = pin["params"]["depth"]
+    for q, rows in by_q.items():
+        run = lines.get(q, {})
+        order = tie_rule_order({d: float(sc) for d, sc in run.items()})[:depth]
+        got = [r["doc_id"] for r in sorted(rows, key=lambda r: int(r["rank"]))]
+        au.check("frozen_candidates", got == order, f, f"qid {q} rank order (the run's)", order[:5], got[:5])
+        for r in rows:
+            au.check("frozen_candidates", run.get(r["doc_id"]) == r["run_score"], f,
+                     f"qid {q} doc {r['doc_id']} run_score", run.get(r["doc_id"]), r["run_score"])
 
 
 def check_frozen_candidates(v: RunView, au: Audit) -> None:
     """The frozen table's r0 order is its RRF order: rrf_score = 1/(k + bm25_rank) + 1/(k + dense_rank)
     (a term only for a list holding the document, added in that order from 0.0) and ranks follow score
     descending, ties by document id string descending; k from the candidates' pin."""
+    if v.lock("derived_pins.json")["candidates"].get("source") == "trec":
+        return check_trec_candidates(v, au)
     f = str(v.path("candidates"))
     k = v.lock("derived_pins.json")["candidates"]["params"]["rrf_k"]
     by_q: dict[str, list[dict]] = {}
@@ -1427,7 +1473,7 @@ def check_protocol(v: RunView, au: Audit) -> None:
              v.manifest.get("protocol_sha256"), sha256_of(path))
     p = read_json(path)  # its settings are checked by check_settings (the protocol is the anchor)
     pins = {"corpus": p["data"]["corpus.jsonl"]["sha256"], "queries": p["data"]["queries.jsonl"]["sha256"],
-            "qrels_confirm": p["data"]["qrels/test.tsv"]["sha256"], "split_dev": p["splits"]["dev"]["sha256"],
+            "qrels_confirm": p["data"][p["study"]["qrels_confirm"]]["sha256"], "split_dev": p["splits"]["dev"]["sha256"],
             "split_confirm": p["splits"]["confirm"]["sha256"], "candidates": p["candidates"]["sha256"]}
     for key, pin in pins.items():
         found = v.art[key]["sha256"] if key in v.art else "not in the manifest"
@@ -1454,9 +1500,10 @@ CHECKS = (
 )
 
 
-def audit_run(rundir: Path, lockdir: Path | None, au: Audit, config_anchor: Path = DEFAULT_CONFIG) -> dict:
+def audit_run(rundir: Path, lockdir: Path | None, au: Audit, config_anchor: Path = DEFAULT_CONFIG,
+              study_anchor: Path | None = None) -> dict:
     t0 = time.perf_counter()
-    v = RunView(rundir, lockdir, config_anchor)
+    v = RunView(rundir, lockdir, config_anchor, study_anchor)
     for name, fn in CHECKS:
         au.run(name, fn, v)
     info = {"run": v.manifest.get("run"), "kind": v.kind, "scorer": v.scorer,
@@ -1479,10 +1526,13 @@ def main(argv=None) -> int:
     ap.add_argument("--config", type=Path, default=DEFAULT_CONFIG,
                     help="the committed config a development run is anchored to (default: this checkout's "
                          "config/config.yaml); a confirmation opening is anchored to <lockdir>/protocol.json")
+    ap.add_argument("--study", type=Path, default=None,
+                    help="the study file of a non-default study (config/studies/<name>.yaml): its values over the "
+                         "committed config are the development run's anchor")
     args = ap.parse_args(argv)
     au = Audit()
     try:
-        info = audit_run(args.rundir, args.lockdir, au, args.config)
+        info = audit_run(args.rundir, args.lockdir, au, args.config, args.study)
     except Unauditable as exc:
         print(f"AUDIT ERROR: {args.rundir} cannot be audited: {exc}", file=sys.stderr)
         return 2

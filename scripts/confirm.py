@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from rerank_study import protocol  # noqa: E402
+from rerank_study import protocol, studies  # noqa: E402
 from rerank_study.config import deep_update, load_config  # noqa: E402
 from rerank_study.errors import PipelineError  # noqa: E402
 
@@ -39,6 +39,9 @@ def main(argv=None) -> int:
     ap.add_argument("--configfile", type=Path, action="append", default=[],
                     help="extra config files, as given to snakemake (applied in order)")
     ap.add_argument("--lockdir", type=Path, default=None, help="lockfile folder (default: the config's)")
+    ap.add_argument("--study", default="",
+                    help="another study (a name in config/studies/ or a study file): its protocol and ledger live in "
+                         "its own lock folder (default: the default study of config/config.yaml)")
     ap.add_argument("--results", type=Path, default=None,
                     help="status: the results folder to look for confirm-* folders the ledger does not know "
                          "(default: the config's, relative to the current folder)")
@@ -53,6 +56,12 @@ def main(argv=None) -> int:
     if args.lockdir:
         overrides["lockdir"] = str(args.lockdir)
     cfg = load_config(ROOT / "config" / "config.yaml", overrides)
+    try:
+        if args.study:
+            cfg = studies.study_config(cfg, studies.study_file(args.study, ROOT))
+    except PipelineError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
     lockdir = Path(cfg["lockdir"])
     lockdir = lockdir if lockdir.is_absolute() else ROOT / lockdir
     try:
@@ -64,7 +73,8 @@ def main(argv=None) -> int:
             print(f"FROZEN {lockdir / protocol.PROTOCOL}\nsha256 {out['sha256']}\n"
                   f"MDE of the {pw['n_confirmation']}-query confirmation set: {pw['mde_confirmation']:.6f}\n"
                   f"commit lockfiles/ (protocol, PREREGISTRATION.md and the ledger), then: "
-                  f"snakemake confirm --cores 4 --config unseal={out['sha256']}")
+                  f"snakemake confirm --cores 4 --config unseal={out['sha256']}"
+                  + (f" studies=[{args.study}]" if args.study else ""))
         elif args.command == "refreeze":
             out = protocol.refreeze(cfg, lockdir, ROOT, args.reason, args.dev_run)
             print(f"RE-FROZEN {lockdir / protocol.PROTOCOL}\nsha256 {out['sha256']} (was "

@@ -36,6 +36,8 @@ from rerank_study import protocol
 from rerank_study.config import load_config
 from rerank_study.errors import PipelineError, SealError
 
+SEALED = "qrels/test.tsv"  # the fixture's (and SciFact's) sealed file: study.qrels_confirm
+
 TEST_SWITCHES = {"allow_standin_for_testing": "true", "allow_dirty_for_testing": "true"}
 FIXTURE_SPLITS = {"splits": {"dev_size": 8, "confirm_size": 6, "seed": 110}}
 GIT = ["git", "-c", "user.email=t@t", "-c", "user.name=t", "-c", "commit.gpgsign=false"]
@@ -282,7 +284,7 @@ def test_test_switches_never_reach_the_real_sealed_judgements(frozen, tmp_path):
     lock = _copy_lock(wd, tmp_path)
     assert protocol.check_unseal(fixture_cfg(sha), lock, ROOT)["labels"][0] == protocol.FIXTURE_LABEL
     pins = read_json(lock / "data_pins.json")
-    pins["files"][protocol.SEALED_QRELS] = read_json(ROOT / "lockfiles/data_pins.json")["files"][protocol.SEALED_QRELS]
+    pins["files"][SEALED] = read_json(ROOT / "lockfiles/data_pins.json")["files"][SEALED]
     (lock / "data_pins.json").write_text(json.dumps(pins))
     with pytest.raises(SealError, match="pins the REAL sealed judgements"):
         protocol.check_unseal(fixture_cfg(sha), lock, ROOT)
@@ -432,7 +434,7 @@ def test_a_genuine_opening_needs_the_tracked_append_only_ledger_of_the_repositor
     # a lock folder elsewhere: a fresh protocol and ledger there would leave no trace
     elsewhere = tmp_path / "elsewhere"
     shutil.copytree(lock, elsewhere)
-    with pytest.raises(SealError, match="only with the repository's own tracked lock folder"):
+    with pytest.raises(SealError, match="only with one of the repository's own tracked lock folders"):
         protocol.check_unseal(cfg, elsewhere, repo)
     # an uncommitted ledger line: commit it (never stash it away)
     protocol.append_ledger(lock, {"event": "started", "protocol_sha256": sha, "opening": 1,
@@ -516,8 +518,8 @@ def test_a_look_at_an_intermediate_file_is_recorded_before_the_judgements_are_co
     started = look["ledger"][-1]
     assert [e["event"] for e in look["ledger"]] == ["frozen", "started"]
     assert (started["opening"], started["run"]) == (1, f"confirm-{sha[:12]}-test-1")
-    assert started["sealed_file"] == protocol.SEALED_QRELS and started["protocol_sha256"] == sha
-    assert started["sealed_sha256"] == read_json(wd / "lockfiles/data_pins.json")["files"][protocol.SEALED_QRELS]["sha256"]
+    assert started["sealed_file"] == SEALED and started["protocol_sha256"] == sha
+    assert started["sealed_sha256"] == read_json(wd / "lockfiles/data_pins.json")["files"][SEALED]["sha256"]
     assert started["time"] and started["method_sha256"] and protocol.FIXTURE_LABEL in started["labels"]
     run1 = wd / _sealed_run(sha, 1)
     assert (run1 / "inputs/qrels.tsv").exists() and (run1 / "groups.tsv").exists()
@@ -581,7 +583,7 @@ def test_report_states_what_was_opened_when_and_under_which_protocol(opened):
     assert f"the practical threshold 0.01 is **{outcome}**" in report
     assert f"= **{prim['mean']:.6f}**" in report
     # what, its hash, the data URL, when, the ledger line, the protocol
-    assert f"**`{protocol.SEALED_QRELS}`**, sha256 `{pins['files'][protocol.SEALED_QRELS]['sha256']}`" in report
+    assert f"**`{SEALED}`**, sha256 `{pins['files'][SEALED]['sha256']}`" in report
     assert pins["zip"]["url"] in report
     assert f"Opened at **{started['time']}**" in report and "line 3" in report
     assert json.dumps(started, sort_keys=True, ensure_ascii=True) in report

@@ -1,11 +1,11 @@
-"""Pinned acquisition of the BEIR SciFact files.
+"""Pinned acquisition of a BEIR-layout dataset's files (SciFact by default; any dataset its pins describe).
 
 Sources are tried in this order for every requested file:
 
 1. the verified cache (``cache_dir/<name>``, managed here, never a Snakemake output, so a rerun
    can never delete it);
-2. the configured local mirror folder (BEIR layout) or a local copy of ``scifact.zip``;
-3. the BEIR download URL.
+2. the configured local mirror folder (BEIR layout) or a local copy of the pinned archive (``<dataset>.zip``);
+3. the pinned download URL (a local-only dataset has none).
 
 Nothing is parsed before its pin is checked. A zip is checked by size, sha256 and md5 before
 any member is extracted; every extracted or copied file is checked by sha256 before it is
@@ -33,18 +33,26 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class DataPins:
-    url: str
-    zip_sha256: str
-    zip_md5: str
-    zip_bytes: int
-    zip_top: str
+    """A dataset's pins. ``zip`` is absent for a local-only dataset (then only a mirror folder serves it)."""
+
+    url: str | None
+    zip_sha256: str | None
+    zip_md5: str | None
+    zip_bytes: int | None
+    zip_top: str | None
     files: dict  # name -> {"sha256", "bytes", optional "content_sha256"}
+    dataset: str = "scifact"
 
     @classmethod
     def load(cls, path) -> "DataPins":
         raw = read_json(path)
-        z = raw["zip"]
-        return cls(z["url"], z["sha256"], z["md5"], int(z["bytes"]), z["top_folder"], raw["files"])
+        z = raw.get("zip") or {}
+        return cls(z.get("url"), z.get("sha256"), z.get("md5"), int(z["bytes"]) if "bytes" in z else None,
+                   z.get("top_folder"), raw["files"], raw.get("dataset", "scifact"))
+
+    @property
+    def zip_name(self) -> str:
+        return f"{self.dataset}.zip"
 
     def pin(self, name: str) -> dict:
         if name not in self.files:
@@ -88,13 +96,16 @@ def _copy_verified(src: Path, dest: Path, name: str, pins: DataPins, source: str
 def verify_zip(path, pins: DataPins, source: str) -> None:
     path = Path(path)
     size = path.stat().st_size
+    if pins.zip_bytes is None:
+        raise MissingInputError(f"the dataset {pins.dataset} has no pinned archive (a local-only dataset): give its "
+                                "folder with --config data_mirror=...; {path} cannot be verified")
     if size != pins.zip_bytes:
-        raise PinMismatchError("scifact.zip", path, "size (bytes)", pins.zip_bytes, size, source,
+        raise PinMismatchError(pins.zip_name, path, "size (bytes)", pins.zip_bytes, size, source,
                                "The archive is truncated or not the pinned one; it was not extracted.")
     for algo, fn, expected in (("sha256", sha256_file, pins.zip_sha256), ("md5", md5_file, pins.zip_md5)):
         actual = fn(path)
         if actual != expected:
-            raise PinMismatchError("scifact.zip", path, algo, expected, actual, source,
+            raise PinMismatchError(pins.zip_name, path, algo, expected, actual, source,
                                    "The archive is not the pinned one; it was not extracted.")
 
 
@@ -149,7 +160,7 @@ def acquire(names, pins: DataPins, cache_dir, mirror=None, zip_path=None, url=No
             reasons.append(f"the configured archive data_zip={zp} does not exist")
     if archive is None and url:
         dl_dir = Path(download_dir) if download_dir else cache_dir.parent / "downloads"
-        dest = dl_dir / "scifact.zip"
+        dest = dl_dir / pins.zip_name
         try:
             if dest.exists():
                 verify_zip(dest, pins, f"previously downloaded {dest}")
@@ -164,9 +175,10 @@ def acquire(names, pins: DataPins, cache_dir, mirror=None, zip_path=None, url=No
             + "".join(f"  - {r}\n" for r in reasons)
             + (f"  - the mirror {mirror} does not contain them\n" if mirror else "  - no local mirror is configured\n")
             + "Supply them in one of two ways:\n"
-            + "  1. a local copy: --config data_mirror=/path/to/scifact (a folder with corpus.jsonl, queries.jsonl,\n"
-            + "     qrels/*.tsv in BEIR layout) or --config data_zip=/path/to/scifact.zip;\n"
-            + f"  2. network access to {pins.url} (the archive is verified by sha256 and md5)."
+            + f"  1. a local copy: --config data_mirror=/path/to/{pins.dataset} (a folder with corpus.jsonl, queries.jsonl,\n"
+            + f"     qrels/*.tsv in BEIR layout) or --config data_zip=/path/to/{pins.zip_name};\n"
+            + (f"  2. network access to {pins.url} (the archive is verified by sha256 and md5)." if pins.url else
+               f"  2. (none: {pins.dataset} is a local-only dataset without a pinned archive)")
         )
     with zipfile.ZipFile(archive) as zf:
         for name in missing:

@@ -101,12 +101,81 @@ def fuse(bm25: Mapping[str, Sequence[str]], dense: Mapping[str, Sequence[str]], 
     return rows
 
 
-def write_candidates(path, rows) -> None:
-    write_tsv(path, CANDIDATE_HEADER, rows)
+def write_candidates(path, rows, header: Sequence[str] = CANDIDATE_HEADER) -> None:
+    write_tsv(path, header, rows)
+
+
+def candidate_header(path) -> tuple[str, ...]:
+    """The header of a candidate table: the RRF table's or a TREC-run table's (anything else is an error)."""
+    with open(path, encoding="utf-8", newline="") as fh:
+        header = tuple(fh.readline().rstrip("\r\n").split("\t"))
+    if header not in CANDIDATE_HEADERS:
+        raise MalformedInputError(path, 1, f"header {list(header)} is neither {list(CANDIDATE_HEADER)} (RRF) nor "
+                                           f"{list(TREC_CANDIDATE_HEADER)} (a TREC run)")
+    return header
 
 
 def read_candidate_rows(path) -> list[dict[str, str]]:
-    return read_tsv(path, CANDIDATE_HEADER)
+    return read_tsv(path, candidate_header(path))
+
+
+# ------------------------------------------------------------ a user's TREC run as candidates --
+# A study may take its candidates from the user's own first-stage run (study.candidates: trec). Frozen
+# once (--config repin=candidates trec_run=FILE): the run file is copied into <lockdir>/candidates/run.trec
+# and its top ``depth`` per query become <lockdir>/candidates/candidates.tsv with this header; both pinned.
+# r0 = the run's order as trec_eval reads it: score descending, ties by document id descending (the
+# rank column is not used - trec_eval ignores it too); the score is kept as the run's own text.
+TREC_CANDIDATE_HEADER = ("qid", "split", "rank", "doc_id", "run_score")
+CANDIDATE_HEADERS = (CANDIDATE_HEADER, TREC_CANDIDATE_HEADER)
+
+
+def read_user_run(path) -> dict[str, list[tuple[str, str]]]:
+    """A TREC run ``qid Q0 docid rank score tag`` -> {qid: [(docid, score text), ...] in file order}.
+    Strict: 6 fields, a finite score, no document twice for a query, a terminated last line."""
+    import math
+
+    out: dict[str, list[tuple[str, str]]] = {}
+    seen: set[tuple[str, str]] = set()
+    with open(path, encoding="utf-8", newline="") as fh:
+        for i, line in enumerate(fh, start=1):
+            if not line.endswith("\n"):
+                raise MalformedInputError(path, i, "last line is not terminated (truncated file?)")
+            parts = line.split()
+            if len(parts) != 6:
+                raise MalformedInputError(path, i, f"{len(parts)} fields, 6 expected (qid Q0 docid rank score tag)")
+            qid, _q0, doc, _rank, score, _tag = parts
+            try:
+                finite = math.isfinite(float(score))
+            except ValueError:
+                finite = False
+            if not finite:
+                raise MalformedInputError(path, i, f"score {score!r} is not a finite number")
+            if (qid, doc) in seen:
+                raise MalformedInputError(path, i, f"document {doc} appears twice for query {qid}")
+            seen.add((qid, doc))
+            out.setdefault(qid, []).append((doc, score))
+    return out
+
+
+def run_order(docs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """trec_eval's order of one query's run lines: score descending, then document id descending."""
+    return sorted(docs, key=lambda d: (float(d[1]), d[0]), reverse=True)
+
+
+def short_queries(run: Mapping[str, Sequence], qids: Sequence[str], depth: int) -> list[tuple[str, int]]:
+    """(qid, candidates) of every query with fewer than ``depth`` candidates in the run (absent: 0)."""
+    return [(q, len(run.get(q, ()))) for q in qids if len(run.get(q, ())) < depth]
+
+
+def trec_candidate_rows(run: Mapping[str, Sequence[tuple[str, str]]], qids: Sequence[str],
+                        split_of: Mapping[str, str], depth: int) -> list[tuple]:
+    """Rows of a TREC-run candidate table: the top ``depth`` of each query in trec_eval's order."""
+    short = short_queries(run, qids, depth)
+    if short:
+        raise ValueError(f"{len(short)} queries have fewer than {depth} candidates: "
+                         + ", ".join(f"{q} ({n})" for q, n in short[:10]))
+    return [(q, split_of[q], r, d, score) for q in qids
+            for r, (d, score) in enumerate(run_order(run[q])[:depth], start=1)]
 
 
 def read_candidates(path, depth: int | None = None) -> dict[str, list[str]]:

@@ -158,7 +158,8 @@ def run_settings(cfg: dict, confirmation: bool = False) -> dict:
     frozen into the confirmation protocol, and compared by the audit with its anchor."""
     n_queries, depth = run_shape(cfg, confirmation)
     b = cfg["bootstrap"]
-    return {"n_queries": n_queries, "depth": depth, "blend_k": cfg["blend"]["k"], "metrics": cfg["metrics"],
+    return {"study": cfg["study"], "n_queries": n_queries, "depth": depth, "blend_k": cfg["blend"]["k"],
+            "metrics": cfg["metrics"],
             "bootstrap_B": b["B"], "bootstrap_seed": b["confirm_seed"] if confirmation else b["seed"],
             "percentiles": b["percentiles"], "threshold": cfg["threshold"], "comparisons": cfg["comparisons"],
             "max_length": cfg["ce"]["max_length"], "evalstats": cfg["evalstats"],
@@ -174,7 +175,10 @@ TIE_RULE = "score desc, doc id string desc"
 
 
 def candidate_params(cfg: dict) -> dict:
-    """The settings that decide the candidate table (recorded in its pin; threads are speed only)."""
+    """The settings that decide the candidate table (recorded in its pin; threads are speed only). For a TREC-run
+    study (study.candidates: trec) the run file decides the order; the depth and the order rule are the settings."""
     c = cfg["candidates"]
+    if cfg["study"]["candidates"] == "trec":  # a user's TREC run: only the depth kept and the order rule
+        return {"source": "trec", "depth": c["depth"], "tie_rule": TIE_RULE}
     return {"rrf_k": c["rrf_k"], "depth": c["depth"], "bm25": dict(c["bm25"]),
             "dense": {k: v for k, v in c["dense"].items() if k != "threads"}, "tie_rule": TIE_RULE}

@@ -222,6 +222,40 @@ def build_standin(bi_pins: dict, ce_pins: dict, dest_dir, head_seed: int, head_s
     return meta
 
 
+# ----------------------------------------------------- architecture facts from the pinned config --
+ARCHITECTURE_KEYS = ("architectures", "hidden_size", "intermediate_size", "max_position_embeddings",
+                     "num_attention_heads", "num_hidden_layers", "num_labels", "vocab_size")
+
+
+def architecture_facts(config_json: dict) -> dict:
+    """What the shape audit needs, read from a model's config.json (transformers' PretrainedConfig reads
+    num_labels as len(id2label) when id2label is given, else num_labels, else 2)."""
+    facts = {k: config_json[k] for k in ARCHITECTURE_KEYS if k in config_json and k != "num_labels"}
+    id2label = config_json.get("id2label")
+    facts["num_labels"] = len(id2label) if id2label else int(config_json.get("num_labels", 2))
+    return facts
+
+
+def check_architecture(ce_pins: dict, folder, what: str) -> dict:
+    """The pinned architecture block must be what the verified config.json says (every key the audit uses)."""
+    path = Path(folder) / "config.json"
+    found = architecture_facts(json.loads(path.read_text(encoding="utf-8")))
+    pinned = ce_pins["architecture"]
+    for key in ARCHITECTURE_KEYS:
+        if pinned.get(key) != found.get(key):
+            raise PinMismatchError(f"{what} architecture fact {key}", path, "value", pinned.get(key), found.get(key),
+                                   None, "The architecture block of model_pins.json must be copied from the pinned "
+                                   "config.json (the shape check and the audit use it); correct the block.")
+    return found
+
+
+def with_label_index(meta: dict, label_index: int | None) -> dict:
+    """A declared relevance logit (study.label_index) becomes part of the scorer's identity."""
+    if label_index is None:
+        return meta
+    return {**meta, "label_index": label_index, "identity": f"{meta['identity']}#logit{label_index}"}
+
+
 def load_model_meta(model_dir) -> dict:
     """Read MODEL.json and re-verify every file it lists (the bytes loaded are the bytes verified)."""
     meta = read_json(Path(model_dir) / "MODEL.json")

@@ -47,13 +47,13 @@ from .fileio import atomic_write_text, canonical_json, read_json, sha256_file, s
 from .fingerprint import METHOD_PARTS, method_sha256
 from .names import PINNED, STAND_IN, STANDIN_LABEL
 
-SEALED_QRELS = "qrels/test.tsv"  # BEIR's test split = the sealed confirmation judgements
 PROTOCOL = "protocol.json"
 PROTOCOL_SHA = "protocol.sha256"
 PREREG = "PREREGISTRATION.md"
 LEDGER = "confirmation_ledger.jsonl"
 TEST_FIXTURE = "TEST_FIXTURE"  # marker file of a test-suite lock folder (never in the repository's lockfiles/)
 REPO_LOCKDIR = "lockfiles"
+STUDY_LOCKDIRS = "lockfiles/studies"  # a non-default study's own tracked lock folder: lockfiles/studies/<study>/
 GUARDED_PATHS = ("Snakefile", "workflow", "scripts", "config", "lockfiles", "pyproject.toml")
 TEST_SWITCHES = ("allow_standin_for_testing", "allow_dirty_for_testing")
 
@@ -77,14 +77,42 @@ def repository_lockdir(root) -> Path:
     return Path(root) / REPO_LOCKDIR
 
 
+def repository_lockdirs(root) -> list[Path]:
+    """The repository's own lock folders: lockfiles/ (the default study) and lockfiles/studies/<study>/."""
+    studies = Path(root) / STUDY_LOCKDIRS
+    return [repository_lockdir(root)] + (sorted(p for p in studies.iterdir() if p.is_dir()) if studies.is_dir() else [])
+
+
+def is_repository_lockdir(lockdir, root) -> bool:
+    lockdir = Path(lockdir).resolve()
+    return lockdir == repository_lockdir(root).resolve() or lockdir.parent == (Path(root) / STUDY_LOCKDIRS).resolve()
+
+
 def is_test_fixture(lockdir, root) -> bool:
-    """A test-suite lock folder: it holds TEST_FIXTURE and is not the repository's own lockfiles/."""
+    """A test-suite lock folder: it holds TEST_FIXTURE and is not one of the repository's own lock folders."""
     lockdir = Path(lockdir)
-    return (lockdir / TEST_FIXTURE).is_file() and lockdir.resolve() != repository_lockdir(root).resolve()
+    return (lockdir / TEST_FIXTURE).is_file() and not is_repository_lockdir(lockdir, root)
+
+
+def pinned_with_role(lockdir, role: str) -> str:
+    """The name of the data file a lock folder pins with ``role`` (qrels_dev, qrels_confirm): exactly one."""
+    path = Path(lockdir) / "data_pins.json"
+    names = [n for n, p in read_json(path)["files"].items() if p.get("role") == role]
+    if len(names) != 1:
+        raise SealError(f"{path} must pin exactly one file with role {role!r}; it pins {names}. Restore it from git.")
+    return names[0]
+
+
+def sealed_name(lockdir) -> str:
+    """The sealed confirmation judgements' file name (role qrels_confirm, marked "sealed")."""
+    name = pinned_with_role(lockdir, "qrels_confirm")
+    if not read_json(Path(lockdir) / "data_pins.json")["files"][name].get("sealed"):
+        raise SealError(f"{Path(lockdir) / 'data_pins.json'}: {name} (role qrels_confirm) is not marked sealed.")
+    return name
 
 
 def _sealed_pin(lockdir) -> dict:
-    return read_json(Path(lockdir) / "data_pins.json")["files"][SEALED_QRELS]
+    return read_json(Path(lockdir) / "data_pins.json")["files"][sealed_name(lockdir)]
 
 
 def check_lock_location(cfg: dict, lockdir, root) -> bool:
@@ -97,18 +125,22 @@ def check_lock_location(cfg: dict, lockdir, root) -> bool:
         raise SealError(f"REFUSED: {', '.join(switches)} is for the TEST SUITE's fixture lock folder only (a folder "
                         f"holding a {TEST_FIXTURE} file, never the repository's {REPO_LOCKDIR}/); {lockdir} is not one. "
                         "A test switch must never let a look at the real sealed judgements through: drop it.")
-    repo_lock = repository_lockdir(root)
-    if not fixture and lockdir.resolve() != repo_lock.resolve():
-        raise SealError(f"REFUSED: the confirmation is opened only with the repository's own tracked lock folder "
-                        f"{repo_lock}; lockdir={lockdir} is another folder (a protocol and ledger there would leave no "
+    if not fixture and not is_repository_lockdir(lockdir, root):
+        raise SealError(f"REFUSED: the confirmation is opened only with one of the repository's own tracked lock "
+                        f"folders ({repository_lockdir(root)}, or {Path(root) / STUDY_LOCKDIRS}/<study> for another "
+                        f"study); lockdir={lockdir} is another folder (a protocol and ledger there would leave no "
                         "trace in the repository). Drop the lockdir override.")
-    if fixture and (repo_lock / "data_pins.json").exists():
-        real, mine = _sealed_pin(repo_lock), _sealed_pin(lockdir)
-        same = [k for k in ("sha256", "content_sha256") if mine.get(k) and mine.get(k) == real.get(k)]
-        if same:
-            raise SealError(f"REFUSED: the test-fixture lock folder {lockdir} pins the REAL sealed judgements "
-                            f"({SEALED_QRELS} {same[0]} {mine[same[0]]}, as {repo_lock / 'data_pins.json'}). A test "
-                            "opening must use the fixture's own sealed file (tests/data/lockfiles/data_pins.json).")
+    if fixture:
+        mine = _sealed_pin(lockdir)
+        for repo_lock in repository_lockdirs(root):
+            if not (repo_lock / "data_pins.json").exists():
+                continue
+            real = _sealed_pin(repo_lock)
+            same = [k for k in ("sha256", "content_sha256") if mine.get(k) and mine.get(k) == real.get(k)]
+            if same:
+                raise SealError(f"REFUSED: the test-fixture lock folder {lockdir} pins the REAL sealed judgements "
+                                f"({sealed_name(lockdir)} {same[0]} {mine[same[0]]}, as {repo_lock / 'data_pins.json'}). "
+                                "A test opening must use the fixture's own sealed file.")
     return fixture
 
 
@@ -132,6 +164,7 @@ def frozen_fields(cfg: dict, lockdir, root) -> dict:
         "question": (f"Does the blend reach a mean {cfg['comparisons']['primary']} gain in "
                      f"ndcg@{cfg['metrics']['ndcg_k']} of at least {cfg['threshold']} on the "
                      f"{cfg['splits']['confirm_size']} sealed confirmation queries?"),
+        "study": dict(cfg["study"]),  # dataset, reranker (+ label index), candidate source, qrels roles
         "model": model,
         "data": {n: {k: p[k] for k in ("sha256", "content_sha256") if k in p} for n, p in sorted(data.items())},
         "splits": {k: derived["splits"][k] for k in ("dev", "confirm", "seed", "dev_size", "confirm_size")},
@@ -249,7 +282,7 @@ def _evidence_problems(run_dir: Path, manifest: dict, audit: dict, cfg: dict, lo
     data = read_json(lockdir / "data_pins.json")["files"]
     derived = read_json(lockdir / "derived_pins.json")
     pins = {"corpus": data["corpus.jsonl"]["sha256"], "queries": data["queries.jsonl"]["sha256"],
-            "qrels_dev": data["qrels/train.tsv"]["sha256"], "split_dev": derived["splits"]["dev"]["sha256"],
+            "qrels_dev": data[pinned_with_role(lockdir, "qrels_dev")]["sha256"], "split_dev": derived["splits"]["dev"]["sha256"],
             "split_confirm": derived["splits"]["confirm"]["sha256"], "candidates": derived["candidates"]["sha256"]}
     for key, pin in pins.items():
         found = art.get(key, {}).get("sha256")
@@ -570,11 +603,12 @@ def record_start(lockdir, entry: dict) -> int:
 def start_entry(u: dict, cfg: dict, lockdir) -> dict:
     """The 'started' ledger line of an opening, without its time (added when it is written)."""
     pins = read_json(Path(lockdir) / "data_pins.json")
-    sealed = pins["files"][SEALED_QRELS]
+    name = sealed_name(lockdir)
+    sealed = pins["files"][name]
     return {"event": STARTED, "protocol_sha256": u["sha256"], "opening": u["opening"], "run": u["run"],
             "labels": u["labels"], "code_commit": u["git"]["commit"], "code_uncommitted_paths": u["git"]["dirty"],
-            "method_sha256": u["method_sha256"], "sealed_file": SEALED_QRELS, "sealed_sha256": sealed["sha256"],
-            "sealed_content_sha256": sealed.get("content_sha256"), "data_url": pins["zip"]["url"],
+            "method_sha256": u["method_sha256"], "sealed_file": name, "sealed_sha256": sealed["sha256"],
+            "sealed_content_sha256": sealed.get("content_sha256"), "data_url": pins.get("zip", {}).get("url"),
             "data_source": {"data_mirror": cfg.get("data_mirror", ""), "data_zip": cfg.get("data_zip", ""),
                             "url": cfg["data"]["url"]}}
 
@@ -672,14 +706,15 @@ def _check_tree(cfg: dict, lockdir: Path, root, fixture: bool, labels: list[str]
                             "--config allow_dirty_for_testing=true (labelled in the report and the ledger).")
         labels.append(DIRTY_LABEL)
     if not fixture:
-        rel = [f"{REPO_LOCKDIR}/{n}" for n in (PROTOCOL, PROTOCOL_SHA, LEDGER)]
+        lock_rel = Path(os.path.relpath(Path(lockdir).resolve(), Path(root).resolve())).as_posix()
+        rel = [f"{lock_rel}/{n}" for n in (PROTOCOL, PROTOCOL_SHA, LEDGER)]
         missing = untracked_files(root, rel)
         if missing:
             raise SealError(f"REFUSED: {', '.join(missing)} not tracked by git. The protocol and the ledger must be "
                             "committed (git add lockfiles && git commit) before the confirmation is opened.")
-        history = ledger_history_problems(root, f"{REPO_LOCKDIR}/{LEDGER}")
+        history = ledger_history_problems(root, f"{lock_rel}/{LEDGER}")
         if history:
-            raise SealError(f"REFUSED: the ledger {REPO_LOCKDIR}/{LEDGER} was rewritten: " + "; ".join(history[:3])
+            raise SealError(f"REFUSED: the ledger {lock_rel}/{LEDGER} was rewritten: " + "; ".join(history[:3])
                             + ". It is append-only: restore every recorded line from git.")
     return git
 

@@ -110,6 +110,9 @@ def load_model(model_dir):
 
     model = AutoModelForSequenceClassification.from_pretrained(str(model_dir), dtype=torch.float32)
     model.eval()
+    meta = Path(model_dir) / "MODEL.json"
+    # the relevance logit of a several-output model, declared by the study (recorded in MODEL.json)
+    model.relevance_index = json.loads(meta.read_text(encoding="utf-8")).get("label_index") if meta.exists() else None
     return model
 
 
@@ -210,11 +213,19 @@ def _forward(tok, model, features: Sequence[dict]) -> list[float]:
                   padding=True, return_tensors="pt")
     with torch.inference_mode():
         logits = model(**enc).logits
-    if logits.ndim != 2 or logits.shape[1] != 1:
-        raise ValueError(f"expected logits of shape [batch, 1], got {list(logits.shape)}")
+    col = relevance_column(getattr(model, "relevance_index", None), list(logits.shape))
     if logits.dtype != torch.float32:
         raise ValueError(f"expected float32 logits, got {logits.dtype}")
-    return [float(x) for x in logits[:, 0].tolist()]
+    return [float(x) for x in logits[:, col].tolist()]
+
+
+def relevance_column(label_index: int | None, shape: list[int]) -> int:
+    """The logit column that is the relevance score: the only one, or the declared ``label_index``."""
+    if len(shape) != 2 or (label_index is None and shape[1] != 1):
+        raise ValueError(f"expected logits of shape [batch, 1] (or a declared study.label_index), got {shape}")
+    if label_index is not None and not 0 <= label_index < shape[1]:
+        raise ValueError(f"study.label_index {label_index} is not a column of logits of shape {shape}")
+    return 0 if label_index is None else label_index
 
 
 def shape_check(tok, model, queries: Sequence[str], docs: Sequence[str], settings: ScoringSettings) -> dict:

@@ -67,8 +67,9 @@ DRAWN_FROM = ("canonically sorted training-qrels query ids, numpy default_rng(se
               "confirmation = queries without training judgements")
 
 
-def split_settings(dev_size: int, seed: int, confirm_size: int, data_pins) -> dict:
-    """The values a split pin records and every run re-checks (sizes, seed, the data they came from)."""
+def split_settings(dev_size: int, seed: int, confirm_size: int, data_pins, qrels_dev: str) -> dict:
+    """The values a split pin records and every run re-checks (sizes, seed, the data they came from);
+    ``qrels_dev``: the pinned name of the development qrels file (study.qrels_dev)."""
     return {"dev_size": dev_size, "seed": seed, "confirm_size": confirm_size,
-            "qrels_dev_sha256": data_pins.pin("qrels/train.tsv")["sha256"],
+            "qrels_dev_sha256": data_pins.pin(qrels_dev)["sha256"],
             "queries_sha256": data_pins.pin("queries.jsonl")["sha256"]}

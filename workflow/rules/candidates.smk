@@ -56,7 +56,7 @@ rule dense:
         table=P["dense"],
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
-        dense=candidate_params(config)["dense"],
+        dense={k: v for k, v in config["candidates"]["dense"].items() if k != "threads"},  # threads: speed only
         cache=P["embedding_cache"],
     threads: config["candidates"]["dense"]["threads"]  # speed only: torch takes what the scheduler grants
     log:
@@ -112,13 +112,19 @@ rule freeze_candidates:
     one. Writes into the lockfiles as a side effect on purpose (a declared output would be deleted
     by Snakemake before the job runs); the receipt is the declared output."""
     input:  # nothing is regenerated unless re-freezing was asked for (the script then refuses at once)
-        **({"regenerated": P["regenerated"], "meta": P["regenerated_meta"], "bm25": P["bm25"], "dense": P["dense"]}
-           if "candidates" in REPIN else {}),
+        **({} if "candidates" not in REPIN else
+           {"regenerated": P["regenerated"], "meta": P["regenerated_meta"], "bm25": P["bm25"], "dense": P["dense"]}
+           if STUDY["candidates"] == "frozen" else  # a user's TREC run (study.candidates: trec; trec_run=FILE):
+           {"trec_run": config["trec_run"], "dev": P["split_dev"], "confirm": P["split_confirm"],
+            "corpus": P["corpus"], "queries": P["queries"], "data_pins": P["data_pins"]}),
     output:
         P["freeze_candidates"],
     params:
         lockdir=LOCK,
         allowed="candidates" in REPIN,
+        source=STUDY["candidates"],
+        study=STUDY["name"],
+        candidate_params=candidate_params(config),
     log:
         log_of("freeze_candidates", per_run=False),
     script:

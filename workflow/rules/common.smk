@@ -4,12 +4,15 @@ import json
 from rerank_study import protocol as _protocol
 from rerank_study.artefacts import manifest_keys
 from rerank_study.config import candidate_params, repin_set, run_name, run_settings, run_shape
-from rerank_study.errors import SealError
+from rerank_study import studies as _studies
+from rerank_study.errors import PipelineError, SealError
 from rerank_study.fingerprint import library_sha256, method_sha256
 from rerank_study.names import STAND_IN
 from rerank_study.reference import reference_name
 
 LOCK = config["lockdir"]
+STUDY = config["study"]  # the dataset, reranker and candidate source of this invocation (rerank_study.studies)
+QRELS_DEV, QRELS_SEALED = STUDY["qrels_dev"], STUDY["qrels_confirm"]
 REPIN = repin_set(config)  # explicit re-pinning only (freeze_* targets); empty for every analysis run
 RES = config["resources"]
 OUT = config["results"]
@@ -34,8 +37,17 @@ KIND = "confirmation" if CONFIRM else "development"
 N_QUERIES, DEPTH = run_shape(config, confirmation=CONFIRM)
 SETTINGS = run_settings(config, confirmation=CONFIRM)  # what the analysis uses: manifest, protocol, audit
 
-with open(f"{LOCK}/data_pins.json", encoding="utf-8") as _fh:
-    DATA_PINS = json.load(_fh)
+# The study's inputs, checked before any job (a bad study stops here, naming the study, the file, the fix):
+# its dataset and both qrels files pinned, its reranker pinned with one logit or a declared index, its
+# candidates present (rerank_study.studies.check_study)
+if "data" in REPIN and REPIN != {"data"}:
+    raise WorkflowError(f"repin={config['repin']}: pin the data ALONE first (repin=data), commit it, then re-pin "
+                        "the splits / candidates that are drawn from it in a second invocation.")
+try:
+    _studies.check_study(config, LOCK, REPIN)
+except PipelineError as _exc:
+    raise WorkflowError(str(_exc)) from None
+DATA_PINS = {"files": {}} if "data" in REPIN else json.loads(Path(f"{LOCK}/data_pins.json").read_text(encoding="utf-8"))
 with open(f"{LOCK}/model_pins.json", encoding="utf-8") as _fh:
     MODEL_PINS = json.load(_fh)
 
@@ -51,13 +63,13 @@ MODEL_FOLDER = (f"standin-seed{config['standin']['head_seed']}" if config["score
 
 P = {
     # verified data (dev side); the sealed confirmation qrels live elsewhere (confirm.smk)
-    "corpus": f"{RES}/data/scifact/corpus.jsonl",
-    "queries": f"{RES}/data/scifact/queries.jsonl",
-    "qrels_dev": f"{RES}/data/scifact/qrels/train.tsv",
-    "data_cache": f"{RES}/cache/scifact",
+    "corpus": f"{RES}/data/{STUDY['dataset']}/corpus.jsonl",
+    "queries": f"{RES}/data/{STUDY['dataset']}/queries.jsonl",
+    "qrels_dev": f"{RES}/data/{STUDY['dataset']}/{QRELS_DEV}",
+    "data_cache": f"{RES}/cache/{STUDY['dataset']}",
     # the sealed confirmation judgements: produced only by confirm.smk, after the guards, once per opening
     # (inside the opening's folder), right after the opening's 'started' line was written to the ledger
-    "qrels_confirm": f"{RUNDIR}/sealed/{_protocol.SEALED_QRELS}",
+    "qrels_confirm": f"{RUNDIR}/sealed/{QRELS_SEALED}",
     "opening_started": f"{RUNDIR}/OPENING_STARTED.json",
     "sealed_cache": f"{RES}/cache/sealed",
     # the committed pins
@@ -81,6 +93,7 @@ P = {
     "drift": f"{OUT}/check_candidates/drift.tsv",
     "drift_json": f"{OUT}/check_candidates/drift.json",
     "freeze_candidates": f"{RES}/freeze/candidates.json",
+    "freeze_data": f"{RES}/freeze/data.json",
     "freeze_splits": f"{RES}/freeze/splits.json",
     # the cross-encoder (pinned or stand-in)
     "model": f"{RES}/models/{MODEL_FOLDER}/MODEL.json",
@@ -101,6 +114,9 @@ P = {
     "run_ce": f"{RUNDIR}/runs/ce.trec",
     "run_blend": f"{RUNDIR}/runs/blend.trec",
     "per_query": f"{RUNDIR}/per_query.tsv",
+    # Parquet copies for pandas users (not audited: the TSVs are the audited artefacts)
+    "pairs_parquet": f"{RUNDIR}/pairs.parquet",
+    "per_query_parquet": f"{RUNDIR}/per_query.parquet",
     "grouped_indices": f"{RUNDIR}/bootstrap/grouped_indices.tsv",
     "query_indices": f"{RUNDIR}/bootstrap/query_indices.tsv",
     "replicates": f"{RUNDIR}/bootstrap/replicates.tsv",
@@ -121,7 +137,7 @@ REFERENCE = None if CONFIRM else f"{LOCK}/reference/{reference_name(config['scor
 # what a run analyses: the development split and qrels, or (confirmation) the sealed ones
 RUN_SPLIT = P["split_confirm"] if CONFIRM else P["split_dev"]
 RUN_QRELS_KEY = "qrels_confirm" if CONFIRM else "qrels_dev"
-RUN_QRELS_PIN = _protocol.SEALED_QRELS if CONFIRM else "qrels/train.tsv"
+RUN_QRELS_PIN = QRELS_SEALED if CONFIRM else QRELS_DEV
 
 
 def _require_committed(path, what, repin_key):
@@ -132,9 +148,10 @@ def _require_committed(path, what, repin_key):
                             f"with: snakemake --config repin={repin_key}")
 
 
-for _path in SPLIT_LISTS.values():
+for _path in SPLIT_LISTS.values() if "data" not in REPIN else ():  # (repin=data: nothing is drawn from data yet)
     _require_committed(_path, "QUERY SPLIT LIST", "splits")
-_require_committed(P["candidates"], "FROZEN CANDIDATE TABLE", "candidates")
+if not REPIN:  # (a re-pinning invocation reads no candidates: data -> splits -> candidates, in that order)
+    _require_committed(P["candidates"], "FROZEN CANDIDATE TABLE", "candidates")
 if not REPIN:
     _require_committed(P["derived_pins"], "DERIVED PINS", "splits,candidates")
 
@@ -153,4 +170,6 @@ def bench_of(rule_name, per_run=True):
 
 
 def data_sha(name):
+    if "data" in REPIN:  # a repin=data invocation only pins (its `all` is the receipt); no data rule can run
+        return "0" * 64
     return DATA_PINS["files"][name]["sha256"]

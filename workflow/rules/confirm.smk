@@ -16,11 +16,11 @@ if CONFIRM:
             confirm=P["split_confirm"],
             data_pins=P["data_pins"],
         output:
-            qrels=ensure(P["qrels_confirm"], sha256=data_sha(_protocol.SEALED_QRELS)),
+            qrels=ensure(P["qrels_confirm"], sha256=data_sha(QRELS_SEALED)),
             started=P["opening_started"],
         params:
             code=CODE,  # library source hash: a change in the science reruns the rule
-            name=_protocol.SEALED_QRELS,
+            name=QRELS_SEALED,
             cache=P["sealed_cache"],
             lockdir=LOCK,
             start=UNSEAL["start"],  # the ledger line (its time is added when it is written)

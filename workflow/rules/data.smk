@@ -8,10 +8,10 @@ rule fetch_data:
     output:
         corpus=ensure(P["corpus"], sha256=data_sha("corpus.jsonl")),
         queries=ensure(P["queries"], sha256=data_sha("queries.jsonl")),
-        qrels_dev=ensure(P["qrels_dev"], sha256=data_sha("qrels/train.tsv")),
+        qrels_dev=ensure(P["qrels_dev"], sha256=data_sha(QRELS_DEV)),
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
-        names=["corpus.jsonl", "queries.jsonl", "qrels/train.tsv"],  # -> output[0], [1], [2]
+        names=["corpus.jsonl", "queries.jsonl", QRELS_DEV],  # -> output[0], [1], [2]
         cache=P["data_cache"],
         # data_mirror / data_zip / data.url are read from the config inside the script: where the
         # verified bytes came from must not trigger a rerun of everything downstream
@@ -39,6 +39,7 @@ rule freeze_splits:
         dev_size=config["splits"]["dev_size"],
         confirm_size=config["splits"]["confirm_size"],
         seed=config["splits"]["seed"],
+        qrels_name=QRELS_DEV,  # the pinned name of the development qrels file
     log:
         log_of("freeze_splits", per_run=False),
     script:
@@ -63,9 +64,32 @@ rule splits:
         dev_size=config["splits"]["dev_size"],
         confirm_size=config["splits"]["confirm_size"],
         seed=config["splits"]["seed"],
+        qrels_name=QRELS_DEV,  # the pinned name of the development qrels file
     log:
         log_of("splits", per_run=False),
     benchmark:
         bench_of("splits", per_run=False)
     script:
         "../scripts/splits.py"
+
+
+rule freeze_data:
+    """Explicit first acquisition (--config repin=data, alone): a BEIR public dataset of the catalogue
+    (lockfiles/datasets/beir.json: url, size, md5 as BEIR publishes them) is acquired (data_zip, or the URL),
+    checked by size and md5 before it is opened, parsed strictly, and its pins (zip sha256, every file's
+    sha256, qrels content hashes; study.qrels_confirm marked sealed) written into the study's lock folder
+    (this changes the experiment: commit it). Refuses when the lock folder already pins data."""
+    input:
+        catalogue=str(Path(workflow.basedir) / "lockfiles" / "datasets" / "beir.json") if "data" in REPIN else [],
+    output:
+        P["freeze_data"],
+    params:
+        allowed="data" in REPIN,
+        pins=P["data_pins"],
+        dataset=STUDY["dataset"],
+        dev=STUDY["qrels_dev"],
+        confirm=STUDY["qrels_confirm"],
+    log:
+        log_of("freeze_data", per_run=False),
+    script:
+        "../scripts/freeze_data.py"

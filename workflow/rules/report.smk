@@ -16,7 +16,9 @@ rule report:
         bench_score=bench_of("score"),
         bench_evaluate=bench_of("evaluate"),
         bench_analyse=bench_of("analyse"),
-        retrievers=[P["frozen_bm25"], P["frozen_dense"], P["run_qrels"]] if CONFIRM else [],
+        # the frozen RRF candidates' retriever lists (a TREC-run study has none: its run is the first stage)
+        retrievers=[P["frozen_bm25"], P["frozen_dense"], P["run_qrels"]] if CONFIRM and STUDY["candidates"] == "frozen"
+        else [],
         started=[P["opening_started"]] if CONFIRM else [],  # the ledger line recording what was opened, when
     output:
         report=P["report"],
@@ -27,6 +29,7 @@ rule report:
         code=CODE,  # library source hash: a change in the science reruns the rule
         kind=KIND,
         run=RUN,
+        study=STUDY,
         opening=({"protocol_sha256": UNSEAL["sha256"], "opening": UNSEAL["opening"], "labels": UNSEAL["labels"],
                   "unfinished": UNSEAL["unfinished"], "completed": [e["opening"] for e in UNSEAL["previous"]]}
                  if CONFIRM else None),
@@ -80,12 +83,13 @@ rule audit:
         lockdir=lambda w, input: os.path.dirname(input.data_pins),
         python=sys.executable,
         script=str(Path(workflow.basedir) / "scripts" / "audit.py"),
+        study=f"--study {config['study_file']}" if config["study_file"] else "",  # the anchor of another study
     log:
         log_of("audit"),
     benchmark:
         bench_of("audit")
     shell:
-        "{params.python} -I -S {params.script} {params.rundir} --lockdir {params.lockdir} --out {output} > {log} 2>&1"
+        "{params.python} -I -S {params.script} {params.rundir} --lockdir {params.lockdir} {params.study} --out {output} > {log} 2>&1"
 
 
 rule check_reproduction:
@@ -107,3 +111,18 @@ rule check_reproduction:
         log_of("check_reproduction"),
     script:
         "../scripts/check_reproduction.py"
+
+
+rule parquet:
+    """Parquet copies of pairs.tsv and per_query.tsv (pandas; ids kept as strings, floats read back exactly).
+    Conveniences only: the TSVs are the audited artefacts."""
+    input:
+        pairs=P["pairs"],
+        per_query=P["per_query"],
+    output:
+        pairs=P["pairs_parquet"],
+        per_query=P["per_query_parquet"],
+    log:
+        log_of("parquet"),
+    script:
+        "../scripts/parquet.py"

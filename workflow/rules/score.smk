@@ -28,6 +28,7 @@ else:
             P["model"],
         params:
             code=CODE,  # library source hash: a change in the science reruns the rule
+            label_index=STUDY["label_index"],  # the relevance logit of a several-output model (study.label_index)
             # model_dir is read from the config in the script: a location, not a setting
         log:
             log_of("pinned_model", per_run=False),
@@ -56,6 +57,7 @@ rule run_inputs:
         depth=DEPTH,
         qrels_pin=RUN_QRELS_PIN,
         split_label="confirm" if CONFIRM else "dev",
+        study=STUDY["name"],
     log:
         log_of("run_inputs"),
     benchmark:

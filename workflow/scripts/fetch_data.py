@@ -8,9 +8,11 @@ from rerank_study.rule import run
 
 def main(sm):
     cfg = sm.config
-    publish_verified(list(sm.params.names), list(sm.output), DataPins.load(sm.input.data_pins), sm.params.cache,
+    pins = DataPins.load(sm.input.data_pins)
+    url = pins.url  # the pinned archive's URL (none for a local-only dataset); data.url must equal it (check_study)
+    publish_verified(list(sm.params.names), list(sm.output), pins, sm.params.cache,
                      mirror=cfg["data_mirror"] or None, zip_path=cfg["data_zip"] or None,
-                     url=cfg["data"]["url"] or None, timeout=cfg["data"]["download_timeout_s"])
+                     url=url, timeout=cfg["data"]["download_timeout_s"])
 
 
 if __name__ == "__main__":

@@ -5,18 +5,63 @@ This changes the experiment: commit lockfiles/ with a message that says why."""
 import logging
 from pathlib import Path
 
-from rerank_study import candidates, machine, pins
+from rerank_study import beir, candidates, machine, pins, splits
+from rerank_study.acquire import DataPins, verified_path
 from rerank_study.errors import PipelineError
+from rerank_study.studies import TREC_RUN_FILE
 from rerank_study.fileio import atomic_path, read_json, sha256_file, write_json
 from rerank_study.rule import run
 
 log = logging.getLogger("freeze_candidates")
 
 
+def freeze_trec_run(sm) -> None:
+    """A user's TREC run becomes the study's frozen candidates: the run file (copied byte for byte) and its top
+    ``depth`` per development and confirmation query in trec_eval's order, both pinned."""
+    lockdir, params, study = Path(sm.params.lockdir), sm.params.candidate_params, sm.params.study
+    data_pins = DataPins.load(sm.input.data_pins)
+    corpus = beir.read_corpus(verified_path(sm.input.corpus, "corpus.jsonl", data_pins))
+    queries = beir.read_queries(verified_path(sm.input.queries, "queries.jsonl", data_pins))
+    user_run = candidates.read_user_run(sm.input.trec_run)
+    split_of = {q: name for name in ("dev", "confirm") for q in splits.read_split(getattr(sm.input, name))}
+    fix = (f"give a run with at least {params['depth']} candidates for every development and confirmation query "
+           "(documents of the pinned corpus), or lower candidates.depth knowingly")
+    problems = []
+    short = candidates.short_queries(user_run, list(split_of), params["depth"])
+    if short:
+        problems.append(f"{len(short)} queries have fewer than {params['depth']} candidates: "
+                        + ", ".join(f"{q} ({n})" for q, n in short[:10]))
+    unknown_q = sorted(set(user_run) - set(queries))
+    unknown_d = sorted({d for lst in user_run.values() for d, _ in lst} - set(corpus))
+    if unknown_q:
+        problems.append(f"query ids absent from queries.jsonl: {unknown_q[:10]}")
+    if unknown_d:
+        problems.append(f"document ids absent from corpus.jsonl: {unknown_d[:10]}")
+    if problems:
+        raise PipelineError(f"STUDY {study!r}: the TREC run {sm.input.trec_run} cannot be the candidates: "
+                            + "; ".join(problems) + f". Fix: {fix}. Nothing was frozen.")
+    qids = splits.canonical_order(split_of)
+    rows = candidates.trec_candidate_rows(user_run, qids, split_of, params["depth"])
+    folder = lockdir / "candidates"
+    with atomic_path(folder / TREC_RUN_FILE) as tmp:
+        tmp.write_bytes(Path(sm.input.trec_run).read_bytes())
+    candidates.write_candidates(folder / "candidates.tsv", rows, candidates.TREC_CANDIDATE_HEADER)
+    pin = {"file": "candidates/candidates.tsv", "sha256": sha256_file(folder / "candidates.tsv"), "n_queries": len(qids),
+           "params": params, "source": "trec",
+           "provenance": {"run_file": f"candidates/{TREC_RUN_FILE}", "run_sha256": sha256_file(folder / TREC_RUN_FILE),
+                          "given_as": Path(sm.input.trec_run).name}}
+    pins.set_pin(lockdir, "candidates", pin)
+    write_json(sm.output[0], {"pinned": pin, "lockdir": str(lockdir)})
+    log.warning("FROZE the TREC run %s as the candidates of study %s (table sha256 %s) into %s: commit it",
+                sm.input.trec_run, study, pin["sha256"], folder)
+
+
 def main(sm):
     if not sm.params.allowed:
         raise PipelineError("freeze_candidates rewrites the frozen candidates (an input of the experiment). Ask for it "
                             "explicitly: snakemake --config repin=candidates")
+    if sm.params.source == "trec":
+        return freeze_trec_run(sm)
     lockdir = Path(sm.params.lockdir)
     meta = read_json(sm.input.meta)
     folder = lockdir / "candidates"

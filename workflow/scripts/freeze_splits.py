@@ -20,7 +20,7 @@ def main(sm):
                             "explicitly: snakemake --config repin=splits")
     data_pins = DataPins.load(sm.input.data_pins)
     queries = beir.read_queries(verified_path(sm.input.queries, "queries.jsonl", data_pins))
-    qrels = beir.read_qrels(verified_path(sm.input.qrels_dev, "qrels/train.tsv", data_pins))
+    qrels = beir.read_qrels(verified_path(sm.input.qrels_dev, sm.params.qrels_name, data_pins))
     unknown = sorted(set(qrels) - set(queries))
     if unknown:
         raise PipelineError(f"training qrels mention queries absent from queries.jsonl: {unknown[:10]}")
@@ -32,7 +32,8 @@ def main(sm):
     lockdir = Path(sm.params.lockdir)
     for name, ids in (("dev", dev), ("confirm", confirm)):
         atomic_write_text(lockdir / "splits" / f"{name}.txt", splits.split_text(ids))
-    pin = {**splits.split_settings(sm.params.dev_size, sm.params.seed, sm.params.confirm_size, data_pins),
+    pin = {**splits.split_settings(sm.params.dev_size, sm.params.seed, sm.params.confirm_size, data_pins,
+                                    sm.params.qrels_name),
            "drawn_from": splits.DRAWN_FROM,
            "dev": {"path": "splits/dev.txt", "n": len(dev), "sha256": sha256_text(splits.split_text(dev))},
            "confirm": {"path": "splits/confirm.txt", "n": len(confirm),

@@ -4,7 +4,7 @@ import logging
 from pathlib import Path
 
 from rerank_study import models
-from rerank_study.fileio import read_json
+from rerank_study.fileio import read_json, write_json
 from rerank_study.rule import run
 
 log = logging.getLogger("pinned_model")
@@ -12,7 +12,12 @@ log = logging.getLogger("pinned_model")
 
 def main(sm):
     ce = read_json(sm.input.model_pins)["cross_encoder"]
-    meta = models.resolve_pinned_cross_encoder(ce, Path(sm.output[0]).parent, model_dir=sm.config["model_dir"])
+    dest = Path(sm.output[0]).parent
+    meta = models.resolve_pinned_cross_encoder(ce, dest, model_dir=sm.config["model_dir"])
+    models.check_architecture(ce, dest, ce["repo"])  # the pinned facts are the verified config.json's
+    if sm.params.label_index is not None:
+        meta = models.with_label_index(meta, sm.params.label_index)
+        write_json(dest / "MODEL.json", meta)
     log.info("pinned cross-encoder %s from %s (weights sha256 %s)", meta["identity"], meta["source"],
              meta["weights_sha256"])
 

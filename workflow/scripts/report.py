@@ -47,6 +47,21 @@ def opened_rows(started, opening) -> dict:
             "protocol sha256": opening["protocol_sha256"]}
 
 
+def archive_rows(data_pins: dict) -> dict:
+    z = data_pins.get("zip")
+    if not z:
+        return {"data archive": "none pinned (a local-only dataset: the files' sha256 above are its pins)"}
+    return {"data URL (pinned archive)": z["url"], "data zip md5 / sha256": f"{z['md5']} / {z['sha256']}"}
+
+
+def candidate_params_text(pin: dict) -> str:
+    p = pin["params"]
+    if pin.get("source") == "trec":
+        return (f"a user's TREC run ({pin['provenance']['run_file']}, sha256 {pin['provenance']['run_sha256']}), "
+                f"top {p['depth']} in trec_eval order ({p['tie_rule']})")
+    return f"RRF k={p['rrf_k']}, depth {p['depth']}, BM25 top {p['bm25']['depth']}, dense top {p['dense']['depth']}"
+
+
 def main(sm):
     summary = read_json(sm.input.summary)
     scoring = read_json(sm.input.scoring)
@@ -63,10 +78,11 @@ def main(sm):
     confirmation = sm.params.kind == "confirmation"
     started = read_json(sm.input.started[0]) if confirmation else None
     provenance = {
+        "study": f"{sm.params.study['name']}: dataset {sm.params.study['dataset']}, reranker "
+                 f"{sm.params.study['reranker']}, candidates {sm.params.study['candidates']}",
         **{f"data {n} sha256": p["sha256"] for n, p in sorted(data_pins["files"].items())
            if confirmation or not p.get("sealed")},
-        "data URL (pinned archive)": data_pins["zip"]["url"],
-        "data zip md5 / sha256": f"{data_pins['zip']['md5']} / {data_pins['zip']['sha256']}",
+        **archive_rows(data_pins),
         **(opened_rows(started, sm.params.opening) if confirmation
            else {"confirmation qrels": "SEALED: not an input of any development rule"}),
         "split dev sha256": derived["splits"]["dev"]["sha256"],
@@ -74,10 +90,7 @@ def main(sm):
         "split seed / sizes": f"{derived['splits']['seed']} / {derived['splits']['dev_size']} dev, "
                               f"{derived['splits']['confirm_size']} confirm",
         "candidates sha256 (frozen pin)": derived["candidates"]["sha256"],
-        "candidates params": f"RRF k={derived['candidates']['params']['rrf_k']}, depth "
-                             f"{derived['candidates']['params']['depth']}, BM25 top "
-                             f"{derived['candidates']['params']['bm25']['depth']}, dense top "
-                             f"{derived['candidates']['params']['dense']['depth']}",
+        "candidates params": candidate_params_text(derived["candidates"]),
         "scorer": model["identity"] + (f" ({names.STANDIN_LABEL})" if models.is_standin(model) else ""),
         "scorer weights sha256": model["weights_sha256"],
         "scoring settings": ", ".join(f"{k}={v}" for k, v in scoring["settings"].items()),
@@ -111,9 +124,9 @@ def main(sm):
     if confirmation:
         op = sm.params.opening
         title = f"Confirmation analysis — opening {op['opening']} of protocol {op['protocol_sha256'][:12]}"
-        bm25_tsv, dense_tsv, qrels_tsv = sm.input.retrievers
-        sections.insert(0, report.confirmation_section(summary, op, retriever_context(bm25_tsv, dense_tsv, qrels_tsv,
-                                                                                     summary), started, scoring))
+        context = (retriever_context(*sm.input.retrievers, summary) if sm.input.retrievers
+                   else {"the study's own first-stage TREC run (r0)": summary["methods"]["rrf"]["mean"]})
+        sections.insert(0, report.confirmation_section(summary, op, context, started, scoring))
     text = report.render(summary, meas, provenance, extra_sections=sections, figures=figures, title=title,
                          run=sm.params.run)
     write_json(sm.output.measurements, {"_note": "measurements of this execution; not reproducible byte for byte",

@@ -32,14 +32,17 @@ def main(sm):
     label = sm.params.split_label
     bad = [q for q, lst in by_q.items() if len(lst) != depth or any(r["split"] != label for r in lst)]
     if bad:
-        raise PipelineError(f"candidates missing or not {label} queries for {bad[:10]}")
+        raise PipelineError(f"STUDY {sm.params.study!r}: {sm.input.candidates} has fewer than {depth} {label} candidates "
+                            f"(or another split) for queries {bad[:10]}. Fix: freeze candidates at least {depth} deep "
+                            "(snakemake --config repin=candidates ...), or lower candidates.depth knowingly.")
     qrels = beir.read_qrels(verified_path(sm.input.qrels, sm.params.qrels_pin, DataPins.load(sm.input.data_pins)))
     unjudged = [q for q in qids if q not in qrels]
     if unjudged:
         raise PipelineError(f"analysed queries without judgements in {sm.input.qrels}: {unjudged[:10]}")
     atomic_write_text(sm.output.queries, splits.split_text(qids))
-    candidates.write_candidates(sm.output.candidates, [tuple(r[c] for c in candidates.CANDIDATE_HEADER)
-                                                       for q in qids for r in by_q[q]])
+    header = candidates.candidate_header(sm.input.candidates)  # the frozen RRF table's, or a TREC run's
+    candidates.write_candidates(sm.output.candidates, [tuple(r[c] for c in header) for q in qids for r in by_q[q]],
+                                header)
     write_tsv(sm.output.qrels, beir.QRELS_HEADER,
               [(q, d, rel) for q in qids for d, rel in sorted(qrels[q].items())])
 

@@ -22,7 +22,7 @@ from rerank_study.rule import peak_rss_mib, run  # noqa: E402
 log = logging.getLogger("score")
 
 
-def check_shapes(tok, load_model, ranked, queries, corpus, settings, n_pairs, identity, versions, cache_dir, hidden,
+def check_shapes(tok, load_model, ranked, queries, corpus, settings, n_pairs, identity, versions, cache_dir, arch,
                  label) -> dict:
     """Forward the first ``n_pairs`` pairs padded to max_length (this check only) and compare the tensor
     shapes with the pinned architecture; cached like the scores (an unchanged rerun loads no weights)."""
@@ -37,8 +37,8 @@ def check_shapes(tok, load_model, ranked, queries, corpus, settings, n_pairs, id
         shapes = scoring.shape_check(tok, model, qs, ds, settings)
         shapes["hidden_size"] = model.config.hidden_size  # what the loaded model says (compared below)
         write_json(sfile, shapes)
-    expected = {"input_ids": [n, settings.max_length], "last_hidden_state": [n, settings.max_length, hidden],
-                "logits": [n, 1]}
+    expected = {"input_ids": [n, settings.max_length], "last_hidden_state": [n, settings.max_length, arch["hidden_size"]],
+                "logits": [n, arch["num_labels"]]}
     shapes.update({"expected": expected, "ok": all(shapes[k] == v for k, v in expected.items()),
                    "model": label, "qid": first_q, "doc_ids": ranked[first_q][:n]})
     return shapes
@@ -76,9 +76,9 @@ def main(sm):
         return loaded["model"]
 
     tok = scoring.load_tokenizer(model_dir)
-    hidden = read_json(sm.input.model_pins)["cross_encoder"]["architecture"]["hidden_size"]  # the pinned architecture
+    arch = read_json(sm.input.model_pins)["cross_encoder"]["architecture"]  # pinned = the verified config.json's
     shapes = check_shapes(tok, load_model, ranked, queries, corpus, settings, sm.params.ce["shape_check_pairs"],
-                          meta["identity"], versions, cache_dir, hidden, label)
+                          meta["identity"], versions, cache_dir, arch, label)
     write_json(sm.output.shape_check, shapes)
     if not shapes["ok"]:
         raise PipelineError(f"SHAPE CHECK FAILED for {label}: found {shapes}; expected {shapes['expected']}. The model "

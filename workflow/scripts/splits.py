@@ -14,14 +14,15 @@ log = logging.getLogger("splits")
 def main(sm):
     data_pins = DataPins.load(sm.input.data_pins)
     queries = beir.read_queries(verified_path(sm.input.queries, "queries.jsonl", data_pins))
-    qrels = beir.read_qrels(verified_path(sm.input.qrels_dev, "qrels/train.tsv", data_pins))
+    qrels = beir.read_qrels(verified_path(sm.input.qrels_dev, sm.params.qrels_name, data_pins))
     confirm = splits.confirmation_ids(queries, qrels)
     pin = read_json(sm.input.derived).get("splits")
     if pin is None:
         raise PipelineError(
             f"NO SPLIT PIN in {sm.input.derived}. The splits are drawn once and then frozen; to draw and pin them "
             "now run once with --config repin=splits (then commit the lockfiles).")
-    settings = splits.split_settings(sm.params.dev_size, sm.params.seed, sm.params.confirm_size, data_pins)
+    settings = splits.split_settings(sm.params.dev_size, sm.params.seed, sm.params.confirm_size, data_pins,
+                                    sm.params.qrels_name)
     for key, value in settings.items():
         if pin.get(key) != value:
             raise PinMismatchError(f"split setting {key}", sm.input.derived, "value", pin.get(key), value,

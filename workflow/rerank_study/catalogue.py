@@ -1,0 +1,189 @@
+"""The public BEIR dataset catalogue and the explicit first verified acquisition of one dataset.
+
+``lockfiles/datasets/beir.json`` lists each public BEIR archive by url, md5 and size. Sources:
+
+* url, md5: the BEIR README "Available Datasets" table,
+  beir-cellar/beir@17a4b4f8e606a118174c477a9cf4bc56fc483723:README.md;
+* md5 cross-check and ``bytes`` (``size_hint``): ir_datasets downloads.json,
+  allenai/ir_datasets@99d81800b2819b89ed536e21455cb3a57050ab7b:ir_datasets/etc/downloads.json;
+* zip layout ``<top>/corpus.jsonl``, ``<top>/queries.jsonl``, ``<top>/qrels/<split>.tsv``: ir_datasets
+  ``ir_datasets/datasets/beir.py`` (``ZipExtract`` member paths) and BEIR's ``GenericDataLoader``.
+
+The catalogue carries no sha256. ``pin_first_acquisition`` is the only writer of one: it checks the
+archive's size and md5 before opening it, parses every needed member with the project's strict
+readers, and writes a pins file in the format of ``lockfiles/data_pins.json`` (read by
+``acquire.DataPins``). It never overwrites an existing pins file.
+"""
+
+from __future__ import annotations
+
+import datetime
+import shutil
+import tempfile
+import urllib.error
+import urllib.request
+import zipfile
+from pathlib import Path
+
+from . import beir
+from .errors import ConfigError, MissingInputError, PinMismatchError, PipelineError
+from .fileio import CHUNK, md5_file, read_json, sha256_file, write_json
+
+CORPUS, QUERIES = "corpus.jsonl", "queries.jsonl"
+ENTRY_KEYS = ("url", "md5", "bytes", "zip_top_folder", "qrels_splits", "sha256", "note")
+_ZIP_FIX = ("The archive is not the one the catalogue lists (truncated download, or the file changed on the "
+            "server); it was not opened and nothing was written. Download it again; if it still differs, "
+            "investigate before editing the catalogue.")
+
+
+def load_entry(catalogue_path, name: str) -> dict:
+    """The catalogue entry of ``name`` (a copy, with ``"name"`` added); an unknown name is a ConfigError."""
+    datasets = read_json(catalogue_path).get("datasets", {})
+    if name not in datasets:
+        raise ConfigError(
+            f"UNKNOWN DATASET {name!r}: {catalogue_path} has no entry for it.\n"
+            f"  known: {', '.join(sorted(datasets)) or '(none)'}\n"
+            f"  To add one, add an object under \"datasets\" in {catalogue_path} with the keys "
+            f"{', '.join(ENTRY_KEYS)} (sha256 null: only the first verified acquisition writes a sha256), "
+            "and cite where url, md5 and bytes come from under \"sources\".")
+    return dict(datasets[name], name=name)
+
+
+def _qrels_member(split: str) -> str:
+    return f"qrels/{split}.tsv"
+
+
+def _check_request(entry: dict, pins_path: Path, dev_qrels: str, confirm_qrels: str | None) -> None:
+    if pins_path.exists():
+        raise PipelineError(f"ALREADY PINNED: {pins_path} exists, so the data is already pinned. "
+                            "Nothing was downloaded or written. Delete it knowingly (in its own commit) to re-pin.")
+    if confirm_qrels is not None and confirm_qrels == dev_qrels:
+        raise ConfigError(f"dev_qrels and confirm_qrels are both {dev_qrels!r}: the sealed confirmation "
+                          "judgements must come from another split.")
+    for split in filter(None, (dev_qrels, confirm_qrels)):
+        if split not in entry["qrels_splits"]:
+            raise ConfigError(f"split {split!r} is not among the qrels splits of {entry['url']}: "
+                              f"{entry['qrels_splits']} (catalogue entry qrels_splits). Choose one of those.")
+
+
+def _obtain_zip(entry: dict, workdir: Path, zip_path, url, timeout: float) -> tuple[Path, str]:
+    """Path of the archive to check and a description of where it came from (local copy or download)."""
+    if zip_path is not None:
+        zp = Path(zip_path)
+        if not zp.is_file():
+            raise MissingInputError(f"MISSING FILE: the archive {zp} does not exist. Give an existing "
+                                    f"zip_path, or none to download {url or entry['url']}.")
+        return zp, f"local archive {zp}"
+    url = url or entry["url"]
+    dest = workdir / Path(entry["url"]).name
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp, open(dest, "wb") as out:  # noqa: S310
+            shutil.copyfileobj(resp, out)
+    except (urllib.error.URLError, OSError, TimeoutError) as exc:
+        raise MissingInputError(f"DOWNLOAD FAILED: {url}: {exc}. Download it yourself and pass its path "
+                                "as zip_path (it is checked the same way).") from None
+    return dest, f"download {url}"
+
+
+def _verify_zip(path: Path, entry: dict, source: str) -> dict:
+    """Size and md5 against the catalogue (before the zip is opened); then sha256 (against the entry's, if any)."""
+    what = Path(entry["url"]).name
+    size = path.stat().st_size
+    if size != entry["bytes"]:
+        raise PinMismatchError(what, path, "size (bytes)", entry["bytes"], size, source, _ZIP_FIX)
+    md5 = md5_file(path)
+    if md5 != entry["md5"]:
+        raise PinMismatchError(what, path, "md5", entry["md5"], md5, source, _ZIP_FIX)
+    sha256 = sha256_file(path)
+    if entry.get("sha256") and sha256 != entry["sha256"]:
+        raise PinMismatchError(what, path, "sha256", entry["sha256"], sha256, source, _ZIP_FIX)
+    return {"bytes": size, "md5": md5, "sha256": sha256}
+
+
+def _extract(archive: Path, top: str, names: list[str], dest: Path) -> None:
+    """Copy each ``<top>/<name>`` member to ``dest/<name>`` byte for byte; a missing member is named."""
+    with zipfile.ZipFile(archive) as zf:
+        for name in names:
+            member = f"{top}/{name}"
+            try:
+                info = zf.getinfo(member)
+            except KeyError:
+                qrels = sorted(n for n in zf.namelist() if n.startswith(f"{top}/qrels/"))
+                raise MissingInputError(f"MISSING FILE: {archive} has no member {member} (qrels members: "
+                                        f"{qrels or 'none'}). Choose a split the archive has; nothing was "
+                                        "written.") from None
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(info) as src, open(dest / name, "wb") as out:
+                shutil.copyfileobj(src, out)
+
+
+def _check_parsed(dest: Path, qrels_names: list[str], top: str, archive: Path) -> dict[str, dict]:
+    """Parse every file with the strict readers; every judged query id must be in queries.jsonl."""
+    beir.read_corpus(dest / CORPUS)
+    queries = beir.read_queries(dest / QUERIES)
+    tables = {}
+    for name in qrels_names:
+        tables[name] = beir.read_qrels(dest / name)
+        missing = sorted(set(tables[name]) - set(queries))
+        if missing:
+            raise PipelineError(
+                f"INCONSISTENT DATA: {top}/{name} in {archive} judges {len(missing)} query id(s) absent from "
+                f"{top}/{QUERIES}, e.g. {missing[:5]}. Nothing was pinned. Use another split, or record the "
+                "discrepancy and pin a corrected copy knowingly.")
+    return tables
+
+
+def _count_lines(path: Path) -> int:
+    with open(path, "rb") as fh:
+        return sum(block.count(b"\n") for block in iter(lambda: fh.read(CHUNK), b""))
+
+
+def _file_pin(path: Path, role: str) -> dict:
+    """Size, newline count and sha256 of the extracted bytes (no newline normalisation)."""
+    return {"bytes": path.stat().st_size, "lines": _count_lines(path), "role": role, "sha256": sha256_file(path)}
+
+
+def _files_block(dest: Path, dev: str, confirm: str | None, tables: dict) -> dict:
+    files = {CORPUS: _file_pin(dest / CORPUS, "corpus"), QUERIES: _file_pin(dest / QUERIES, "queries")}
+    for name, role in ((dev, "qrels_dev"), (confirm, "qrels_confirm")):
+        if name is None:
+            continue
+        files[name] = dict(_file_pin(dest / name, role), content_sha256=beir.qrels_content_sha256(tables[name]))
+        if role == "qrels_confirm":
+            files[name]["sealed"] = True
+    return files
+
+
+def pin_first_acquisition(entry: dict, pins_path, *, dev_qrels: str, confirm_qrels: str | None,
+                          zip_path=None, url=None, timeout: float = 120) -> dict:
+    """Acquire one catalogue dataset for the first time, verify it, and write its pins file (once).
+
+    ``dev_qrels`` / ``confirm_qrels`` are split names (``qrels/<split>.tsv``); the confirmation one is
+    marked sealed. The archive is a local ``zip_path`` or is downloaded (``url`` or the entry's) into a
+    temporary folder (``TMPDIR``) that is removed afterwards. Returns the dict written to ``pins_path``.
+    """
+    pins_path = Path(pins_path)
+    _check_request(entry, pins_path, dev_qrels, confirm_qrels)
+    dev, confirm = _qrels_member(dev_qrels), (_qrels_member(confirm_qrels) if confirm_qrels else None)
+    top, name = entry["zip_top_folder"], entry.get("name", entry["zip_top_folder"])
+    with tempfile.TemporaryDirectory(prefix=f"pin-{name}-") as tmp:
+        archive, source = _obtain_zip(entry, Path(tmp), zip_path, url, timeout)
+        zip_block = _verify_zip(archive, entry, source)
+        qrels_names = [n for n in (dev, confirm) if n]
+        _extract(archive, top, [CORPUS, QUERIES] + qrels_names, Path(tmp) / "x")
+        tables = _check_parsed(Path(tmp) / "x", qrels_names, top, archive)
+        files = _files_block(Path(tmp) / "x", dev, confirm, tables)
+    pins = {"_comment": _comment(name, source), "dataset": name, "files": files,
+            "zip": dict(zip_block, top_folder=top, url=entry["url"])}
+    _check_request(entry, pins_path, dev_qrels, confirm_qrels)  # still not pinned by someone else meanwhile
+    write_json(pins_path, pins)
+    return pins
+
+
+def _comment(name: str, source: str) -> str:
+    today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    return (f"BEIR {name} pins, written by the first verified acquisition on {today} (UTC) from {source}: zip "
+            "size and md5 matched the catalogue entry (lockfiles/datasets/beir.json) before the zip was opened; "
+            "zip sha256 recorded then. Files are hashed as extracted bytes (no newline normalisation) and were "
+            "parsed with the strict readers; every qrels query id is in queries.jsonl. content_sha256 = sha256 "
+            "of the sorted 'qid\\tdocid\\tscore\\n' rows (order-independent).")
