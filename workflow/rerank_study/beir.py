@@ -127,3 +127,28 @@ def qrels_content_sha256(qrels: dict[str, dict[str, int]]) -> str:
 
     rows = sorted(f"{q}\t{d}\t{r}\n" for q, docs in qrels.items() for d, r in docs.items())
     return hashlib.sha256("".join(rows).encode("utf-8")).hexdigest()
+
+
+def generic_loader_disagreements(folder, qrels_name: str, corpus: dict[str, Doc], queries: dict[str, str],
+                                 qrels: dict[str, dict[str, int]]) -> list[str]:
+    """Load the verified folder with BEIR's own ``GenericDataLoader`` (the format's reference reader:
+    beir-cellar/beir, beir/datasets/data_loader.py, ``load_custom``) and list every way it disagrees with this
+    module's strict readers (which run first and give the file-and-line messages). It keeps only the judged
+    queries; a missing title reads as None there and as "" here."""
+    from beir.datasets.data_loader import GenericDataLoader
+
+    folder = Path(folder)
+    loader = GenericDataLoader(data_folder=str(folder), qrels_file=str(folder / qrels_name))
+    b_corpus, b_queries, b_qrels = loader.load_custom()
+    problems = []
+    if set(b_corpus) != set(corpus):
+        problems.append(f"corpus ids differ ({len(b_corpus)} vs {len(corpus)})")
+    bad_docs = [d for d, doc in corpus.items() if d in b_corpus and
+                ((b_corpus[d]["title"] or ""), b_corpus[d]["text"]) != (doc.title, doc.text)]
+    if bad_docs:
+        problems.append(f"documents read differently: {bad_docs[:5]}")
+    if b_queries != {q: queries[q] for q in qrels}:
+        problems.append("judged queries read differently")
+    if b_qrels != qrels:
+        problems.append(f"judgements in {qrels_name} read differently")
+    return problems

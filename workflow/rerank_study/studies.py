@@ -77,8 +77,33 @@ def _resolve_paths(overrides: dict, folder: Path) -> dict:
     return out
 
 
+AUDIT_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "audit.py"
+
+
+def check_audit_reads(path) -> None:
+    """The independent audit anchors a study's run to its study file with its own standard-library YAML reader
+    (a subset: mappings, scalars, flow lists): a file it would read differently stops here, before any job."""
+    import importlib.util
+
+    import yaml
+
+    spec = importlib.util.spec_from_file_location("rerank_audit", AUDIT_SCRIPT)
+    audit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(audit)
+    try:
+        same = audit.read_simple_yaml(Path(path)) == yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        problem = "it reads other values than PyYAML"
+    except audit.Unreadable as exc:
+        same, problem = False, str(exc)
+    if not same:
+        raise StudyError(f"STUDY FILE {path}: the audit's YAML reader cannot read it ({problem}). Fix: write it as "
+                         "config/config.yaml is written - nested mappings, plain scalars, lists in flow style "
+                         "([10, 20]), no tabs.")
+
+
 def study_config(base: dict, path) -> dict:
     """The validated config of one study (base: config.yaml + command line; the study file's values win)."""
+    check_audit_reads(path)
     overrides = _resolve_paths(_load_yaml(path), Path(path).resolve().parent)
     if "studies" in overrides:
         raise StudyError(f"STUDY FILE {path}: a study cannot name other studies (key 'studies'); remove it.")

@@ -40,6 +40,7 @@ rule freeze_splits:
         confirm_size=config["splits"]["confirm_size"],
         seed=config["splits"]["seed"],
         qrels_name=QRELS_DEV,  # the pinned name of the development qrels file
+        study=STUDY["name"],
     log:
         log_of("freeze_splits", per_run=False),
     script:
@@ -49,6 +50,7 @@ rule freeze_splits:
 rule splits:
     """Verify the committed split lists against their pins and the data; never draws."""
     input:
+        corpus=P["corpus"],  # (BEIR's GenericDataLoader reads the verified folder too: the two readers must agree)
         queries=P["queries"],
         qrels_dev=P["qrels_dev"],
         data_pins=P["data_pins"],
@@ -65,6 +67,7 @@ rule splits:
         confirm_size=config["splits"]["confirm_size"],
         seed=config["splits"]["seed"],
         qrels_name=QRELS_DEV,  # the pinned name of the development qrels file
+        study=STUDY["name"],
     log:
         log_of("splits", per_run=False),
     benchmark:
@@ -80,7 +83,7 @@ rule freeze_data:
     sha256, qrels content hashes; study.qrels_confirm marked sealed) written into the study's lock folder
     (this changes the experiment: commit it). Refuses when the lock folder already pins data."""
     input:
-        catalogue=str(Path(workflow.basedir) / "lockfiles" / "datasets" / "beir.json") if "data" in REPIN else [],
+        catalogue=str(Path(workflow.basedir) / config["data"]["catalogue"]) if "data" in REPIN else [],
     output:
         P["freeze_data"],
     params:

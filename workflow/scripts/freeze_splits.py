@@ -23,7 +23,10 @@ def main(sm):
     qrels = beir.read_qrels(verified_path(sm.input.qrels_dev, sm.params.qrels_name, data_pins))
     unknown = sorted(set(qrels) - set(queries))
     if unknown:
-        raise PipelineError(f"training qrels mention queries absent from queries.jsonl: {unknown[:10]}")
+        raise PipelineError(f"STUDY {sm.params.study!r}: {sm.input.qrels_dev} judges queries absent from "
+                            f"{sm.input.queries}: {unknown[:10]}. Fix: the dataset's qrels and queries must belong "
+                            "together - re-pin a consistent dataset (repin=data), or correct study.qrels_dev. "
+                            "Nothing was drawn.")
     confirm = splits.confirmation_ids(queries, qrels)
     if len(confirm) != sm.params.confirm_size:
         raise PipelineError(f"expected {sm.params.confirm_size} confirmation queries (queries without training "

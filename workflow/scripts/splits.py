@@ -1,6 +1,7 @@
 """Rule splits: verify the committed query splits (never draws; re-pinning is freeze_splits)."""
 
 import logging
+from pathlib import Path
 
 from rerank_study import beir, pins, splits
 from rerank_study.acquire import DataPins, verified_path
@@ -15,6 +16,17 @@ def main(sm):
     data_pins = DataPins.load(sm.input.data_pins)
     queries = beir.read_queries(verified_path(sm.input.queries, "queries.jsonl", data_pins))
     qrels = beir.read_qrels(verified_path(sm.input.qrels_dev, sm.params.qrels_name, data_pins))
+    unknown = sorted(set(qrels) - set(queries))
+    if unknown:
+        raise PipelineError(f"STUDY {sm.params.study!r}: {sm.input.qrels_dev} judges queries absent from "
+                            f"{sm.input.queries}: {unknown[:10]}. Fix: the dataset's qrels and queries must belong "
+                            "together - re-pin a consistent dataset (repin=data), or correct study.qrels_dev.")
+    corpus = beir.read_corpus(verified_path(sm.input.corpus, "corpus.jsonl", data_pins))
+    differ = beir.generic_loader_disagreements(Path(sm.input.corpus).parent, sm.params.qrels_name, corpus, queries, qrels)
+    if differ:
+        raise PipelineError(f"STUDY {sm.params.study!r}: BEIR's GenericDataLoader reads {Path(sm.input.corpus).parent} "
+                            f"differently from this pipeline: {'; '.join(differ)}. Fix: the dataset is not in the BEIR "
+                            "layout both readers share; correct the files and re-pin them (repin=data).")
     confirm = splits.confirmation_ids(queries, qrels)
     pin = read_json(sm.input.derived).get("splits")
     if pin is None:
