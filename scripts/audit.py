@@ -1473,7 +1473,7 @@ def check_protocol(v: RunView, au: Audit) -> None:
              v.manifest.get("protocol_sha256"), sha256_of(path))
     p = read_json(path)  # its settings are checked by check_settings (the protocol is the anchor)
     pins = {"corpus": p["data"]["corpus.jsonl"]["sha256"], "queries": p["data"]["queries.jsonl"]["sha256"],
-            "qrels_confirm": p["data"][p["study"]["qrels_confirm"]]["sha256"], "split_dev": p["splits"]["dev"]["sha256"],
+            "qrels_confirm": p["data"][pinned_role(p["data"], "qrels_confirm")]["sha256"], "split_dev": p["splits"]["dev"]["sha256"],
             "split_confirm": p["splits"]["confirm"]["sha256"], "candidates": p["candidates"]["sha256"]}
     for key, pin in pins.items():
         found = v.art[key]["sha256"] if key in v.art else "not in the manifest"

@@ -118,6 +118,23 @@ def download(url: str, dest: Path, pins: DataPins, timeout: float = 60.0) -> Non
         verify_zip(tmp, pins, f"download {url}")
 
 
+def _acquire_part(name: str, pins: DataPins, cache_dir: Path, **sources) -> dict:
+    """A drawn part of a dataset's ONE qrels file (its pin names the source file and the part's query ids): the
+    source is acquired and verified into a temporary folder, the part's rows are written, verified against the
+    part's own pin and renamed into the cache; the source copy is deleted (it never reaches the cache)."""
+    import tempfile
+
+    origin = pins.pin(name)["derived_from"]
+    with tempfile.TemporaryDirectory(prefix=".part-", dir=cache_dir) as tmp:
+        prov = acquire([origin["file"]], pins, tmp, **sources)[origin["file"]]
+        part = beir.partition_rows((Path(tmp) / origin["file"]).read_bytes(), set(origin["queries"]))
+    with atomic_path(cache_dir / name) as out:
+        out.write_bytes(part)
+        check_file(out, name, pins, f"part of {origin['file']} ({prov['source']})")
+    return {"source": f"the {len(origin['queries'])} pinned queries' rows of {origin['file']} ({prov['source']})",
+            "verified_by": "sha256", "sha256": sha256_file(cache_dir / name)}
+
+
 def acquire(names, pins: DataPins, cache_dir, mirror=None, zip_path=None, url=None,
             download_dir=None, timeout: float = 60.0) -> dict[str, dict]:
     """Make every file in ``names`` present and verified in ``cache_dir``; return provenance.
@@ -125,9 +142,15 @@ def acquire(names, pins: DataPins, cache_dir, mirror=None, zip_path=None, url=No
     ``provenance[name] = {"source": ..., "verified_by": ..., "sha256": ...}``.
     """
     cache_dir = Path(cache_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
     provenance: dict[str, dict] = {}
     missing = []
+    sources = {"mirror": mirror, "zip_path": zip_path, "url": url, "timeout": timeout,
+               "download_dir": download_dir or cache_dir.parent / "downloads"}
     for name in names:
+        if "derived_from" in pins.pin(name) and not (cache_dir / name).exists():
+            provenance[name] = _acquire_part(name, pins, cache_dir, **sources)
+            continue
         cached = cache_dir / name
         if cached.exists():
             actual = sha256_file(cached)

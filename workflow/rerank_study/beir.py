@@ -152,3 +152,21 @@ def generic_loader_disagreements(folder, qrels_name: str, corpus: dict[str, Doc]
     if b_qrels != qrels:
         problems.append(f"judgements in {qrels_name} read differently")
     return problems
+
+
+# ------------------------------------------------------- a dataset with one qrels file: its two parts --
+DEV_PART, SEALED_PART = "dev-part", "sealed-part"
+
+
+def part_name(source: str, part: str) -> str:
+    """'qrels/test.tsv' -> 'qrels/test.dev-part.tsv' / 'qrels/test.sealed-part.tsv' (pinned derived files)."""
+    stem = source[: -len(".tsv")] if source.endswith(".tsv") else source
+    return f"{stem}.{part}.tsv"
+
+
+def partition_rows(raw: bytes, keep: set[str]) -> bytes:
+    """A qrels file's header and the rows of the query ids in ``keep``, in the source's order and bytes."""
+    lines = raw.splitlines(keepends=True)
+    if not lines:
+        raise ValueError("empty qrels file")
+    return lines[0] + b"".join(line for line in lines[1:] if line.split(b"\t", 1)[0].decode("utf-8") in keep)

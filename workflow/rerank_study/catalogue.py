@@ -25,7 +25,7 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
-from . import beir
+from . import beir, splits
 from .errors import ConfigError, MissingInputError, PinMismatchError, PipelineError
 from .fileio import CHUNK, md5_file, read_json, sha256_file, write_json
 
@@ -53,16 +53,18 @@ def _qrels_member(split: str) -> str:
     return f"qrels/{split}.tsv"
 
 
-def _check_request(entry: dict, pins_path: Path, dev_qrels: str, confirm_qrels: str | None) -> None:
+def _check_request(entry: dict, pins_path: Path, dev_qrels: str, confirm_qrels: str | None,
+                   split: dict | None = None) -> None:
     if pins_path.exists():
         raise PipelineError(f"ALREADY PINNED: {pins_path} exists, so the data is already pinned. "
                             "Nothing was downloaded or written. Delete it knowingly (in its own commit) to re-pin.")
-    if confirm_qrels is not None and confirm_qrels == dev_qrels:
+    if confirm_qrels is not None and confirm_qrels == dev_qrels and split is None:
         raise ConfigError(f"dev_qrels and confirm_qrels are both {dev_qrels!r}: the sealed confirmation "
-                          "judgements must come from another split.")
-    for split in filter(None, (dev_qrels, confirm_qrels)):
-        if split not in entry["qrels_splits"]:
-            raise ConfigError(f"split {split!r} is not among the qrels splits of {entry['url']}: "
+                          "judgements must come from another split, or (a dataset with ONE qrels file) be drawn "
+                          "from it: give the draw's seed and size (splits.seed, splits.confirm_size).")
+    for name in filter(None, (dev_qrels, confirm_qrels)):
+        if name not in entry["qrels_splits"]:
+            raise ConfigError(f"split {name!r} is not among the qrels splits of {entry['url']}: "
                               f"{entry['qrels_splits']} (catalogue entry qrels_splits). Choose one of those.")
 
 
@@ -154,8 +156,35 @@ def _files_block(dest: Path, dev: str, confirm: str | None, tables: dict) -> dic
     return files
 
 
+def drawn_parts(source: str, table: dict, seed: int, confirm_size: int, dest: Path) -> dict:
+    """ONE qrels file: draw the sealed confirmation queries from its judged query ids (numpy default_rng(seed).choice
+    without replacement over the canonically sorted ids), write both parts (header + their rows, the source's bytes
+    and order) into ``dest`` and return their pins (each naming the source and its query ids)."""
+    pool = splits.canonical_order(table)
+    if confirm_size >= len(pool):
+        raise ConfigError(f"{source} judges {len(pool)} queries: cannot seal {confirm_size} of them and keep any for "
+                          "development (lower splits.confirm_size).")
+    sealed = splits.draw_dev_split(pool, confirm_size, seed)  # the same seeded draw of k ids from a sorted pool
+    parts = {beir.DEV_PART: [q for q in pool if q not in set(sealed)], beir.SEALED_PART: sealed}
+    raw = (dest / source).read_bytes()
+    out = {}
+    for part, qids in parts.items():
+        name = beir.part_name(source, part)
+        (dest / name).write_bytes(beir.partition_rows(raw, set(qids)))
+        role = "qrels_confirm" if part == beir.SEALED_PART else "qrels_dev"
+        out[name] = dict(_file_pin(dest / name, role), content_sha256=beir.qrels_content_sha256(
+            beir.read_qrels(dest / name)), derived_from={
+                "file": source, "queries": qids, "rule": "header + the rows of these query ids, in the source's "
+                "order and bytes", "drawn": {"seed": seed, "confirm_size": confirm_size, "pool": len(pool),
+                                            "by": "numpy default_rng(seed).choice(len(pool), confirm_size, "
+                                                  "replace=False) over the canonically sorted judged query ids"}})
+        if part == beir.SEALED_PART:
+            out[name]["sealed"] = True
+    return out
+
+
 def pin_first_acquisition(entry: dict, pins_path, *, dev_qrels: str, confirm_qrels: str | None,
-                          zip_path=None, url=None, timeout: float = 120) -> dict:
+                          zip_path=None, url=None, timeout: float = 120, split: dict | None = None) -> dict:
     """Acquire one catalogue dataset for the first time, verify it, and write its pins file (once).
 
     ``dev_qrels`` / ``confirm_qrels`` are split names (``qrels/<split>.tsv``); the confirmation one is
@@ -163,8 +192,9 @@ def pin_first_acquisition(entry: dict, pins_path, *, dev_qrels: str, confirm_qre
     temporary folder (``TMPDIR``) that is removed afterwards. Returns the dict written to ``pins_path``.
     """
     pins_path = Path(pins_path)
-    _check_request(entry, pins_path, dev_qrels, confirm_qrels)
-    dev, confirm = _qrels_member(dev_qrels), (_qrels_member(confirm_qrels) if confirm_qrels else None)
+    _check_request(entry, pins_path, dev_qrels, confirm_qrels, split)
+    single = confirm_qrels == dev_qrels  # ONE qrels file: its two parts are drawn (``split``: seed, confirm_size)
+    dev, confirm = _qrels_member(dev_qrels), (_qrels_member(confirm_qrels) if confirm_qrels and not single else None)
     top, name = entry["zip_top_folder"], entry.get("name", entry["zip_top_folder"])
     with tempfile.TemporaryDirectory(prefix=f"pin-{name}-") as tmp:
         archive, source = _obtain_zip(entry, Path(tmp), zip_path, url, timeout)
@@ -172,10 +202,15 @@ def pin_first_acquisition(entry: dict, pins_path, *, dev_qrels: str, confirm_qre
         qrels_names = [n for n in (dev, confirm) if n]
         _extract(archive, top, [CORPUS, QUERIES] + qrels_names, Path(tmp) / "x")
         tables = _check_parsed(Path(tmp) / "x", qrels_names, top, archive)
-        files = _files_block(Path(tmp) / "x", dev, confirm, tables)
+        if single:
+            files = _files_block(Path(tmp) / "x", dev, None, tables)
+            files[dev]["role"] = "qrels_source"  # never published: only its drawn parts are
+            files.update(drawn_parts(dev, tables[dev], split["seed"], split["confirm_size"], Path(tmp) / "x"))
+        else:
+            files = _files_block(Path(tmp) / "x", dev, confirm, tables)
     pins = {"_comment": _comment(name, source), "dataset": name, "files": files,
             "zip": dict(zip_block, top_folder=top, url=entry["url"])}
-    _check_request(entry, pins_path, dev_qrels, confirm_qrels)  # still not pinned by someone else meanwhile
+    _check_request(entry, pins_path, dev_qrels, confirm_qrels, split)  # still not pinned by someone else meanwhile
     write_json(pins_path, pins)
     return pins
 

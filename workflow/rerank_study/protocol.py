@@ -166,7 +166,7 @@ def frozen_fields(cfg: dict, lockdir, root) -> dict:
                      f"{cfg['splits']['confirm_size']} sealed confirmation queries?"),
         "study": dict(cfg["study"]),  # dataset, reranker (+ label index), candidate source, qrels roles
         "model": model,
-        "data": {n: {k: p[k] for k in ("sha256", "content_sha256") if k in p} for n, p in sorted(data.items())},
+        "data": {n: {k: p[k] for k in ("sha256", "content_sha256", "role") if k in p} for n, p in sorted(data.items())},
         "splits": {k: derived["splits"][k] for k in ("dev", "confirm", "seed", "dev_size", "confirm_size")},
         "candidates": {"sha256": cand["sha256"], "params": cand["params"], "file": cand["file"],
                        "file_sha256": sha256_file(lockdir / cand["file"])},

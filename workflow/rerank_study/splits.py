@@ -41,6 +41,14 @@ def confirmation_ids(all_qids: Iterable[str], train_qids: Iterable[str]) -> list
     return canonical_order(set(all_qids) - set(train_qids))
 
 
+def confirmation_set(all_qids: Iterable[str], dev_qids: Iterable[str], sealed_pin: dict) -> list[str]:
+    """The confirmation queries: the queries without development judgements or, for a dataset with ONE qrels
+    file, the sealed part's queries drawn and pinned by repin=data (its pin lists them)."""
+    if "derived_from" in sealed_pin:
+        return canonical_order(sealed_pin["derived_from"]["queries"])
+    return confirmation_ids(all_qids, dev_qids)
+
+
 def split_text(qids: Sequence[str]) -> str:
     return "".join(f"{q}\n" for q in qids)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from . import beir
 from .config import deep_update, validate_config
 from .errors import ConfigError, PipelineError
 from .fileio import read_json
@@ -124,6 +125,14 @@ def module_name(study_name: str) -> str:
     return "study_" + re.sub(r"[^A-Za-z0-9]", "_", study_name)
 
 
+def qrels_names(study: dict) -> tuple[str, str]:
+    """The pinned names of the development and the sealed qrels files. A dataset with ONE qrels file names it
+    twice (qrels_dev == qrels_confirm): its two parts, drawn once by repin=data, are the files the study uses."""
+    if study["qrels_dev"] == study["qrels_confirm"]:
+        return beir.part_name(study["qrels_dev"], beir.DEV_PART), beir.part_name(study["qrels_dev"], beir.SEALED_PART)
+    return study["qrels_dev"], study["qrels_confirm"]
+
+
 # ---------------------------------------------------------------- parse-time input checks --
 def _fail(study: str, path, problem: str, fix: str):
     raise StudyError(f"STUDY {study!r}: {problem}\n  file: {path}\n  fix: {fix}")
@@ -146,15 +155,16 @@ def check_data_pins(cfg: dict, lockdir) -> dict:
         _fail(st["name"], path, f"data.url is {cfg['data']['url']!r} but the pinned archive is {url!r}.",
               "set data.url to the pinned archive's URL (in the study file).")
     files = pins.get("files", {})
-    for role, name in (("qrels_dev", st["qrels_dev"]), ("qrels_confirm", st["qrels_confirm"])):
+    for role, name in zip(("qrels_dev", "qrels_confirm"), qrels_names(st)):
         if name not in files:
-            _fail(st["name"], path, f"study.{role} = {name!r} is not a pinned file (pinned: {sorted(files)}).",
-                  f"name one of the pinned qrels files in study.{role}.")
+            _fail(st["name"], path, f"study.{role} = {st[role]!r}: {name} is not a pinned file (pinned: "
+                  f"{sorted(files)}).", f"name one of the pinned qrels files in study.{role} (a dataset with one "
+                  "qrels file: name it in both, and pin its drawn parts with repin=data).")
     for name in ("corpus.jsonl", "queries.jsonl"):
         if name not in files:
             _fail(st["name"], path, f"the dataset pins have no {name}.", "re-pin the dataset with repin=data.")
-    if not files[st["qrels_confirm"]].get("sealed"):
-        _fail(st["name"], path, f"{st['qrels_confirm']} (study.qrels_confirm) is not marked \"sealed\": true.",
+    if not files[qrels_names(st)[1]].get("sealed"):
+        _fail(st["name"], path, f"{qrels_names(st)[1]} (study.qrels_confirm) is not marked \"sealed\": true.",
               "the confirmation judgements must be the sealed file; correct study.qrels_confirm.")
     return pins
 

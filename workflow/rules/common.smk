@@ -12,7 +12,7 @@ from rerank_study.reference import reference_name
 
 LOCK = config["lockdir"]
 STUDY = config["study"]  # the dataset, reranker and candidate source of this invocation (rerank_study.studies)
-QRELS_DEV, QRELS_SEALED = STUDY["qrels_dev"], STUDY["qrels_confirm"]
+QRELS_DEV, QRELS_SEALED = _studies.qrels_names(STUDY)  # a one-qrels dataset: its two pinned, drawn parts
 REPIN = repin_set(config)  # explicit re-pinning only (freeze_* targets); empty for every analysis run
 RES = config["resources"]
 OUT = config["results"]

@@ -40,6 +40,7 @@ rule freeze_splits:
         confirm_size=config["splits"]["confirm_size"],
         seed=config["splits"]["seed"],
         qrels_name=QRELS_DEV,  # the pinned name of the development qrels file
+        sealed_name=QRELS_SEALED,  # its pin (never the file) says a drawn sealed part's queries
         study=STUDY["name"],
     log:
         log_of("freeze_splits", per_run=False),
@@ -67,6 +68,7 @@ rule splits:
         confirm_size=config["splits"]["confirm_size"],
         seed=config["splits"]["seed"],
         qrels_name=QRELS_DEV,  # the pinned name of the development qrels file
+        sealed_name=QRELS_SEALED,  # its pin (never the file) says a drawn sealed part's queries
         study=STUDY["name"],
     log:
         log_of("splits", per_run=False),
@@ -91,7 +93,8 @@ rule freeze_data:
         pins=P["data_pins"],
         dataset=STUDY["dataset"],
         dev=STUDY["qrels_dev"],
-        confirm=STUDY["qrels_confirm"],
+        confirm=STUDY["qrels_confirm"],  # the same file as dev: ONE qrels file, its sealed part drawn (splits.*)
+        split={"seed": config["splits"]["seed"], "confirm_size": config["splits"]["confirm_size"]},
     log:
         log_of("freeze_data", per_run=False),
     script:

@@ -25,6 +25,7 @@ def main(sm):
     pins = catalogue.pin_first_acquisition(entry, sm.params.pins, dev_qrels=split_of(sm.params.dev),
                                            confirm_qrels=split_of(sm.params.confirm),
                                            zip_path=sm.config["data_zip"] or None,
+                                           split=sm.params.split if sm.params.dev == sm.params.confirm else None,
                                            timeout=sm.config["data"]["download_timeout_s"])
     write_json(sm.output[0], {"pinned": pins, "pins_file": str(sm.params.pins)})
     log.warning("PINNED dataset %s into %s (zip sha256 %s): commit it", sm.params.dataset, sm.params.pins,

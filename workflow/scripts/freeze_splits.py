@@ -27,7 +27,7 @@ def main(sm):
                             f"{sm.input.queries}: {unknown[:10]}. Fix: the dataset's qrels and queries must belong "
                             "together - re-pin a consistent dataset (repin=data), or correct study.qrels_dev. "
                             "Nothing was drawn.")
-    confirm = splits.confirmation_ids(queries, qrels)
+    confirm = splits.confirmation_set(queries, qrels, data_pins.pin(sm.params.sealed_name))
     if len(confirm) != sm.params.confirm_size:
         raise PipelineError(f"expected {sm.params.confirm_size} confirmation queries (queries without training "
                             f"judgements), found {len(confirm)}: the data is not the pinned dataset")

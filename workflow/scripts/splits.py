@@ -27,7 +27,7 @@ def main(sm):
         raise PipelineError(f"STUDY {sm.params.study!r}: BEIR's GenericDataLoader reads {Path(sm.input.corpus).parent} "
                             f"differently from this pipeline: {'; '.join(differ)}. Fix: the dataset is not in the BEIR "
                             "layout both readers share; correct the files and re-pin them (repin=data).")
-    confirm = splits.confirmation_ids(queries, qrels)
+    confirm = splits.confirmation_set(queries, qrels, data_pins.pin(sm.params.sealed_name))
     pin = read_json(sm.input.derived).get("splits")
     if pin is None:
         raise PipelineError(
