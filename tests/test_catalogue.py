@@ -80,6 +80,9 @@ def test_good_pin_writes_data_pins_format_with_independent_hashes(tmp_path):
     assert json.loads(text) == written
     assert text == json.dumps(written, sort_keys=True, indent=2, ensure_ascii=True) + "\n"
     # exactly the structure of the project's SciFact pins
+    # (plus the sealed file's query ids: the confirmation split, pinned without reading a judgement later)
+    assert written["files"]["qrels/test.tsv"].pop("queries") == sorted({l.split(b"\t")[0].decode()
+                                                                       for l in TEST.splitlines()[1:]})
     assert key_shape(written) == key_shape(json.loads(DATA_PINS.read_text()))
     assert written["dataset"] == "toyset"
     assert written["zip"] == {"bytes": len(zbytes), "md5": hashlib.md5(zbytes).hexdigest(), "sha256": sha(zbytes),

@@ -453,8 +453,12 @@ def _zip_of_synthetic(tmp: Path) -> Path:
 
     zpath = tmp / "synthbeir.zip"
     with zipfile.ZipFile(zpath, "w", zipfile.ZIP_DEFLATED) as zf:
-        for rel in ("corpus.jsonl", "queries.jsonl", "qrels/dev.tsv", "qrels/test.tsv"):
+        for rel in ("corpus.jsonl", "qrels/dev.tsv", "qrels/test.tsv"):
             zf.writestr(f"synthbeir/{rel}", (SYNTH / rel).read_bytes())
+        # + queries of a third split no pinned qrels file judges (as NFCorpus's queries.jsonl holds train queries)
+        extra = "".join(json.dumps({"_id": f"x{i}", "text": f"other split query {i}", "metadata": {}}) + "\n"
+                        for i in range(3))
+        zf.writestr("synthbeir/queries.jsonl", (SYNTH / "queries.jsonl").read_bytes() + extra.encode())
     return zpath
 
 
@@ -479,9 +483,16 @@ def test_repin_data_pins_a_catalogue_dataset_once_from_its_verified_archive(tmp_
     assert proc.returncode == 0, proc.stderr[-3000:]
     pins = read_json(lock / "data_pins.json")
     assert pins["dataset"] == "synthbeir" and pins["zip"]["sha256"] == hashlib.sha256(raw).hexdigest()
-    for rel in ("corpus.jsonl", "queries.jsonl", "qrels/dev.tsv", "qrels/test.tsv"):
+    for rel in ("corpus.jsonl", "qrels/dev.tsv", "qrels/test.tsv"):
         assert pins["files"][rel]["sha256"] == hashlib.sha256((SYNTH / rel).read_bytes()).hexdigest(), rel
     assert pins["files"]["qrels/test.tsv"]["sealed"] is True and pins["files"]["qrels/dev.tsv"]["role"] == "qrels_dev"
+    # the confirmation split is the sealed file's 12 queries, not "every query without development judgements"
+    # (that would add the 3 queries of the third split)
+    sealed_ids = sorted({l.split("\t")[0] for l in (SYNTH / "qrels/test.tsv").read_text().splitlines()[1:]})
+    assert pins["files"]["qrels/test.tsv"]["queries"] == sealed_ids
+    run_snakemake(tmp_path, config={"studies": studies_arg(study), "repin": "splits", "data_zip": str(zpath)},
+                  fixture=False)
+    assert (lock / "splits" / "confirm.txt").read_text().split() == sealed_ids
     again = run_snakemake(tmp_path, "--forcerun", "freeze_data", config={"studies": studies_arg(study), "repin": "data",
                                                                          "data_zip": str(zpath)},
                           fixture=False, check=False)

@@ -151,8 +151,8 @@ def _files_block(dest: Path, dev: str, confirm: str | None, tables: dict) -> dic
         if name is None:
             continue
         files[name] = dict(_file_pin(dest / name, role), content_sha256=beir.qrels_content_sha256(tables[name]))
-        if role == "qrels_confirm":
-            files[name]["sealed"] = True
+        if role == "qrels_confirm":  # sealed; its query ids (not its judgements) are the confirmation split
+            files[name].update(sealed=True, queries=splits.canonical_order(tables[name]))
     return files
 
 

@@ -42,10 +42,13 @@ def confirmation_ids(all_qids: Iterable[str], train_qids: Iterable[str]) -> list
 
 
 def confirmation_set(all_qids: Iterable[str], dev_qids: Iterable[str], sealed_pin: dict) -> list[str]:
-    """The confirmation queries: the queries without development judgements or, for a dataset with ONE qrels
-    file, the sealed part's queries drawn and pinned by repin=data (its pin lists them)."""
+    """The confirmation queries: the sealed file's query ids as its pin lists them (repin=data pins them: a
+    dataset whose queries.jsonl also holds other splits' queries, e.g. NFCorpus), the drawn sealed part's queries
+    (a dataset with ONE qrels file), or else (SciFact's pins) the queries without development judgements."""
     if "derived_from" in sealed_pin:
         return canonical_order(sealed_pin["derived_from"]["queries"])
+    if "queries" in sealed_pin:
+        return canonical_order(sealed_pin["queries"])
     return confirmation_ids(all_qids, dev_qids)
 
 

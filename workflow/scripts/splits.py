@@ -47,7 +47,8 @@ def main(sm):
         lists[name] = splits.read_split(path)
     dev, conf = lists["dev"], lists["confirm"]
     if conf != confirm:
-        raise PipelineError("the pinned confirmation list differs from the queries without training judgements")
+        raise PipelineError(f"STUDY {sm.params.study!r}: the pinned confirmation list differs from the confirmation "
+                            "queries the data pins define (splits.confirmation_set); restore lockfiles from git")
     if not set(dev) <= set(qrels) or set(dev) & set(conf):
         raise PipelineError("the pinned development list is not a subset of the training queries")
     atomic_write_text(sm.output.dev, splits.split_text(dev))
