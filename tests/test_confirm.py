@@ -267,7 +267,7 @@ def test_refusals_leave_no_partial_output(frozen, tmp_path):
     shutil.copytree(wd / "lockfiles", elsewhere)
     (elsewhere / protocol.TEST_FIXTURE).unlink()
     _assert_refused(run_snakemake(wd, "-n", config={"unseal": sha, "lockdir": str(elsewhere)}, check=False), wd,
-                    "only with the repository's own tracked lock folder")
+                    "only with one of the repository's own tracked lock folders")
     # 1: ... and the test switches there
     _assert_refused(run_snakemake(wd, "-n", config={**on, "lockdir": str(elsewhere)}, check=False), wd,
                     "is for the TEST SUITE's fixture lock folder only")
