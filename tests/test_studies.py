@@ -577,3 +577,12 @@ def test_a_dataset_with_one_qrels_file_gets_its_sealed_part_drawn_once_and_pinne
     assert read_json(opening / "audit.json")["ok"] is True
     assert (opening / "sealed" / "qrels" / "test.sealed-part.tsv").read_bytes() == sealed_bytes
     assert read_json(opening / "summary.json")["n_queries"] == 12
+
+
+@pytest.mark.slow
+def test_the_stand_in_of_another_architecture_is_refused_before_scoring(tmp_path, tiny_models):
+    study = synthetic_study(tmp_path, tiny_models[1], scorer="stand-in")
+    proc = run_snakemake(tmp_path, config={"studies": studies_arg(study), "smoke": "true"}, fixture=False,
+                         check=False)
+    _says(proc, f"NO STAND-IN FOR {TINY_REPO}", "hidden_size 384", "hidden_size 128", "scorer=pinned")
+    assert not list((tmp_path / "results").rglob("pairs.tsv"))

@@ -24,7 +24,7 @@ import logging
 import shutil
 from pathlib import Path
 
-from .errors import MissingInputError, PinMismatchError
+from .errors import MissingInputError, PinMismatchError, PipelineError
 from .names import PINNED, STAND_IN, STANDIN_LABEL
 from .fileio import atomic_path, canonical_json, read_json, sha256_file, sha256_text, write_json
 
@@ -197,7 +197,10 @@ def build_standin(bi_pins: dict, ce_pins: dict, dest_dir, head_seed: int, head_s
     for key in ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
                 "max_position_embeddings", "vocab_size"):
         if cfg[key] != arch[key]:
-            raise ValueError(f"stand-in source {key}={cfg[key]} differs from the pinned architecture {arch[key]}")
+            raise PipelineError(
+                f"NO STAND-IN FOR {ce_pins['repo']}: the STAND-IN is built from all-MiniLM-L6-v2 and has its shape "
+                f"({key} {cfg[key]}), the pinned reranker has {key} {arch[key]}. Fix: score with the pinned model "
+                "itself (scorer=pinned, model_dir=<its files>), or run a study whose reranker has that shape.")
     write_json(dest / "config.json", cfg)
     # tokenizer: the real BERT-uncased vocabulary and tokenizer files, verified above, copied unchanged
     for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
