@@ -586,3 +586,8 @@ def test_the_stand_in_of_another_architecture_is_refused_before_scoring(tmp_path
                          check=False)
     _says(proc, f"NO STAND-IN FOR {TINY_REPO}", "hidden_size 384", "hidden_size 128", "scorer=pinned")
     assert not list((tmp_path / "results").rglob("pairs.tsv"))
+
+
+def test_check_candidates_refuses_a_trec_run_study(tmp_path, tiny_models):
+    study = synthetic_study(tmp_path, tiny_models[1])
+    _says(_dry(tmp_path, study, "check_candidates"), "STUDY 'synthetic-tiny'", "nothing to regenerate")
