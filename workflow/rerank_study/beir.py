@@ -159,7 +159,7 @@ DEV_PART, SEALED_PART = "dev-part", "sealed-part"
 
 
 def part_name(source: str, part: str) -> str:
-    """'qrels/test.tsv' -> 'qrels/test.dev-part.tsv' / 'qrels/test.sealed-part.tsv' (pinned derived files)."""
+    """'qrels/all.tsv' -> 'qrels/all.dev-part.tsv' / 'qrels/all.sealed-part.tsv' (pinned derived files)."""
     stem = source[: -len(".tsv")] if source.endswith(".tsv") else source
     return f"{stem}.{part}.tsv"
 

@@ -13,7 +13,7 @@ log = logging.getLogger("freeze_data")
 
 
 def split_of(qrels_name: str) -> str:
-    """'qrels/test.tsv' -> 'test' (the catalogue names qrels by split)."""
+    """'qrels/dev.tsv' -> 'dev' (the catalogue names qrels by split)."""
     return Path(qrels_name).stem
 
 
