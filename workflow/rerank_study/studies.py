@@ -206,7 +206,10 @@ def check_candidate_source(cfg: dict, lockdir, repin: set) -> None:
             _fail(st["name"], cfg["trec_run"] or "(trec_run not set)", "study.candidates is 'trec' and repin=candidates "
                   "needs the run to freeze.", "add --config trec_run=/path/to/your.run (TREC format).")
         return
-    wanted = ["candidates.tsv"] + ([TREC_RUN_FILE] if st["candidates"] == "trec" else [])
+    # (the table itself is a committed input checked in common.smk, after the split lists: data -> splits -> candidates)
+    if not (Path(lockdir) / "splits" / "dev.txt").is_file():
+        return  # common.smk names the missing split lists first
+    wanted = ["candidates.tsv", TREC_RUN_FILE] if st["candidates"] == "trec" else []
     for name in wanted:
         path = Path(lockdir) / "candidates" / name
         if not path.is_file():
