@@ -29,14 +29,22 @@ from rerank_study import studies as _studies
 config["studies"] = _studies.parse_study_list(config.get("studies", []))
 try:
     validate_config(config)
+    if config["study_file"] and not config["studies"]:
+        raise ConfigError("config key 'study_file' is set by studies=[...], not by hand: name the study with "
+                          f"--config studies=[{config['study_file']}] instead.")
     # --config studies=[a,b,...]: each study is a module of this workflow (workflow/rules/studies.smk);
     # studies=[a]: this invocation IS study a (its config replaces the default study's)
     STUDY_CONFIGS = {}
     for _name in config["studies"]:
         _cfg = _studies.study_config(config, _studies.study_file(_name, workflow.basedir))
         if _cfg["study"]["name"] in STUDY_CONFIGS:
-            raise ConfigError(f"study {_cfg['study']['name']!r} is named twice in studies={config['studies']}")
+            raise ConfigError(f"study {_cfg['study']['name']!r} is named twice in studies={config['studies']}: "
+                              "each study file needs its own study.name")
         STUDY_CONFIGS[_cfg["study"]["name"]] = _cfg
+    _shared = _studies.shared_lockdirs(STUDY_CONFIGS)
+    if _shared:
+        raise ConfigError(f"studies {_shared[0]} share one lock folder ({_shared[1]}): pins, protocol and ledger are "
+                          "per study. Fix: give each study file its own lockdir.")
     if len(STUDY_CONFIGS) == 1:
         config.clear()
         config.update(next(iter(STUDY_CONFIGS.values())))

@@ -1507,6 +1507,9 @@ def audit_run(rundir: Path, lockdir: Path | None, au: Audit, config_anchor: Path
     for name, fn in CHECKS:
         au.run(name, fn, v)
     info = {"run": v.manifest.get("run"), "kind": v.kind, "scorer": v.scorer,
+            "anchor": {"config": str(config_anchor), "config_sha256": sha256_of(config_anchor),
+                       **({"study_file": str(study_anchor), "study_file_sha256": sha256_of(study_anchor)}
+                          if study_anchor else {})},
             "manifest_sha256": sha256_of(v.manifest_path)}  # which manifest this audit vouches for
     for key, fn in (("queries", lambda: len(v.analysed)), ("pairs", lambda: len(v.pair_rows)),
                     ("groups", lambda: len(v.groups)), ("replicates", lambda: v.settings["bootstrap_B"])):
@@ -1527,9 +1530,14 @@ def main(argv=None) -> int:
                     help="the committed config a development run is anchored to (default: this checkout's "
                          "config/config.yaml); a confirmation opening is anchored to <lockdir>/protocol.json")
     ap.add_argument("--study", type=Path, default=None,
-                    help="the study file of a non-default study (config/studies/<name>.yaml): its values over the "
-                         "committed config are the development run's anchor")
+                    help="another study: its name (config/studies/<name>.yaml) or its study file; the file's values over "
+                         "the committed config are the development run's anchor (a run of a study needs it: the "
+                         "DAG's audit rule passes it)")
     args = ap.parse_args(argv)
+    if args.study is not None and not args.study.suffix in (".yaml", ".yml"):
+        args.study = DEFAULT_CONFIG.parent / "studies" / f"{args.study}.yaml"  # a study's name
+    if args.study is not None and not args.study.is_file():
+        ap.error(f"--study {args.study}: no such study file")
     au = Audit()
     try:
         info = audit_run(args.rundir, args.lockdir, au, args.config, args.study)

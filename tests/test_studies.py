@@ -129,10 +129,13 @@ def test_study_config_paths_are_relative_to_the_study_file_and_outputs_go_under_
 
 
 def test_a_study_file_with_a_bad_value_is_named(tmp_path):
-    bad = write_yaml(tmp_path / "bad.yaml", {"study": {"name": "bad-one", "candidates": "bm25"}})
+    bad = write_yaml(tmp_path / "bad.yaml", {"study": {"name": "bad-one", "candidates": "bm25"}, "lockdir": "x"})
     with pytest.raises(studies.StudyError) as exc:
         studies.study_config(load_config(ROOT / "config" / "config.yaml"), bad)
-    assert "bad-one" in str(exc.value) and "study.candidates" in str(exc.value)
+    assert "bad-one" in str(exc.value) and "study.candidates" in str(exc.value) and f"fix the study file {bad}" in str(exc.value)
+    lockless = write_yaml(tmp_path / "lockless.yaml", {"study": {"name": "lockless"}})
+    with pytest.raises(studies.StudyError, match="names no lockdir"):
+        studies.study_config(load_config(ROOT / "config" / "config.yaml"), lockless)
 
 
 def test_relevance_column_of_one_or_several_logits():

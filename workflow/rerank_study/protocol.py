@@ -663,7 +663,8 @@ def verified_protocol(lockdir, token: str | None = None) -> tuple[str, dict]:
     how = "Unseal with: snakemake confirm --cores 4 --config unseal=<sha256 in lockfiles/protocol.sha256>"
     if not (lockdir / PROTOCOL).exists():
         raise SealError(f"THE CONFIRMATION IS SEALED: no frozen protocol at {lockdir / PROTOCOL}. Freeze one first: "
-                        "python scripts/confirm.py freeze --dev-run results/dev")
+                        "python scripts/confirm.py freeze --dev-run results/dev (another study: add --study <its name "
+                        "or file> and use its run, results/<study>/dev)")
     actual = sha256_file(lockdir / PROTOCOL)
     recorded = (lockdir / PROTOCOL_SHA).read_text().split()[0] if (lockdir / PROTOCOL_SHA).exists() else None
     if recorded != actual:

@@ -111,13 +111,29 @@ def study_config(base: dict, path) -> dict:
     cfg = deep_update({k: v for k, v in base.items() if k != "studies"}, overrides)
     cfg["studies"] = []
     cfg["study_file"] = str(Path(path).resolve())
+    if "lockdir" not in overrides and cfg["study"]["name"] != base["study"]["name"]:
+        raise StudyError(f"STUDY FILE {path}: study {cfg['study']['name']!r} names no lockdir, so it would share the "
+                         f"lock folder (pins, protocol, ledger) of the default study {base['study']['name']!r}. Fix: give "
+                         "it its own, e.g. lockdir: ../../lockfiles/studies/<name> (relative to the study file).")
     name = cfg["study"]["name"]
     for key in PER_STUDY_KEYS:
         cfg[key] = f"{base[key]}/{name}"
     try:
         return validate_config(cfg)
     except ConfigError as exc:
-        raise StudyError(f"STUDY {name!r} ({path}): {exc}") from None
+        raise StudyError(f"STUDY {name!r} ({path}): " + str(exc).replace("fix config/config.yaml or the --config value",
+                                                                       f"fix the study file {path}")) from None
+
+
+def shared_lockdirs(configs: dict) -> tuple | None:
+    """(names, folder) of two studies with the same lock folder, else None."""
+    seen: dict[str, str] = {}
+    for name, cfg in configs.items():
+        folder = str(Path(cfg["lockdir"]).resolve())
+        if folder in seen:
+            return [seen[folder], name], folder
+        seen[folder] = name
+    return None
 
 
 def module_name(study_name: str) -> str:
@@ -138,12 +154,20 @@ def _fail(study: str, path, problem: str, fix: str):
     raise StudyError(f"STUDY {study!r}: {problem}\n  file: {path}\n  fix: {fix}")
 
 
+def _config_arg(cfg: dict) -> str:
+    """How a fix command names this study on the command line ('' for the default study of config.yaml)."""
+    return f"studies=[{cfg['study_file']}] " if cfg.get("study_file") else ""
+
+
 def check_data_pins(cfg: dict, lockdir) -> dict:
     """The study's dataset is pinned in its lockdir, with both qrels files it names."""
     st, path = cfg["study"], Path(lockdir) / "data_pins.json"
     if not path.is_file():
-        _fail(st["name"], path, f"dataset {st['dataset']!r} has no pins in this study's lock folder.",
-              "pin it once, knowingly: snakemake --config repin=data data_zip=/path/to/<dataset>.zip (a BEIR public "
+        where = ("" if Path(lockdir).is_absolute() else f" (lockdir {lockdir} is relative to the folder snakemake "
+                 f"runs in, {Path.cwd()}: run from the repository, or give lockdir=/absolute/path)")
+        _fail(st["name"], path, f"dataset {st['dataset']!r} has no pins in this study's lock folder{where}.",
+              f"pin it once, knowingly: snakemake --config {_config_arg(cfg)}repin=data data_zip=/path/to/<dataset>.zip "
+              "(a BEIR public "
               "dataset listed in lockfiles/datasets/beir.json is verified by its published md5 and size first), "
               "then commit the lock folder; or correct study.dataset / lockdir.")
     pins = read_json(path)
@@ -214,7 +238,7 @@ def check_candidate_source(cfg: dict, lockdir, repin: set) -> None:
         path = Path(lockdir) / "candidates" / name
         if not path.is_file():
             _fail(st["name"], path, f"the study's {st['candidates']} candidates are not in its lock folder.",
-                  "freeze them once: snakemake --config repin=candidates" + (" trec_run=/path/to/your.run"
+                  f"freeze them once: snakemake --config {_config_arg(cfg)}repin=candidates" + (" trec_run=/path/to/your.run"
                                                                             if st["candidates"] == "trec" else "")
                   + ", then commit the lock folder.")
     derived = Path(lockdir) / "derived_pins.json"
@@ -227,14 +251,62 @@ def check_candidate_source(cfg: dict, lockdir, repin: set) -> None:
     if pin["params"]["depth"] < cfg["candidates"]["depth"]:
         _fail(st["name"], Path(lockdir) / pin["file"], f"the frozen candidates hold {pin['params']['depth']} per query, "
               f"fewer than candidates.depth {cfg['candidates']['depth']}.",
-              "freeze a deeper candidate list (--config repin=candidates ...), or lower candidates.depth knowingly.")
+              f"freeze a deeper candidate list (--config {_config_arg(cfg)}repin=candidates"
+              + (" trec_run=/path/to/your.run" if st["candidates"] == "trec" else "") + "), or lower candidates.depth "
+              "knowingly.")
 
 
-def check_study(cfg: dict, lockdir, repin: set) -> None:
+def check_first_acquisition(cfg: dict, lockdir, catalogue_path) -> None:
+    """repin=data pins a dataset ONCE, from the catalogue: refused at start when pins exist or the dataset is not
+    listed."""
+    st, path = cfg["study"], Path(lockdir) / "data_pins.json"
+    if path.is_file():
+        _fail(st["name"], path, f"dataset {st['dataset']!r} is already pinned; repin=data writes pins only once.",
+              "keep the pins (drop repin=data), or delete the file knowingly, in its own commit, to re-pin.")
+    known = read_json(catalogue_path).get("datasets", {})
+    if st["dataset"] not in known:
+        _fail(st["name"], catalogue_path, f"dataset {st['dataset']!r} is not in the catalogue (known: "
+              f"{', '.join(sorted(known))}).", "name a catalogue dataset in study.dataset, or add an entry with the "
+              "archive's URL, size and md5 as its publisher gives them.")
+
+
+def check_mirror(cfg: dict, pins: dict) -> None:
+    """A data_mirror must hold THIS study's dataset (a command-line data_mirror applies to every study that does not
+    set its own): compared by the pinned sizes, before any job."""
+    mirror, st = cfg["data_mirror"], cfg["study"]
+    if not mirror:
+        return
+    corpus = Path(mirror) / "corpus.jsonl"
+    want = pins["files"]["corpus.jsonl"].get("bytes")
+    if corpus.is_file() and want is not None and corpus.stat().st_size != want:
+        _fail(st["name"], corpus, f"data_mirror {mirror} holds another dataset than {st['dataset']!r} (corpus.jsonl "
+              f"is {corpus.stat().st_size} bytes, the pinned one {want}).", "set this study's own data_mirror in its "
+              "study file (a command-line data_mirror applies to every study that does not set one).")
+
+
+def check_scorer(cfg: dict, ce: dict, default_ce: dict | None) -> None:
+    """The STAND-IN has all-MiniLM-L6-v2's shape: a study whose reranker has another shape must score with its pinned
+    model (a command-line scorer=stand-in applies to every study that does not set its own scorer)."""
+    if cfg["scorer"] != "stand-in" or default_ce is None:
+        return
+    mine, minilm = ce["architecture"], default_ce["architecture"]
+    differ = [k for k in ("hidden_size", "num_hidden_layers", "intermediate_size", "num_attention_heads", "vocab_size")
+              if mine.get(k) != minilm.get(k)]
+    if differ:
+        _fail(cfg["study"]["name"], cfg.get("study_file") or "config/config.yaml", f"scorer is stand-in, but the "
+              f"STAND-IN has all-MiniLM-L6-v2's shape and {ce['repo']} differs in {', '.join(differ)}.",
+              "set scorer: pinned (and model_dir: <its files>) in this study's file.")
+
+
+def check_study(cfg: dict, lockdir, repin: set, catalogue_path=None, default_model_pins=None) -> None:
     """Every parse-time check of a study's inputs (before any job runs)."""
+    if "data" in repin and catalogue_path is not None:
+        check_first_acquisition(cfg, lockdir, catalogue_path)
     if "data" not in repin:
-        check_data_pins(cfg, lockdir)
-    check_model_pins(cfg, lockdir)
+        check_mirror(cfg, check_data_pins(cfg, lockdir))
+    ce = check_model_pins(cfg, lockdir)
+    default = read_json(default_model_pins) if default_model_pins and Path(default_model_pins).is_file() else None
+    check_scorer(cfg, ce, (default or {}).get("cross_encoder"))
     if not repin or "candidates" in repin:  # (splits are re-pinned before any candidates exist)
         check_candidate_source(cfg, lockdir, repin)
 

@@ -44,7 +44,8 @@ if "data" in REPIN and REPIN != {"data"}:
     raise WorkflowError(f"repin={config['repin']}: pin the data ALONE first (repin=data), commit it, then re-pin "
                         "the splits / candidates that are drawn from it in a second invocation.")
 try:
-    _studies.check_study(config, LOCK, REPIN)
+    _studies.check_study(config, LOCK, REPIN, catalogue_path=Path(workflow.basedir) / config["data"]["catalogue"],
+                         default_model_pins=Path(workflow.basedir) / "lockfiles" / "model_pins.json")
 except PipelineError as _exc:
     raise WorkflowError(str(_exc)) from None
 DATA_PINS = {"files": {}} if "data" in REPIN else json.loads(Path(f"{LOCK}/data_pins.json").read_text(encoding="utf-8"))
