@@ -72,7 +72,9 @@ def synthetic_study(tmp: Path, model_dir: Path, **overrides) -> Path:
     data = yaml.safe_load((STUDY_DIR / "synthetic.yaml").read_text(encoding="utf-8"))
     data.update({"lockdir": str(lock), "data_mirror": str(SYNTH), "model_dir": str(model_dir)})
     for key, val in overrides.items():
-        if isinstance(val, dict):
+        if val is None:  # the study file does not set it (a command-line value then applies)
+            data.pop(key, None)
+        elif isinstance(val, dict):
             data.setdefault(key, {}).update(val)
         else:
             data[key] = val
@@ -582,13 +584,36 @@ def test_a_dataset_with_one_qrels_file_gets_its_sealed_part_drawn_once_and_pinne
     assert read_json(opening / "summary.json")["n_queries"] == 12
 
 
-@pytest.mark.slow
-def test_the_stand_in_of_another_architecture_is_refused_before_scoring(tmp_path, tiny_models):
+def test_the_stand_in_of_another_architecture_is_refused_at_start(tmp_path, tiny_models):
     study = synthetic_study(tmp_path, tiny_models[1], scorer="stand-in")
-    proc = run_snakemake(tmp_path, config={"studies": studies_arg(study), "smoke": "true"}, fixture=False,
-                         check=False)
-    _says(proc, f"NO STAND-IN FOR {TINY_REPO}", "hidden_size 384", "hidden_size 128", "scorer=pinned")
-    assert not list((tmp_path / "results").rglob("pairs.tsv"))
+    _says(_dry(tmp_path, study), "STUDY 'synthetic-tiny'", "STAND-IN has all-MiniLM-L6-v2's shape",
+          "hidden_size", "set scorer: pinned")
+
+
+def test_a_command_line_mirror_of_another_dataset_is_refused_at_start(tmp_path, tiny_models):
+    study = synthetic_study(tmp_path, tiny_models[1], data_mirror=None)
+    _says(_dry(tmp_path, study, data_mirror=str(FIXTURE)), "STUDY 'synthetic-tiny'", "holds another dataset",
+          "set this study's own data_mirror")
+
+
+def test_repin_data_is_refused_at_start_when_pinned_or_not_in_the_catalogue(tmp_path, tiny_models):
+    study = synthetic_study(tmp_path, tiny_models[1])
+    _says(_dry(tmp_path, study, repin="data"), "STUDY 'synthetic-tiny'", "already pinned")
+    (tmp_path / "synthetic-lock" / "data_pins.json").unlink()
+    _says(_dry(tmp_path, study, repin="data"), "'synthetic-beir' is not in the catalogue", "scifact")
+
+
+def test_two_studies_never_share_a_lock_folder_and_study_file_is_not_set_by_hand(tmp_path, tiny_models):
+    one = synthetic_study(tmp_path, tiny_models[1])
+    import yaml
+
+    data = yaml.safe_load(one.read_text())
+    data["study"]["name"] = "synthetic-twin"
+    twin = write_yaml(tmp_path / "twin.yaml", data)
+    proc = run_snakemake(tmp_path, "-n", config={"studies": studies_arg(one, twin)}, fixture=False, check=False)
+    _says(proc, "share one lock folder")
+    proc = run_snakemake(tmp_path, "-n", config={"study_file": str(one)}, fixture=False, check=False)
+    _says(proc, "'study_file' is set by studies=[...]")
 
 
 def test_check_candidates_refuses_a_trec_run_study(tmp_path, tiny_models):
