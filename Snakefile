@@ -29,7 +29,8 @@ from rerank_study import studies as _studies
 config["studies"] = _studies.parse_study_list(config.get("studies", []))
 try:
     validate_config(config)
-    if config["study_file"] and not config["studies"]:
+    # (each study's module has it set; refused only from the command line: workflow.config_settings.overwrite_config)
+    if workflow.config_settings.overwrite_config.get("study_file"):
         raise ConfigError("config key 'study_file' is set by studies=[...], not by hand: name the study with "
                           f"--config studies=[{config['study_file']}] instead.")
     # --config studies=[a,b,...]: each study is a module of this workflow (workflow/rules/studies.smk);
