@@ -89,15 +89,6 @@ rule fuse_candidates:
         "../scripts/fuse_candidates.py"
 
 
-def _regenerable(wildcards):
-    """Only the frozen RRF table can be regenerated; a TREC-run study's candidates ARE the user's run."""
-    if STUDY["candidates"] != "frozen":
-        raise WorkflowError(f"STUDY {STUDY['name']!r}: check_candidates regenerates BM25 + dense + RRF and compares "
-                            f"with the frozen table; this study's candidates are a user's TREC run "
-                            f"({LOCK}/candidates/run.trec, pinned): there is nothing to regenerate.")
-    return P["regenerated"]
-
-
 rule check_candidates:
     """Drift of the regenerated ranked lists against the frozen table, per split (reads no qrels)."""
     input:

@@ -174,3 +174,12 @@ def data_sha(name):
     if "data" in REPIN:  # a repin=data invocation only pins (its `all` is the receipt); no data rule can run
         return "0" * 64
     return DATA_PINS["files"][name]["sha256"]
+
+
+def _regenerable(wildcards):
+    """Only the frozen RRF table can be regenerated; a TREC-run study's candidates ARE the user's run."""
+    if STUDY["candidates"] != "frozen":
+        raise WorkflowError(f"STUDY {STUDY['name']!r}: check_candidates regenerates BM25 + dense + RRF and compares "
+                            f"with the frozen table; this study's candidates are a user's TREC run "
+                            f"({LOCK}/candidates/run.trec, pinned): there is nothing to regenerate.")
+    return P["regenerated"]
