@@ -4,6 +4,7 @@ the full mirror look for it at ../shared/data/scifact and skip with a reason whe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -107,3 +108,24 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if DAG_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+
+
+@contextlib.contextmanager
+def serve_folder(folder: Path):
+    """A local HTTP server for ``folder`` standing in for a download host; yields its base URL."""
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **k):
+            super().__init__(*a, directory=str(folder), **k)
+
+        def log_message(self, *a):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_port}"
+    finally:
+        httpd.shutdown()

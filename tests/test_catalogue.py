@@ -7,17 +7,15 @@ under test. content_sha256 follows beir.py's documented definition: sha256 of th
 
 import datetime
 import hashlib
-import http.server
 import json
 import re
 import shutil
 import tempfile
-import threading
 import zipfile
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, serve_folder
 from rerank_study import acquire, catalogue
 from rerank_study.errors import ConfigError, MalformedInputError, MissingInputError, PinMismatchError, PipelineError
 
@@ -115,21 +113,10 @@ def test_download_with_a_local_http_server(tmp_path):
     serve.mkdir()
     shutil.copy(zpath, serve / "toyset.zip")
 
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *a, **k):
-            super().__init__(*a, directory=str(serve), **k)
-
-        def log_message(self, *a):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{httpd.server_port}/toyset.zip"
+    with serve_folder(serve) as base:
+        url = f"{base}/toyset.zip"
         written = catalogue.pin_first_acquisition(entry_for(zpath), tmp_path / "pins.json", dev_qrels="train",
                                                   confirm_qrels=None, url=url)
-    finally:
-        httpd.shutdown()
     assert f"download {url}" in written["_comment"]
     assert written["zip"]["sha256"] == sha(zpath.read_bytes())
     assert sorted(written["files"]) == ["corpus.jsonl", "qrels/train.tsv", "queries.jsonl"]

@@ -1,16 +1,14 @@
 """Atomic writes, exact floats, BEIR readers with file/line errors, pinned acquisition."""
 
 import hashlib
-import http.server
 import json
 import shutil
-import threading
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from conftest import DATA, FIXTURE
+from conftest import DATA, FIXTURE, serve_folder
 from rerank_study import acquire, beir, fileio
 from rerank_study.errors import MalformedInputError, MissingInputError, PinMismatchError
 
@@ -217,17 +215,7 @@ def test_download_path_with_a_local_http_server(tmp_path):
     shutil.copy(zpath, serve / "scifact.zip")
     (serve / "broken.zip").write_bytes(zpath.read_bytes()[:-10])
 
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *a, **k):
-            super().__init__(*a, directory=str(serve), **k)
-
-        def log_message(self, *a):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        base = f"http://127.0.0.1:{httpd.server_port}"
+    with serve_folder(serve) as base:
         dl = tmp_path / "dl"
         with pytest.raises(PinMismatchError, match="size"):
             acquire.acquire(["corpus.jsonl"], zpins, tmp_path / "c1", url=f"{base}/broken.zip", download_dir=dl)
@@ -235,5 +223,3 @@ def test_download_path_with_a_local_http_server(tmp_path):
         prov = acquire.acquire(NAMES[:3], zpins, tmp_path / "c2", url=f"{base}/scifact.zip", download_dir=dl)
         assert (dl / "scifact.zip").exists()
         assert all("downloaded" in v["source"] for v in prov.values())
-    finally:
-        httpd.shutdown()

@@ -27,6 +27,7 @@ from typing import Mapping, Sequence
 from .errors import MalformedInputError
 from .fileio import atomic_open, read_tsv, write_tsv
 from .ranking import ranks_from_order, rrf_scores, top_k
+from .trec import run_lines
 
 CANDIDATE_HEADER = ("qid", "split", "rank", "doc_id", "rrf_score", "bm25_rank", "dense_rank")
 RETRIEVER_HEADER = ("qid", "rank", "doc_id", "score")
@@ -136,24 +137,17 @@ def read_user_run(path) -> dict[str, list[tuple[str, str]]]:
 
     out: dict[str, list[tuple[str, str]]] = {}
     seen: set[tuple[str, str]] = set()
-    with open(path, encoding="utf-8", newline="") as fh:
-        for i, line in enumerate(fh, start=1):
-            if not line.endswith("\n"):
-                raise MalformedInputError(path, i, "last line is not terminated (truncated file?)")
-            parts = line.split()
-            if len(parts) != 6:
-                raise MalformedInputError(path, i, f"{len(parts)} fields, 6 expected (qid Q0 docid rank score tag)")
-            qid, _q0, doc, _rank, score, _tag = parts
-            try:
-                finite = math.isfinite(float(score))
-            except ValueError:
-                finite = False
-            if not finite:
-                raise MalformedInputError(path, i, f"score {score!r} is not a finite number")
-            if (qid, doc) in seen:
-                raise MalformedInputError(path, i, f"document {doc} appears twice for query {qid}")
-            seen.add((qid, doc))
-            out.setdefault(qid, []).append((doc, score))
+    for i, (qid, _q0, doc, _rank, score, _tag) in run_lines(path):
+        try:
+            finite = math.isfinite(float(score))
+        except ValueError:
+            finite = False
+        if not finite:
+            raise MalformedInputError(path, i, f"score {score!r} is not a finite number")
+        if (qid, doc) in seen:
+            raise MalformedInputError(path, i, f"document {doc} appears twice for query {qid}")
+        seen.add((qid, doc))
+        out.setdefault(qid, []).append((doc, score))
     return out
 
 

@@ -29,26 +29,33 @@ def write_run(path, ranked: Mapping[str, Sequence[str]], tag: str, query_order: 
                 fh.write(f"{qid} Q0 {doc} {rank} {score} {tag}\n")
 
 
-def read_run(path) -> dict[str, list[tuple[str, int, float]]]:
-    """-> {qid: [(docid, rank, score), ...] in file order}. Checks ranks are 1..n in order."""
+def run_lines(path):
+    """(line number, the 6 fields) of every line of a TREC run file; a missing file, an unterminated last line
+    or a line without exactly 6 fields is an error naming the file and line."""
     path = Path(path)
     if not path.exists():
         raise MissingInputError(f"MISSING FILE: {path} does not exist")
-    out: dict[str, list[tuple[str, int, float]]] = {}
-    with open(path, encoding="utf-8") as fh:
+    with open(path, encoding="utf-8", newline="") as fh:
         for line_no, line in enumerate(fh, start=1):
             if not line.endswith("\n"):
                 raise MalformedInputError(path, line_no, "last line is not terminated (truncated file?)")
             parts = line.split()
             if len(parts) != 6:
                 raise MalformedInputError(path, line_no, f"{len(parts)} fields, 6 expected (qid Q0 docid rank score tag)")
-            qid, _q0, doc, rank, score, _tag = parts
-            try:
-                rank_i, score_f = int(rank), float(score)
-            except ValueError:
-                raise MalformedInputError(path, line_no, f"bad rank {rank!r} or score {score!r}") from None
-            lst = out.setdefault(qid, [])
-            if rank_i != len(lst) + 1:
-                raise MalformedInputError(path, line_no, f"query {qid}: rank {rank_i}, expected {len(lst) + 1}")
-            lst.append((doc, rank_i, score_f))
+            yield line_no, parts
+
+
+def read_run(path) -> dict[str, list[tuple[str, int, float]]]:
+    """-> {qid: [(docid, rank, score), ...] in file order}. Checks ranks are 1..n in order."""
+    path = Path(path)
+    out: dict[str, list[tuple[str, int, float]]] = {}
+    for line_no, (qid, _q0, doc, rank, score, _tag) in run_lines(path):
+        try:
+            rank_i, score_f = int(rank), float(score)
+        except ValueError:
+            raise MalformedInputError(path, line_no, f"bad rank {rank!r} or score {score!r}") from None
+        lst = out.setdefault(qid, [])
+        if rank_i != len(lst) + 1:
+            raise MalformedInputError(path, line_no, f"query {qid}: rank {rank_i}, expected {len(lst) + 1}")
+        lst.append((doc, rank_i, score_f))
     return out
