@@ -5,6 +5,7 @@ the full mirror look for it at ../shared/data/scifact and skip with a reason whe
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ DATA = ROOT / "tests" / "data"
 FIXTURE = DATA / "scifact_fixture"
 SHARED = (ROOT.parent / "shared" / "data" / "scifact").resolve()
 SNAKEMAKE = Path(sys.executable).parent / "snakemake"
+AUDIT = ROOT / "scripts" / "audit"  # the standard-library audit: run it as python -I -S <this folder>
 
 sys.path.insert(0, str(ROOT / "workflow"))
 # The scoring contract's numeric mode (oneMKL strict CNR) for every process the tests start and for
@@ -32,6 +34,15 @@ def full_mirror() -> Path:
     if not (SHARED / "corpus.jsonl").exists():
         pytest.skip(f"full SciFact mirror not found at {SHARED} (this test needs the real 5183-document corpus)")
     return SHARED
+
+
+def audit_module(name: str):
+    """One module of the standard-library audit (``scripts/audit/<name>.py``), imported as the audit itself
+    imports its modules: the folder first on sys.path, the module by its plain name. The one way tests
+    reach inside the audit (everything else runs it: ``python -I -S scripts/audit``)."""
+    if str(AUDIT) not in sys.path:
+        sys.path.insert(0, str(AUDIT))
+    return importlib.import_module(name)
 
 
 def make_lockdir(dest: Path, frozen: bool = True) -> Path:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, FIXTURE, ROOT, make_lockdir, read_json, run_snakemake
+from conftest import DATA, FIXTURE, ROOT, audit_module, make_lockdir, read_json, run_snakemake
 from rerank_study import candidates, studies
 from rerank_study.config import load_config
 from rerank_study.errors import PipelineError
@@ -182,18 +182,23 @@ def test_cross_study_row_reads_the_summary_it_is_given():
 def test_a_study_file_the_audit_cannot_read_stops_at_start(tmp_path):
     bad = tmp_path / "blocky.yaml"
     bad.write_text("study:\n  name: blocky\nmetrics:\n  recall_ks:\n  - 10\n  - 20\n")
-    with pytest.raises(studies.StudyError, match="flow style"):
+    with pytest.raises(studies.StudyError, match="flow style") as err:
         studies.study_config(load_config(ROOT / "config" / "config.yaml"), bad)
+    assert f"({bad}:5: tabs and block sequences are not supported)" in str(err.value)
+    # read, but not as PyYAML reads it (YAML 1.1: '1e3' without a dot is a string)
+    other = tmp_path / "other.yaml"
+    other.write_text("study:\n  name: other\nthreshold: 1e3\n")
+    with pytest.raises(studies.StudyError, match=r"\(it reads other values than PyYAML\)"):
+        studies.check_audit_reads(other)
 
 
 def test_the_audit_reads_every_study_file_as_pyyaml_does():
     import yaml
 
-    spec = importlib.util.spec_from_file_location("audit", ROOT / "scripts" / "audit.py")
-    audit = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(audit)
+    yamlsubset = audit_module("yamlsubset")
     for path in [*sorted((ROOT / "config" / "studies").glob("*.yaml")), STUDY_DIR / "synthetic.yaml"]:
-        assert audit.read_simple_yaml(path) == yaml.safe_load(path.read_text(encoding="utf-8")), path
+        assert yamlsubset.read_simple_yaml(path) == yaml.safe_load(path.read_text(encoding="utf-8")), path
+        studies.check_audit_reads(path)  # the library's own check: the audit run with --read-yaml
 
 
 # ------------------------------------------------------- bad studies stop before any job --

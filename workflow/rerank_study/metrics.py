@@ -2,7 +2,7 @@
 
 nDCG@K, Recall@K and MRR@K are computed by the field's reference, trec_eval (through
 pytrec_eval); capped Recall@K and the first relevant rank, which trec_eval does not define, are
-computed here. The standard-library audit (scripts/audit.py) re-implements all of them from the
+computed here. The standard-library audit (scripts/audit) re-implements all of them from the
 definitions below and must agree to the last bit.
 
 Definitions (P = judged relevant documents of the query, relevance > 0, including those that

@@ -17,7 +17,10 @@ study stops before anything is scored, naming the study, the file and the fix.
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from . import beir
@@ -78,24 +81,24 @@ def _resolve_paths(overrides: dict, folder: Path) -> dict:
     return out
 
 
-AUDIT_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "audit.py"
+AUDIT = Path(__file__).resolve().parents[2] / "scripts" / "audit"  # the standard-library audit (a folder)
 
 
 def check_audit_reads(path) -> None:
     """The independent audit anchors a study's run to its study file with its own standard-library YAML reader
-    (a subset: mappings, scalars, flow lists): a file it would read differently stops here, before any job."""
-    import importlib.util
-
+    (a subset: mappings, scalars, flow lists): a file it would read differently stops here, before any job.
+    The library never imports the audit: it runs it (``python -I -S scripts/audit --read-yaml FILE`` prints
+    what the audit reads, as JSON) and compares that with PyYAML."""
     import yaml
 
-    spec = importlib.util.spec_from_file_location("rerank_audit", AUDIT_SCRIPT)
-    audit = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(audit)
-    try:
-        same = audit.read_simple_yaml(Path(path)) == yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    proc = subprocess.run([sys.executable, "-I", "-S", str(AUDIT), "--read-yaml", str(path)], capture_output=True,
+                          text=True)
+    if proc.returncode == 0:
+        same = json.loads(proc.stdout) == yaml.safe_load(Path(path).read_text(encoding="utf-8"))
         problem = "it reads other values than PyYAML"
-    except audit.Unreadable as exc:
-        same, problem = False, str(exc)
+    else:
+        lines = proc.stderr.strip().splitlines()
+        same, problem = False, lines[-1] if lines else f"{AUDIT} --read-yaml exited {proc.returncode}"
     if not same:
         raise StudyError(f"STUDY FILE {path}: the audit's YAML reader cannot read it ({problem}). Fix: write it as "
                          "config/config.yaml is written - nested mappings, plain scalars, lists in flow style "

@@ -82,7 +82,7 @@ rule audit:
         rundir=lambda w, input: os.path.dirname(input.manifest),
         lockdir=lambda w, input: os.path.dirname(input.data_pins),
         python=sys.executable,
-        script=str(Path(workflow.basedir) / "scripts" / "audit.py"),
+        script=str(Path(workflow.basedir) / "scripts" / "audit"),  # a standard-library package: python -I -S <folder>
         study=f"--study {config['study_file']}" if config["study_file"] else "",  # the anchor of another study
     log:
         log_of("audit"),

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Independent audit of a finished run — Python standard library only.
+
+    python3 -I -S scripts/audit results/<run> [--lockdir lockfiles] [--out results/<run>/audit.json]
+                                              [--config config/config.yaml] [--study NAME_OR_FILE]
+    python3 -I -S scripts/audit --read-yaml FILE   (what the audit reads from a YAML file, as canonical JSON)
+
+It imports nothing from the project and shares no code with it: every definition is re-implemented
+from the written definitions (README / SOURCE_MAP), so an error in the pipeline's code is not repeated
+here. It recomputes, from the candidates, the per-pair logits and the qrels: CE ranks, blend scores and
+ranks, every per-query metric of the three methods, the evidence groups, every bootstrap replicate of
+both schemes and all comparisons from the saved index matrices, the interval endpoints, means, W/T/L,
+the leave-one-group-out range and the report's numbers; and it checks every artefact hash against the
+manifest and the pins against the lockfiles, and the confirmation seal.
+
+Structure (one module per job, sibling imports): ``run_files`` reads what the run folder says (each
+file once, on first use); ``anchors`` says what the run must have used (committed config / frozen
+protocol, lock folder pins); ``expected`` and ``expected_summary`` recompute what the definitions
+(``definitions``, ``rng``) say the files must hold; each ``check_*`` of the ``checks_*`` modules
+compares the two for one subject and records every comparison under its name (``bookkeeping``), in the
+order of ``registry``. FAIL CLOSED: a check whose input is missing or unreadable fails (naming what is
+missing); it never skips.
+
+Exit status 0 when every check passes; 1 when any check fails (each failure names the check, file, item
+and expected vs found); 2 when the folder is not a run at all (no manifest). Floats are compared
+EXACTLY: the pipeline writes shortest round-trip text and both sides add in the documented order (group
+sums in group order, replicate sums in draw order). ``--read-yaml``: exit 0 with the JSON on stdout, 1
+when the audit's YAML reader refuses the file (the reason on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from anchors import DEFAULT_CONFIG, Anchor
+from bookkeeping import MAX_FAILURES_SHOWN, Audit
+from expected import Expected
+from problems import Unauditable, Unreadable
+from readers import sha256_of
+from registry import run_checks
+from run_files import RunFiles
+from yamlsubset import canonical_json
+
+
+def audit_run(rundir: Path, lockdir: Path | None, au: Audit, config_anchor: Path = DEFAULT_CONFIG,
+              study_anchor: Path | None = None) -> dict:
+    """Every check on the run folder (recorded in ``au``); returns audit.json's ``info``."""
+    t0 = time.perf_counter()
+    run = RunFiles(rundir, lockdir)
+    want = Expected(run, Anchor(run.kind, run.lockdir, config_anchor, study_anchor, run.manifest_settings))
+    run_checks(au, run, want)
+    info = {"run": run.manifest.get("run"), "kind": run.kind, "scorer": run.scorer,
+            "anchor": {"config": str(config_anchor), "config_sha256": sha256_of(config_anchor),
+                       **({"study_file": str(study_anchor), "study_file_sha256": sha256_of(study_anchor)}
+                          if study_anchor else {})},
+            "manifest_sha256": sha256_of(run.manifest_path)}  # which manifest this audit vouches for
+    for key, fn in (("queries", lambda: len(run.analysed)), ("pairs", lambda: len(run.pair_rows)),
+                    ("groups", lambda: len(want.groups)), ("replicates", lambda: want.settings["bootstrap_B"])):
+        try:
+            info[key] = fn()
+        except Exception:  # noqa: BLE001 - the failing check has already said why
+            info[key] = None
+    info["seconds"] = round(time.perf_counter() - t0, 3)
+    return info
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("rundir", type=Path, nargs="?")
+    ap.add_argument("--lockdir", type=Path, default=None, help="lockfile folder (default: the manifest's)")
+    ap.add_argument("--out", type=Path, default=None, help="where to write audit.json (default: RUNDIR/audit.json)")
+    ap.add_argument("--config", type=Path, default=DEFAULT_CONFIG,
+                    help="the committed config a development run is anchored to (default: this checkout's "
+                         "config/config.yaml); a confirmation opening is anchored to <lockdir>/protocol.json")
+    ap.add_argument("--study", type=Path, default=None,
+                    help="another study: its name (config/studies/<name>.yaml) or its study file; the file's values over "
+                         "the committed config are the development run's anchor (a run of a study needs it: the "
+                         "DAG's audit rule passes it)")
+    ap.add_argument("--read-yaml", type=Path, default=None, metavar="FILE",
+                    help="print what the audit's YAML reader reads from FILE as canonical JSON and exit (no audit; "
+                         "the library compares it with PyYAML at start)")
+    args = ap.parse_args(argv)
+    if args.read_yaml is not None:
+        if args.rundir is not None:
+            ap.error("--read-yaml FILE takes no run folder")
+        return args
+    if args.rundir is None:
+        ap.error("the following arguments are required: rundir")
+    if args.study is not None and not args.study.suffix in (".yaml", ".yml"):
+        args.study = DEFAULT_CONFIG.parent / "studies" / f"{args.study}.yaml"  # a study's name
+    if args.study is not None and not args.study.is_file():
+        ap.error(f"--study {args.study}: no such study file")
+    return args
+
+
+def read_yaml(path: Path) -> int:
+    try:
+        text = canonical_json(path)
+    except Unreadable as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(text)
+    return 0
+
+
+def print_verdict(rundir: Path, info: dict, au: Audit) -> int:
+    print(f"audit of {rundir} ({info['kind']}, scorer {info['scorer']}): {info['queries']} queries, "
+          f"{info['pairs']} pairs, {info['groups']} groups, B={info['replicates']}, {info['seconds']} s")
+    print(f"{'check':<20} {'checked':>9} {'failed':>7}")
+    for n, c in au.checks.items():
+        print(f"{n:<20} {c['checked']:>9} {len(c['failures']):>7}")
+    failed = au.failed
+    if failed:
+        print("\nFAILED CHECKS:")
+        for n in failed:
+            for fl in au.checks[n]["failures"][:MAX_FAILURES_SHOWN]:
+                print(f"  [{n}] {fl['file']} :: {fl['item']} :: expected {fl['expected']!r} found {fl['found']!r}")
+            extra = len(au.checks[n]["failures"]) - MAX_FAILURES_SHOWN
+            if extra > 0:
+                print(f"  [{n}] ... and {extra} more")
+        print(f"AUDIT FAILED: {', '.join(failed)}")
+        return 1
+    print("AUDIT PASSED: every check agrees")
+    return 0
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.read_yaml is not None:
+        return read_yaml(args.read_yaml)
+    au = Audit()
+    try:
+        info = audit_run(args.rundir, args.lockdir, au, args.config, args.study)
+    except Unauditable as exc:
+        print(f"AUDIT ERROR: {args.rundir} cannot be audited: {exc}", file=sys.stderr)
+        return 2
+    result = au.result(info)
+    out = args.out or (args.rundir / "audit.json")
+    tmp = out.with_name(f".{out.name}.partial")
+    tmp.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(out)
+    return print_verdict(args.rundir, info, au)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

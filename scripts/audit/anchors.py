@@ -1,0 +1,91 @@
+"""The anchors: what a run must have used, taken from OUTSIDE the run - every analysis setting from the
+committed config (with a study file's values over it) for a development run, or from the frozen
+protocol of a confirmation opening; and the pins of the lock folder. Never from what the run says
+about itself."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+
+from problems import Unreadable
+from readers import read_json
+from yamlsubset import read_simple_yaml
+
+DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "config" / "config.yaml"  # the committed config
+
+
+def merged(base: dict, over: dict) -> dict:
+    """``over``'s values over ``base``'s, mapping by mapping (how a study file overrides config.yaml)."""
+    out = dict(base)
+    for key, val in over.items():
+        out[key] = merged(out[key], val) if isinstance(val, dict) and isinstance(out.get(key), dict) else val
+    return out
+
+
+def settings_from_config(cfg: dict, smoke: bool) -> dict:
+    """What config.run_settings gives for a development run (re-implemented: the anchor's side)."""
+    shape = cfg["smoke_settings"] if smoke else None
+    b = cfg["bootstrap"]
+    return {"study": cfg["study"], "n_queries": shape["queries"] if shape else None,
+            "depth": shape["depth"] if shape else cfg["candidates"]["depth"],
+            "blend_k": cfg["blend"]["k"], "metrics": cfg["metrics"], "bootstrap_B": b["B"],
+            "bootstrap_seed": b["seed"], "percentiles": b["percentiles"], "threshold": cfg["threshold"],
+            "comparisons": cfg["comparisons"], "max_length": cfg["ce"]["max_length"], "evalstats": cfg["evalstats"],
+            "verify_batches": cfg["verify"]["batches"], "verify_seed": cfg["verify"]["seed"]}
+
+
+def settings_from_protocol(protocol: dict, cfg: dict) -> dict:
+    """The frozen protocol's settings, in the run-settings shape (a confirmation opening's anchor)."""
+    return {"study": protocol["study"], "n_queries": None, "depth": protocol["candidates"]["params"]["depth"],
+            "blend_k": protocol["blend"]["k"], "metrics": protocol["metrics"],
+            "bootstrap_B": protocol["bootstrap"]["B"], "bootstrap_seed": protocol["bootstrap"]["seed"],
+            "percentiles": protocol["bootstrap"]["percentiles"], "threshold": protocol["threshold"],
+            "comparisons": protocol["comparisons"], "max_length": protocol["scoring"]["max_length"],
+            "evalstats": protocol["evalstats"],
+            # an opening re-infers EVERY batch; the seed then only orders the record
+            "verify_batches": None, "verify_seed": cfg["verify"]["seed"]}
+
+
+def pinned_role(files: dict, role: str) -> str:
+    """The one data file a lock folder pins with ``role`` (qrels_dev / qrels_confirm: the study's qrels files)."""
+    names = [n for n, pin in files.items() if pin.get("role") == role]
+    if len(names) != 1:
+        raise Unreadable("data_pins.json", f"must pin exactly one file with role {role!r}; it pins {names}")
+    return names[0]
+
+
+class Anchor:
+    """What a run of ``kind`` must have used: its settings (read on first use) and its lock folder's pins.
+    ``manifest_settings`` (the run's own) only tells whether it is a smoke run - a run that analysed a
+    prefix of the split (n_queries set); the anchor then gives that prefix."""
+
+    def __init__(self, kind: str, lockdir: Path, config_anchor: Path, study_anchor: Path | None,
+                 manifest_settings: dict):
+        self.kind = kind
+        self.lockdir = lockdir
+        self.config_anchor = config_anchor
+        self.study_anchor = study_anchor  # a study file: its values override the committed config's
+        self.manifest_settings = manifest_settings
+
+    @cached_property
+    def path(self) -> Path:
+        return self.lockdir / "protocol.json" if self.kind == "confirmation" else self.config_anchor
+
+    @cached_property
+    def config(self) -> dict:
+        """The committed config (a development run's anchor), with a study file's values over it."""
+        cfg = read_simple_yaml(self.config_anchor)
+        return merged(cfg, read_simple_yaml(self.study_anchor)) if self.study_anchor else cfg
+
+    @cached_property
+    def settings(self) -> dict:
+        """Every setting of the analysis, from the ANCHOR (the committed config, or the frozen protocol of a
+        confirmation opening)."""
+        if self.kind == "confirmation":
+            return settings_from_protocol(read_json(self.path), self.config)
+        return settings_from_config(self.config, smoke=self.manifest_settings.get("n_queries") is not None)
+
+    def lock(self, name: str):
+        """One pin file of the lock folder."""
+        return read_json(self.lockdir / name)

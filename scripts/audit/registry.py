@@ -1,0 +1,42 @@
+"""The registry of checks: every check the audit runs, by the name it is recorded under, in the order
+it runs (one place; audit.json's ``checks`` and the printed table follow it). A check may record more
+than one name: ``check_rankings`` records 'blend' and 'ce_ranks'; ``check_summary`` 'summary' and
+'evalstats'. ``run_checks`` runs them all, each FAIL CLOSED (bookkeeping.Audit.run)."""
+
+from __future__ import annotations
+
+import checks_inputs
+import checks_provenance
+import checks_report_and_seal
+import checks_scores
+import checks_statistics
+
+CHECKS = (
+    ("settings", checks_provenance.check_settings),
+    ("manifest_hashes", checks_provenance.check_manifest_hashes),
+    ("lockfile_pins", checks_provenance.check_lockfile_pins),
+    ("analysed_queries", checks_inputs.check_analysed_queries),
+    ("candidates", checks_inputs.check_candidates),
+    ("pairs", checks_scores.check_pairs),
+    ("scorer_label", checks_scores.check_scorer_label),
+    ("blend", checks_scores.check_rankings),
+    ("runs", checks_scores.check_runs),
+    ("qrels", checks_inputs.check_qrels),
+    ("per_query", checks_statistics.check_per_query),
+    ("groups", checks_statistics.check_groups),
+    ("bootstrap_indices", checks_statistics.check_bootstrap_indices),
+    ("replicates", checks_statistics.check_replicates),
+    ("summary", checks_statistics.check_summary),
+    ("verification", checks_scores.check_verification),
+    ("shape_check", checks_scores.check_shape),
+    ("frozen_candidates", checks_inputs.check_frozen_candidates),
+    ("report", checks_report_and_seal.check_report),
+    ("seal", checks_report_and_seal.check_seal),
+    ("protocol", checks_provenance.check_protocol),
+)
+
+
+def run_checks(au, run, want) -> None:
+    """Every registered check, in order, on what the run says (``run``) and what it must say (``want``)."""
+    for name, fn in CHECKS:
+        au.run(name, fn, run, want)

@@ -1,0 +1,142 @@
+"""What the run says: the finished run folder's manifest and every artefact it lists, each file read
+once, on first use, and handed over as it is written (no recomputation here: ``expected`` says what
+the files should hold)."""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from pathlib import Path
+
+from problems import Unauditable, Unreadable
+from readers import docs_by_query, markdown_tables, read_ids, read_json, read_qrels, read_run, read_table, resolve
+
+
+class RunFiles:
+    def __init__(self, rundir: Path, lockdir: Path | None):
+        self.rundir = rundir
+        manifest_path = rundir / "manifest.json"
+        if not manifest_path.exists():
+            raise Unauditable(f"{manifest_path} does not exist: not a finished run")
+        try:
+            self.manifest = read_json(manifest_path)
+            self.manifest_settings = self.manifest["settings"]
+            self.art = {a["key"]: a for a in self.manifest["artefacts"]}
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise Unauditable(f"{manifest_path} is not a run manifest: {type(exc).__name__}: {exc}") from None
+        self.manifest_path = manifest_path
+        self.lockdir = lockdir if lockdir is not None else resolve(self.manifest["lockdir"], rundir)
+        self.kind = self.manifest.get("kind", "development")
+        self.scorer = self.manifest.get("scorer")
+        self._trec_runs: dict[str, dict] = {}
+
+    def path(self, key: str) -> Path:
+        if key not in self.art:
+            raise Unreadable(self.manifest_path, f"the manifest lists no artefact {key!r}")
+        return resolve(self.art[key]["path"], self.rundir)
+
+    @cached_property
+    def split_dev(self):
+        return read_ids(self.path("split_dev"))
+
+    @cached_property
+    def split_confirm(self):
+        return read_ids(self.path("split_confirm"))
+
+    @cached_property
+    def analysed(self):
+        return read_ids(self.path("run_queries"))
+
+    @cached_property
+    def frozen_rows(self):
+        return read_table(self.path("candidates"))
+
+    @cached_property
+    def frozen(self) -> dict[str, list[str]]:
+        return docs_by_query(self.frozen_rows)
+
+    @cached_property
+    def cand_rows(self):
+        return read_table(self.path("run_candidates"))
+
+    @cached_property
+    def cands(self) -> dict[str, list[str]]:
+        return docs_by_query(self.cand_rows)
+
+    @cached_property
+    def pair_rows(self):
+        return read_table(self.path("pairs"))
+
+    @cached_property
+    def logits(self) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        for row in self.pair_rows:
+            out.setdefault(row["qid"], {})[row["doc_id"]] = float(row["logit"])
+        return out
+
+    @cached_property
+    def ranking_rows(self):
+        return read_table(self.path("rankings"))
+
+    def trec_run(self, key: str) -> dict[str, list[tuple[str, int, str]]]:
+        """One of the run's TREC runs (run_rrf / run_ce / run_blend), read on first use."""
+        if key not in self._trec_runs:
+            self._trec_runs[key] = read_run(self.path(key))
+        return self._trec_runs[key]
+
+    @cached_property
+    def qrels(self):
+        return read_qrels(self.path("run_qrels"))
+
+    @cached_property
+    def source_qrels(self):
+        return read_qrels(self.path("qrels_confirm" if self.kind == "confirmation" else "qrels_dev"))
+
+    @cached_property
+    def per_query_rows(self):
+        return read_table(self.path("per_query"))
+
+    @cached_property
+    def group_rows(self):
+        return read_table(self.path("groups"))
+
+    @cached_property
+    def groups_meta(self):
+        return read_json(self.path("groups_meta"))
+
+    def index_matrix(self, key: str) -> list[list[int]]:
+        """A saved bootstrap index matrix: row b = replicate b's draws."""
+        out = []
+        for b, row in enumerate(read_table(self.path(key))):
+            if int(row["replicate"]) != b:
+                raise Unreadable(self.path(key), f"row {b + 2}: replicate {row['replicate']}, expected {b}")
+            out.append([int(row[f"draw{j}"]) for j in range(len(row) - 1)])
+        return out
+
+    @cached_property
+    def grouped_idx(self):
+        return self.index_matrix("grouped_indices")
+
+    @cached_property
+    def query_idx(self):
+        return self.index_matrix("query_indices")
+
+    @cached_property
+    def replicate_rows(self):
+        return read_table(self.path("replicates"))
+
+    @cached_property
+    def summary(self):
+        return read_json(self.path("summary"))
+
+    @cached_property
+    def verification(self):
+        return read_json(self.path("verification"))
+
+    @cached_property
+    def shape_check(self):
+        return read_json(self.path("shape_check"))
+
+    @cached_property
+    def report_tables(self):
+        return markdown_tables(self.path("report").read_text(encoding="utf-8"))
