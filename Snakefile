@@ -11,6 +11,13 @@ import os
 import sys
 from pathlib import Path
 
+# Byte code: this process compiles this checkout's code from its source, never from a cache beside it (a
+# planted .pyc with a matching header would run instead of the source), and writes none; its jobs write none
+# into the code folders either (an opening gives its jobs a fresh cache folder of their own: common.smk)
+sys.dont_write_bytecode = True
+sys.pycache_prefix = os.path.join(os.devnull, "pycache")  # a folder that cannot exist: nothing is read or written
+os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+
 # This checkout's library, for the Snakefile AND for every rule script (they run in subprocesses that
 # inherit PYTHONPATH, which Python puts before site-packages): never another clone's installed copy.
 _LIB = str(Path(workflow.basedir) / "workflow")

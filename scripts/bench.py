@@ -291,7 +291,7 @@ def bench_audit(rundir):
 
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run([sys.executable, "-I", "-S", str(ROOT / "scripts/audit"), str(rundir), "--out",
+        out = subprocess.run([sys.executable, "-I", "-S", "-B", str(ROOT / "scripts/audit"), str(rundir), "--out",
                               f"{tmp}/audit.json"], capture_output=True, text=True)
     print(f"audit  {rundir}: exit {out.returncode}, {time.perf_counter() - t0:.2f} s wall "
           f"({out.stdout.splitlines()[0] if out.stdout else out.stderr[-300:]})")

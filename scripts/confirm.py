@@ -26,9 +26,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from rerank_study import protocol, studies  # noqa: E402
+from rerank_study import studies  # noqa: E402
 from rerank_study.config import deep_update, load_config  # noqa: E402
 from rerank_study.errors import PipelineError  # noqa: E402
+from rerank_study.seal import freeze, locations, status  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -43,7 +44,10 @@ def main(argv=None) -> int:
                     help="another study (a name in config/studies/ or a study file): its protocol and ledger live in "
                          "its own lock folder (default: the default study of config/config.yaml)")
     ap.add_argument("--results", type=Path, default=None,
-                    help="status: the results folder to look for confirm-* folders the ledger does not know "
+                    help="the results folder where confirm-* folders the ledgers do not know are looked for "
+                         "(default: the config's, relative to the current folder)")
+    ap.add_argument("--resources", type=Path, default=None,
+                    help="the resources folder whose sealed cache holds verified copies of a look "
                          "(default: the config's, relative to the current folder)")
     ap.add_argument("--allow-standin-for-testing", action="store_true",
                     help="TEST SUITE ONLY: freeze from a STAND-IN development run into a test-fixture lock folder")
@@ -62,26 +66,29 @@ def main(argv=None) -> int:
     except PipelineError as exc:
         print(str(exc), file=sys.stderr)
         return 1
+    for key in ("results", "resources"):
+        if getattr(args, key):
+            cfg[key] = str(getattr(args, key))
     lockdir = Path(cfg["lockdir"])
     lockdir = lockdir if lockdir.is_absolute() else ROOT / lockdir
     try:
         if args.command in ("freeze", "refreeze") and not args.dev_run:
             ap.error(f"{args.command} needs --dev-run (the finished development run folder)")
         if args.command == "freeze":
-            out = protocol.freeze(cfg, lockdir, args.dev_run, ROOT, args.allow_standin_for_testing)
+            out = freeze.freeze(cfg, lockdir, args.dev_run, ROOT, args.allow_standin_for_testing)
             pw = out["protocol"]["power"]
-            print(f"FROZEN {lockdir / protocol.PROTOCOL}\nsha256 {out['sha256']}\n"
+            print(f"FROZEN {lockdir / locations.PROTOCOL}\nsha256 {out['sha256']}\n"
                   f"MDE of the {pw['n_confirmation']}-query confirmation set: {pw['mde_confirmation']:.6f}\n"
                   f"commit lockfiles/ (protocol, PREREGISTRATION.md and the ledger), then: "
                   f"snakemake confirm --cores 4 --config unseal={out['sha256']}"
                   + (f" studies=[{args.study}]" if args.study else ""))
         elif args.command == "refreeze":
-            out = protocol.refreeze(cfg, lockdir, ROOT, args.reason, args.dev_run)
-            print(f"RE-FROZEN {lockdir / protocol.PROTOCOL}\nsha256 {out['sha256']} (was "
+            out = freeze.refreeze(cfg, lockdir, ROOT, args.reason, args.dev_run)
+            print(f"RE-FROZEN {lockdir / locations.PROTOCOL}\nsha256 {out['sha256']} (was "
                   f"{out['protocol']['refrozen_from']})\nchanged method files: {', '.join(out['changed_files'])}\n"
                   f"commit lockfiles/, then: snakemake confirm --cores 4 --config unseal={out['sha256']}")
         else:
-            print(protocol.describe(lockdir, ROOT, args.results or Path(cfg["results"])))
+            print(status.describe(lockdir, ROOT, cfg))
     except PipelineError as exc:
         print(str(exc), file=sys.stderr)
         return 1

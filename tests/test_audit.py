@@ -89,7 +89,7 @@ def test_every_audit_function_source_map_cites_exists():
 
 # ---------------------------------------------------------------------------- harness --
 def run_audit(rundir: Path, lockdir: Path):
-    proc = subprocess.run([sys.executable, "-I", "-S", str(AUDIT), str(rundir), "--lockdir", str(lockdir),
+    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), str(rundir), "--lockdir", str(lockdir),
                            "--out", str(rundir.parent / f"{rundir.name}-audit.json")], capture_output=True, text=True)
     result = json.loads((rundir.parent / f"{rundir.name}-audit.json").read_text()) if proc.returncode in (0, 1) else None
     return proc, result
@@ -473,15 +473,15 @@ def test_confirmation_query_id_in_a_development_artefact_breaks_the_seal(copy_of
 
 
 def test_not_a_run_folder_exits_2(tmp_path):
-    proc = subprocess.run([sys.executable, "-I", "-S", str(AUDIT), str(tmp_path)], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), str(tmp_path)], capture_output=True, text=True)
     assert proc.returncode == 2 and "cannot be audited" in proc.stderr
     # from any current folder, the run folder given relative to it
-    proc = subprocess.run([sys.executable, "-I", "-S", str(AUDIT), "."], capture_output=True, text=True, cwd=tmp_path)
+    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), "."], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 2 and "cannot be audited" in proc.stderr, proc.stderr
 
 
 def test_a_run_folder_is_required_unless_reading_yaml():
-    proc = subprocess.run([sys.executable, "-I", "-S", str(AUDIT)], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT)], capture_output=True, text=True)
     assert proc.returncode == 2 and "required: rundir" in proc.stderr
 
 

@@ -56,7 +56,7 @@ def test_the_audits_yaml_reader_refuses_what_it_does_not_understand(tmp_path, te
 
 def read_yaml(path):
     """The audit's --read-yaml: what its reader reads from a file, as canonical JSON (the library's check)."""
-    return subprocess.run([sys.executable, "-I", "-S", str(AUDIT), "--read-yaml", str(path)], capture_output=True,
+    return subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), "--read-yaml", str(path)], capture_output=True,
                           text=True)
 
 

@@ -32,27 +32,29 @@ from statistics import NormalDist
 import pytest
 
 from conftest import DATA, ROOT, make_lockdir, read_json, run_snakemake
-from rerank_study import protocol
+from seal_world import FIXTURE_SPLITS, code_copy, commit_all, constructed_freeze, genuine_repo, git, repo_config
+from rerank_study.seal import freeze as seal_freeze
+from rerank_study.seal import guard, locations, tree
+from rerank_study.seal import ledger as seal_ledger
 from rerank_study.config import load_config
 from rerank_study.errors import PipelineError, SealError
 
 SEALED = "qrels/test.tsv"  # the fixture's (and SciFact's) sealed file: study.qrels_confirm
 
 TEST_SWITCHES = {"allow_standin_for_testing": "true", "allow_dirty_for_testing": "true"}
-FIXTURE_SPLITS = {"splits": {"dev_size": 8, "confirm_size": 6, "seed": 110}}
-GIT = ["git", "-c", "user.email=t@t", "-c", "user.name=t", "-c", "commit.gpgsign=false"]
 
 
 def freeze_cmd(wd, *extra, command="freeze", dev_run=None):
     return [sys.executable, str(ROOT / "scripts/confirm.py"), command, "--dev-run",
             str(dev_run or wd / "results/dev-standin"), "--configfile", str(DATA / "fixture_config.yaml"),
-            "--lockdir", str(wd / "lockfiles"), *extra]
+            "--lockdir", str(wd / "lockfiles"), "--results", str(wd / "results"), "--resources", str(wd / "resources"),
+            *extra]
 
 
 def status(wd) -> str:
     proc = subprocess.run([sys.executable, str(ROOT / "scripts/confirm.py"), "status", "--configfile",
                            str(DATA / "fixture_config.yaml"), "--lockdir", str(wd / "lockfiles"), "--results",
-                           str(wd / "results")], capture_output=True, text=True)
+                           str(wd / "results"), "--resources", str(wd / "resources")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -65,32 +67,6 @@ def fixture_cfg(sha, **extra):
 
 def sha256(path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def git(repo, *args):
-    return subprocess.run(GIT + ["-C", str(repo), *args], check=True, capture_output=True, text=True)
-
-
-def commit_all(repo, msg="x"):
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", msg, "--allow-empty")
-
-
-def code_copy(dest: Path, with_git: bool = False) -> Path:
-    """Another checkout of this code (what the method hash covers, and what runs the DAG)."""
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    dest.mkdir(parents=True)
-    for name in ("Snakefile", "pyproject.toml", ".gitignore"):
-        shutil.copy(ROOT / name, dest / name)
-    for sub in ("workflow", "scripts", "config"):
-        shutil.copytree(ROOT / sub, dest / sub, ignore=ignore)
-    (dest / "lockfiles").mkdir()
-    for name in ("requirements.lock", "torch.txt"):
-        shutil.copy(ROOT / "lockfiles" / name, dest / "lockfiles" / name)
-    if with_git:
-        subprocess.run(["git", "init", "-q", str(dest)], check=True)
-        commit_all(dest, "code")
-    return dest
 
 
 def copy_workdir(src: Path, dest: Path, results=("dev-standin",), link_resources: bool = True) -> Path:
@@ -109,14 +85,14 @@ def copy_workdir(src: Path, dest: Path, results=("dev-standin",), link_resources
 
 # ------------------------------------------------------------------------ 1: the test fixture --
 def test_the_repository_lockfiles_are_never_a_test_fixture(tmp_path):
-    assert (DATA / "lockfiles" / protocol.TEST_FIXTURE).is_file()
-    assert not (ROOT / "lockfiles" / protocol.TEST_FIXTURE).exists()
-    assert not protocol.is_test_fixture(ROOT / "lockfiles", ROOT)
+    assert (DATA / "lockfiles" / locations.TEST_FIXTURE).is_file()
+    assert not (ROOT / "lockfiles" / locations.TEST_FIXTURE).exists()
+    assert not locations.is_test_fixture(ROOT / "lockfiles", ROOT)
     # even with the marker in it, a checkout's own lockfiles/ never counts as a fixture
     repo = code_copy(tmp_path / "repo")
-    (repo / "lockfiles" / protocol.TEST_FIXTURE).write_text("x\n")
-    assert not protocol.is_test_fixture(repo / "lockfiles", repo)
-    assert protocol.is_test_fixture(make_lockdir(tmp_path / "fixture-lock"), repo)
+    (repo / "lockfiles" / locations.TEST_FIXTURE).write_text("x\n")
+    assert not locations.is_test_fixture(repo / "lockfiles", repo)
+    assert locations.is_test_fixture(make_lockdir(tmp_path / "fixture-lock"), repo)
 
 
 # ------------------------------------------------------- 6: freezing needs audited evidence --
@@ -136,7 +112,7 @@ def test_freeze_refuses_a_smoke_run_a_standin_run_and_an_edited_summary(smoke_ru
     # the test switch outside a test fixture lock folder
     plain = tmp_path / "plain"
     shutil.copytree(wd / "lockfiles", plain / "lockfiles")
-    (plain / "lockfiles" / protocol.TEST_FIXTURE).unlink()
+    (plain / "lockfiles" / locations.TEST_FIXTURE).unlink()
     proc = _freeze(plain, "--allow-standin-for-testing", dev_run=wd / "results/dev-standin")
     assert proc.returncode == 1 and "TEST SUITE's fixture lock folder only" in proc.stderr
     # a stand-in summary whose "scorer" was edited to "pinned"
@@ -155,7 +131,7 @@ def test_freeze_refuses_a_smoke_run_a_standin_run_and_an_edited_summary(smoke_ru
     assert proc.returncode == 1 and "audited a manifest with sha256" in proc.stderr
     assert "model weights sha256" in proc.stderr  # and the weights are not the pinned model's
     # ... and audited again: the independent audit rejects the forged run
-    audit = subprocess.run([sys.executable, "-I", "-S", str(ROOT / "scripts/audit.py"), str(run), "--lockdir",
+    audit = subprocess.run([sys.executable, "-I", "-S", "-B", str(ROOT / "scripts/audit"), str(run), "--lockdir",
                             str(wd / "lockfiles")], capture_output=True, text=True)
     assert audit.returncode == 1 and "scorer_label" in read_json(run / "audit.json")["failed_checks"]
     proc = _freeze(wd)
@@ -164,7 +140,7 @@ def test_freeze_refuses_a_smoke_run_a_standin_run_and_an_edited_summary(smoke_ru
     (run / "audit.json").unlink()
     proc = _freeze(wd)
     assert proc.returncode == 1 and "audit.json does not exist" in proc.stderr
-    assert not (wd / "lockfiles/protocol.json").exists() and not (wd / "lockfiles" / protocol.LEDGER).exists()
+    assert not (wd / "lockfiles/protocol.json").exists() and not (wd / "lockfiles" / locations.LEDGER).exists()
 
 
 @pytest.fixture(scope="module")
@@ -229,9 +205,9 @@ def test_freeze_writes_protocol_method_hash_and_preregistration_with_an_mde_we_r
     note = (lock / "PREREGISTRATION.md").read_text()
     assert sha in note and f"{mde:.6f}" in note and "sqrt(n_conf)" in note and "TEST-ONLY" in note
     assert p["method"]["sha256"] in note
-    ledger = protocol.read_ledger(lock)
+    ledger = seal_ledger.read_ledger(lock)
     assert [e["event"] for e in ledger] == ["frozen"] and ledger[0]["protocol_sha256"] == sha
-    assert ledger[0]["labels"] == [protocol.FIXTURE_LABEL, protocol.PROTOCOL_LABEL]
+    assert ledger[0]["labels"] == [seal_ledger.FIXTURE_LABEL, seal_ledger.PROTOCOL_LABEL]
     again = _freeze(wd, "--allow-standin-for-testing")
     assert again.returncode == 1 and "already exists" in again.stderr
 
@@ -242,7 +218,7 @@ def _assert_refused(proc, wd, text):
     assert text in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-3000:]
     assert not list((wd / "results").glob("confirm-*")), "a refused opening must leave no partial output"
     assert not (wd / "resources/cache/sealed").exists()
-    assert [e["event"] for e in protocol.read_ledger(wd / "lockfiles")] == ["frozen"], "a refusal records no look"
+    assert [e["event"] for e in seal_ledger.read_ledger(wd / "lockfiles")] == ["frozen"], "a refusal records no look"
 
 
 def test_refusals_leave_no_partial_output(frozen, tmp_path):
@@ -265,7 +241,7 @@ def test_refusals_leave_no_partial_output(frozen, tmp_path):
     # 3: a lock folder elsewhere (a fresh protocol and ledger with no trace) - not a test fixture either
     elsewhere = tmp_path / "elsewhere"
     shutil.copytree(wd / "lockfiles", elsewhere)
-    (elsewhere / protocol.TEST_FIXTURE).unlink()
+    (elsewhere / locations.TEST_FIXTURE).unlink()
     _assert_refused(run_snakemake(wd, "-n", config={"unseal": sha, "lockdir": str(elsewhere)}, check=False), wd,
                     "only with one of the repository's own tracked lock folders")
     # 1: ... and the test switches there
@@ -280,98 +256,112 @@ def _copy_lock(wd, tmp_path) -> Path:
 
 
 def test_test_switches_never_reach_the_real_sealed_judgements(frozen, tmp_path):
+    """A "fixture" lock folder whose sealed set overlaps the repository's real one is refused: the real file's
+    pins, or an edited copy of it (other content, the same sealed queries), each with a consistent record."""
     wd, sha = frozen
     lock = _copy_lock(wd, tmp_path)
-    assert protocol.check_unseal(fixture_cfg(sha), lock, ROOT)["labels"][0] == protocol.FIXTURE_LABEL
-    pins = read_json(lock / "data_pins.json")
+    assert guard.check_unseal(fixture_cfg(sha), lock, ROOT)["labels"][0] == seal_ledger.FIXTURE_LABEL
+    real_record = read_json(ROOT / "lockfiles/derived_pins.json")["sealed_set"]
+    pins, derived = read_json(lock / "data_pins.json"), read_json(lock / "derived_pins.json")
     pins["files"][SEALED] = read_json(ROOT / "lockfiles/data_pins.json")["files"][SEALED]
     (lock / "data_pins.json").write_text(json.dumps(pins))
-    with pytest.raises(SealError, match="pins the REAL sealed judgements"):
-        protocol.check_unseal(fixture_cfg(sha), lock, ROOT)
+    derived["sealed_set"] = dict(real_record, corpus_sha256=pins["files"]["corpus.jsonl"]["sha256"])
+    (lock / "derived_pins.json").write_text(json.dumps(derived))
+    (lock / "splits/confirm.txt").write_text("".join(f"{q}\n" for q in sorted(real_record["queries"], key=int)))
+    with pytest.raises(SealError, match="overlap the REAL sealed set"):
+        guard.check_unseal(fixture_cfg(sha), lock, ROOT)
+    # an edited copy: one judgement changed, so neither the file nor the content hash is the real one
+    pins["files"][SEALED].update(sha256="1" * 64, content_sha256="2" * 64)
+    (lock / "data_pins.json").write_text(json.dumps(pins))
+    derived["sealed_set"].update(file_sha256="1" * 64, content_sha256="2" * 64)
+    (lock / "derived_pins.json").write_text(json.dumps(derived))
+    with pytest.raises(SealError, match="overlap the REAL sealed set .*a sealed query id of the same corpus"):
+        guard.check_unseal(fixture_cfg(sha), lock, ROOT)
 
 
 def test_refusal_when_protocol_file_or_a_pin_changed(frozen, tmp_path):
     wd, sha = frozen
     lock = _copy_lock(wd, tmp_path)
     cfg = fixture_cfg(sha)
-    assert protocol.check_unseal(cfg, lock, ROOT)["opening"] == 1
+    assert guard.check_unseal(cfg, lock, ROOT)["opening"] == 1
     pins = read_json(lock / "derived_pins.json")
     pins["candidates"]["sha256"] = "f" * 64
     (lock / "derived_pins.json").write_text(json.dumps(pins))
     with pytest.raises(SealError, match="changed since the protocol was frozen: candidates.sha256"):
-        protocol.check_unseal(cfg, lock, ROOT)
+        guard.check_unseal(cfg, lock, ROOT)
     shutil.copy(wd / "lockfiles/derived_pins.json", lock / "derived_pins.json")
     (lock / "candidates/candidates.tsv").write_text("qid\trank\tdoc_id\n")  # the committed table itself
     with pytest.raises(SealError, match="candidates.file_sha256"):
-        protocol.check_unseal(cfg, lock, ROOT)
+        guard.check_unseal(cfg, lock, ROOT)
     shutil.copy(wd / "lockfiles/candidates/candidates.tsv", lock / "candidates/candidates.tsv")
     (lock / "protocol.json").write_text((lock / "protocol.json").read_text().replace('"B": 10000', '"B": 9999'))
     with pytest.raises(SealError, match="changed since it was frozen"):
-        protocol.check_unseal(cfg, lock, ROOT)
+        guard.check_unseal(cfg, lock, ROOT)
 
 
 def test_refusal_on_uncommitted_code_says_commit_not_stash(frozen, tmp_path):
     wd, sha = frozen
     repo = code_copy(tmp_path / "repo", with_git=True)
     cfg = fixture_cfg(sha, allow_dirty_for_testing=False)
-    u = protocol.check_unseal(cfg, wd / "lockfiles", repo)
-    assert u["labels"] == [protocol.FIXTURE_LABEL, protocol.PROTOCOL_LABEL, protocol.STANDIN_RUN_LABEL]
+    u = guard.check_unseal(cfg, wd / "lockfiles", repo)
+    assert u["labels"] == [seal_ledger.FIXTURE_LABEL, seal_ledger.PROTOCOL_LABEL, seal_ledger.STANDIN_RUN_LABEL]
     assert u["git"]["commit"] and u["git"]["dirty"] == []
     (repo / "scripts/notes.py").write_text("print(2)\n")  # untracked, outside the method: the tree is still dirty
     with pytest.raises(SealError) as err:
-        protocol.check_unseal(cfg, wd / "lockfiles", repo)
-    assert "uncommitted changes in scripts/notes.py" in str(err.value) and "COMMIT them first" in str(err.value)
+        guard.check_unseal(cfg, wd / "lockfiles", repo)
+    assert "differs from its last commit: scripts/notes.py (not committed)" in str(err.value)
+    assert "COMMIT changes" in str(err.value)
     assert "or stash" not in str(err.value) and "never stash" in str(err.value)
     cfg["allow_dirty_for_testing"] = True
-    assert protocol.DIRTY_LABEL in protocol.check_unseal(cfg, wd / "lockfiles", repo)["labels"]
+    assert seal_ledger.DIRTY_LABEL in guard.check_unseal(cfg, wd / "lockfiles", repo)["labels"]
     cfg["allow_dirty_for_testing"] = False
     with pytest.raises(SealError, match="is not a git checkout"):
-        protocol.check_unseal(cfg, wd / "lockfiles", code_copy(tmp_path / "not-a-repo"))
+        guard.check_unseal(cfg, wd / "lockfiles", code_copy(tmp_path / "not-a-repo"))
 
 
 def test_refusal_after_an_opening_under_another_protocol(frozen, tmp_path):
     wd, sha = frozen
     lock = _copy_lock(wd, tmp_path)
-    protocol.append_ledger(lock, {"event": "started", "protocol_sha256": "e" * 64, "opening": 1,
-                                  "run": "confirm-eeeeeeeeeeee-test-1", "labels": [protocol.FIXTURE_LABEL]})
-    with pytest.raises(SealError, match="line 2 records an opening under a different protocol"):
-        protocol.check_unseal(fixture_cfg(sha), lock, ROOT)
+    seal_ledger.append_ledger(lock, {"event": "started", "protocol_sha256": "e" * 64, "opening": 1,
+                                  "run": "confirm-eeeeeeeeeeee-test-1", "labels": [seal_ledger.FIXTURE_LABEL]})
+    with pytest.raises(SealError, match="line 2 records opening 1 of this sealed set .* under a different protocol"):
+        guard.check_unseal(fixture_cfg(sha), lock, ROOT)
 
 
 def test_an_unreadable_or_unknown_ledger_line_stops_the_opening(frozen, tmp_path):
     wd, sha = frozen
     lock = _copy_lock(wd, tmp_path)
-    ledger = lock / protocol.LEDGER
+    ledger = lock / locations.LEDGER
     good = ledger.read_text()
     ledger.write_text(good + '{"event": "started", "protocol_sha256": "e"\n')
     with pytest.raises(SealError, match="UNREADABLE LEDGER .* line 2"):
-        protocol.check_unseal(fixture_cfg(sha), lock, ROOT)
+        guard.check_unseal(fixture_cfg(sha), lock, ROOT)
     ledger.write_text(good + json.dumps({"event": "peeked", "protocol_sha256": sha}) + "\n")
     with pytest.raises(SealError, match="line 2: unknown event 'peeked'"):
-        protocol.check_unseal(fixture_cfg(sha), lock, ROOT)
+        guard.check_unseal(fixture_cfg(sha), lock, ROOT)
     ledger.write_text(good + '{"event": "started"')  # a truncated last line: nothing is appended after it
     with pytest.raises(SealError, match="last line is unterminated"):
-        protocol.append_ledger(lock, {"event": "completed"})
+        seal_ledger.append_ledger(lock, {"event": "completed"})
 
 
 def test_results_the_ledger_does_not_know_are_refused(frozen, tmp_path):
     wd, sha = frozen
     lock = _copy_lock(wd, tmp_path)
     (tmp_path / "results" / f"confirm-{sha[:12]}-test-1").mkdir(parents=True)
-    with pytest.raises(SealError, match=f"confirm-{sha[:12]}-test-1 in .* the ledger .* does not record"):
-        protocol.check_unseal(fixture_cfg(sha), lock, ROOT, results=tmp_path / "results")
+    with pytest.raises(SealError, match=f"confirm-{sha[:12]}-test-1 is a confirmation results folder that no ledger"):
+        guard.check_unseal(dict(fixture_cfg(sha), results=str(tmp_path / "results")), lock, ROOT)
 
 
 def test_changed_method_stops_the_opening_and_names_the_files(frozen, tmp_path):
     wd, sha = frozen
     repo = code_copy(tmp_path / "repo")
-    assert protocol.check_unseal(fixture_cfg(sha), wd / "lockfiles", repo)["opening"] == 1
+    assert guard.check_unseal(fixture_cfg(sha), wd / "lockfiles", repo)["opening"] == 1
     metrics = repo / "workflow/rerank_study/metrics.py"
     metrics.write_text(metrics.read_text().replace("log2(i + 2)", "log2(i + 3)") + "\n")
     (repo / "workflow/scripts/extra.py").write_text("# a new rule script\n")
     (repo / "lockfiles/torch.txt").write_text("torch==2.14.0\n")
     with pytest.raises(SealError) as err:
-        protocol.check_unseal(fixture_cfg(sha), wd / "lockfiles", repo)
+        guard.check_unseal(fixture_cfg(sha), wd / "lockfiles", repo)
     msg = str(err.value)
     assert "the method changed since the protocol was frozen" in msg and "refreeze" in msg
     for part in ("workflow/rerank_study/metrics.py (changed)", "workflow/scripts/extra.py (added)",
@@ -385,47 +375,38 @@ def genuine(tmp_path):
     """A git checkout of this code whose own lockfiles/ hold a frozen, committed protocol for the
     pinned model. No pinned model exists offline, so the evidence and power blocks are a harness
     (the real ones are tested on the fixture); these tests stop at the guard, before any job."""
-    repo = code_copy(tmp_path / "repo")
-    lock = repo / "lockfiles"
-    make_lockdir(lock)
-    (lock / protocol.TEST_FIXTURE).unlink()
-    cfg = load_config(ROOT / "config/config.yaml", {**FIXTURE_SPLITS, "scorer": "pinned"})
-    power = {"alpha": 0.05, "power": 0.8, "n_development": 100, "n_confirmation": 300, "sd_eff": 0.17,
-             "grouped_variance_of_mean": 0.000289, "mde_confirmation": 0.0275, "formula": "harness"}
-    evidence = {"run": "dev", "scorer": "pinned", "manifest_sha256": "0" * 64, "artefacts_sha256": {}}
-    p = protocol.build_protocol(cfg, lock, repo, evidence, power, test_only=False)
-    sha = protocol.write_protocol(lock, p)
-    protocol.append_ledger(lock, {"event": "frozen", "time": p["frozen_at"], "protocol_sha256": sha, "labels": []})
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    commit_all(repo, "code and frozen protocol")
+    repo = genuine_repo(tmp_path / "repo")
+    cfg = repo_config(repo)
+    sha = constructed_freeze(repo, cfg, repo / "lockfiles")
     cfg["unseal"] = sha
     return repo, cfg, sha
 
 
-def test_a_genuine_opening_never_counts_labelled_test_openings(genuine):
+def test_every_started_line_of_the_sealed_set_counts_labelled_or_not(genuine):
+    """A look is a look: a line labelled TEST-ONLY in the repository's own ledger (the switches are refused there, so
+    only a hand-written or legacy line can be one) counts like any other for the sealed set it names."""
     repo, cfg, sha = genuine
     lock = repo / "lockfiles"
-    u = protocol.check_unseal(cfg, lock, repo, results=repo / "results")
+    u = guard.check_unseal(dict(cfg, results=str(repo / "results")), lock, repo)
     assert (u["opening"], u["labels"], u["run"], u["test_fixture"]) == (1, [], f"confirm-{sha[:12]}-1", False)
-    # what the test switches used to leave in the real ledger: labelled openings of this protocol and another
-    test_lines = [{"event": "started", "protocol_sha256": sha, "opening": 1, "run": f"confirm-{sha[:12]}-1",
-                   "labels": ["TEST-ONLY STAND-IN"]},
-                  {"event": "completed", "protocol_sha256": sha, "opening": 1, "run": f"confirm-{sha[:12]}-1",
-                   "labels": ["TEST-ONLY STAND-IN"], "artefacts_sha256": {"summary": "1" * 64}},
-                  {"protocol_sha256": "e" * 64, "opening": 1, "labels": ["TEST-ONLY UNCOMMITTED CODE"]}]
-    for e in test_lines:
-        protocol.append_ledger(lock, e)
-    commit_all(repo, "old test-only lines")
-    u = protocol.check_unseal(cfg, lock, repo, results=repo / "results")
-    assert (u["opening"], u["previous"], u["unfinished"]) == (1, [], [])
     # the switches themselves are refused on the repository's lockfiles
     with pytest.raises(SealError, match="is for the TEST SUITE's fixture lock folder only"):
-        protocol.check_unseal(dict(cfg, allow_standin_for_testing=True), lock, repo)
-    # a genuine opening of another protocol does count
-    protocol.append_ledger(lock, {"event": "started", "protocol_sha256": "e" * 64, "opening": 1, "labels": []})
-    commit_all(repo, "another protocol's opening")
-    with pytest.raises(SealError, match="line 5 records an opening under a different protocol"):
-        protocol.check_unseal(cfg, lock, repo)
+        guard.check_unseal(dict(cfg, allow_standin_for_testing=True), lock, repo)
+    # a labelled started + completed line of THIS protocol: opening 1 is taken, the next is 2, and it is compared with it
+    labelled = [{"event": "started", "protocol_sha256": sha, "opening": 1, "run": f"confirm-{sha[:12]}-1",
+                 "labels": ["TEST-ONLY STAND-IN"]},
+                {"event": "completed", "protocol_sha256": sha, "opening": 1, "run": f"confirm-{sha[:12]}-1",
+                 "labels": ["TEST-ONLY STAND-IN"], "artefacts_sha256": {"summary": "1" * 64}}]
+    for e in labelled:
+        seal_ledger.append_ledger(lock, e)
+    commit_all(repo, "labelled lines")
+    u = guard.check_unseal(dict(cfg, results=str(repo / "results")), lock, repo)
+    assert u["opening"] == 2 and [p["opening"] for p in u["previous"]] == [1]
+    # ... and a labelled opening under ANOTHER protocol blocks this one, like any look
+    seal_ledger.append_ledger(lock, {"protocol_sha256": "e" * 64, "opening": 1, "labels": ["TEST-ONLY UNCOMMITTED CODE"]})
+    commit_all(repo, "another protocol's labelled opening")
+    with pytest.raises(SealError, match="line 4 records opening 1 of this sealed set .* under a different protocol"):
+        guard.check_unseal(cfg, lock, repo)
 
 
 def test_a_genuine_opening_needs_the_tracked_append_only_ledger_of_the_repository(genuine, tmp_path):
@@ -435,46 +416,50 @@ def test_a_genuine_opening_needs_the_tracked_append_only_ledger_of_the_repositor
     elsewhere = tmp_path / "elsewhere"
     shutil.copytree(lock, elsewhere)
     with pytest.raises(SealError, match="only with one of the repository's own tracked lock folders"):
-        protocol.check_unseal(cfg, elsewhere, repo)
+        guard.check_unseal(cfg, elsewhere, repo)
     # an uncommitted ledger line: commit it (never stash it away)
-    protocol.append_ledger(lock, {"event": "started", "protocol_sha256": sha, "opening": 1,
+    seal_ledger.append_ledger(lock, {"event": "started", "protocol_sha256": sha, "opening": 1,
                                   "run": f"confirm-{sha[:12]}-1", "labels": []})
-    with pytest.raises(SealError, match=r"uncommitted changes in lockfiles/confirmation_ledger.jsonl.*COMMIT"):
-        protocol.check_unseal(cfg, lock, repo)
+    with pytest.raises(SealError, match=r"differs from its last commit: lockfiles/confirmation_ledger.jsonl \(changed\).*COMMIT"):
+        guard.check_unseal(cfg, lock, repo)
     commit_all(repo, "opening 1 started")
-    u = protocol.check_unseal(cfg, lock, repo)
+    u = guard.check_unseal(cfg, lock, repo)
     assert u["opening"] == 2 and u["unfinished"][0]["opening"] == 1 and u["previous"] == []
     # a committed rewrite that drops the line: the history shows it
-    lines = (lock / protocol.LEDGER).read_text().splitlines(keepends=True)
-    (lock / protocol.LEDGER).write_text(lines[0])
+    lines = (lock / locations.LEDGER).read_text().splitlines(keepends=True)
+    (lock / locations.LEDGER).write_text(lines[0])
     commit_all(repo, "tidy the ledger")
     with pytest.raises(SealError, match="the ledger lockfiles/confirmation_ledger.jsonl was rewritten: commit"):
-        protocol.check_unseal(cfg, lock, repo)
-    (lock / protocol.LEDGER).write_text("".join(lines))
+        guard.check_unseal(cfg, lock, repo)
+    (lock / locations.LEDGER).write_text("".join(lines))
     commit_all(repo, "restore the ledger")
-    assert protocol.check_unseal(cfg, lock, repo)["opening"] == 2
+    assert guard.check_unseal(cfg, lock, repo)["opening"] == 2
     # results the ledger does not know
     (repo / "results" / f"confirm-{sha[:12]}-7").mkdir(parents=True)
-    with pytest.raises(SealError, match=f"confirm-{sha[:12]}-7 .* the ledger .* does not record"):
-        protocol.check_unseal(cfg, lock, repo, results=repo / "results")
-    # an ignored (untracked) protocol file, invisible to git status
+    with pytest.raises(SealError, match=f"confirm-{sha[:12]}-7 is a confirmation results folder that no ledger records"):
+        guard.check_unseal(dict(cfg, results=str(repo / "results")), lock, repo)
+    # an ignored (untracked) protocol file, invisible to git status: the walk of the file system sees it
     git(repo, "rm", "-q", "--cached", "lockfiles/protocol.json")
-    (repo / ".gitignore").write_text((repo / ".gitignore").read_text() + "lockfiles/protocol.json\n")
+    (repo / ".git/info/exclude").write_text("lockfiles/protocol.json\n")  # (.gitignore is part of the method)
     commit_all(repo, "untrack the protocol")
-    assert protocol.git_state(repo)["dirty"] == []
-    with pytest.raises(SealError, match="lockfiles/protocol.json not tracked by git"):
-        protocol.check_unseal(cfg, lock, repo)
+    assert git(repo, "status", "--porcelain").stdout == ""
+    assert tree.tree_state(repo).dirty == ["lockfiles/protocol.json (not committed)"]
+    with pytest.raises(SealError, match=r"differs from its last commit: lockfiles/protocol.json \(not committed\)"):
+        guard.check_unseal(cfg, lock, repo)
+    # ... and an uncommitted protocol is named even where a tree check is not reached first
+    with pytest.raises(SealError, match="lockfiles/protocol.json not committed"):
+        guard._committed_records(lock, repo)
 
 
 def test_a_genuine_opening_refuses_repin_and_changed_committed_code(genuine):
     repo, cfg, sha = genuine
     with pytest.raises(SealError, match="repin=candidates in confirmation mode"):
-        protocol.check_unseal(dict(cfg, repin="candidates"), repo / "lockfiles", repo)
+        guard.check_unseal(dict(cfg, repin="candidates"), repo / "lockfiles", repo)
     ranking = repo / "workflow/rerank_study/ranking.py"
     ranking.write_text(ranking.read_text() + "\n# a committed change after freezing\n")
     commit_all(repo, "change after freezing")
     with pytest.raises(SealError, match=r"method changed .*workflow/rerank_study/ranking.py \(changed\)"):
-        protocol.check_unseal(cfg, repo / "lockfiles", repo)
+        guard.check_unseal(cfg, repo / "lockfiles", repo)
 
 
 # ---------------------------------------------- 2 + 7 + 8: openings on the fixture, every look --
@@ -493,12 +478,12 @@ def opened(frozen):
                                           f"{wd / _sealed_run(sha, 1)}/groups.tsv"))
     lock, aside = wd / "lockfiles", wd / "aside"
     aside.mkdir()
-    for name in (protocol.PROTOCOL, protocol.PROTOCOL_SHA, protocol.PREREG):  # the protocol moved aside ...
+    for name in (locations.PROTOCOL, locations.PROTOCOL_SHA, locations.PREREG):  # the protocol moved aside ...
         shutil.move(lock / name, aside / name)
     refrozen = _freeze(wd, "--allow-standin-for-testing")  # ... and a new one frozen after the look
-    for name in (protocol.PROTOCOL, protocol.PROTOCOL_SHA, protocol.PREREG):
+    for name in (locations.PROTOCOL, locations.PROTOCOL_SHA, locations.PREREG):
         shutil.move(aside / name, lock / name)
-    seen["after_look"] = {"ledger": protocol.read_ledger(wd / "lockfiles"), "status": status(wd), "freeze": refrozen,
+    seen["after_look"] = {"ledger": seal_ledger.read_ledger(wd / "lockfiles"), "status": status(wd), "freeze": refrozen,
                           "refreeze": subprocess.run(freeze_cmd(wd, "--reason", "tidy", command="refreeze"),
                                                      capture_output=True, text=True),
                           "replay": subprocess.run([sys.executable, str(ROOT / "workflow/scripts/fetch_sealed_qrels.py"),
@@ -520,13 +505,13 @@ def test_a_look_at_an_intermediate_file_is_recorded_before_the_judgements_are_co
     assert (started["opening"], started["run"]) == (1, f"confirm-{sha[:12]}-test-1")
     assert started["sealed_file"] == SEALED and started["protocol_sha256"] == sha
     assert started["sealed_sha256"] == read_json(wd / "lockfiles/data_pins.json")["files"][SEALED]["sha256"]
-    assert started["time"] and started["method_sha256"] and protocol.FIXTURE_LABEL in started["labels"]
+    assert started["time"] and started["method_sha256"] and seal_ledger.FIXTURE_LABEL in started["labels"]
     run1 = wd / _sealed_run(sha, 1)
     assert (run1 / "inputs/qrels.tsv").exists() and (run1 / "groups.tsv").exists()
     assert not (run1 / "summary.json").exists() and not (run1 / "OPENING.json").exists()
     assert read_json(run1 / "OPENING_STARTED.json")["line"] == 2
     # status shows the unfinished look; it blocks freezing and re-freezing; a replayed fetch job is refused
-    assert "openings recorded: 1 (0 completed, 1 started but not completed)" in look["status"]
+    assert "openings recorded in any ledger: 1 (0 completed, 1 started but not completed)" in look["status"]
     assert "opening 1 of" in look["status"] and "NOT COMPLETED" in look["status"]
     for proc, what in ((look["freeze"], "REFUSED to freeze a protocol"), (look["refreeze"], "REFUSED to re-freeze")):
         assert proc.returncode == 1 and what in proc.stderr and "NEVER COMPLETED" in proc.stderr, proc.stderr
@@ -546,7 +531,7 @@ def test_opening_is_recorded_and_a_reopening_reproduces_it_from_fresh_inference(
     assert audit["ok"] is True and audit["checks"]["protocol"]["checked"] == 9
     assert audit["checks"]["settings"]["checked"] > 0
     assert read_json(first / "manifest.json")["kind"] == "confirmation"
-    ledger = protocol.read_ledger(wd / "lockfiles")
+    ledger = seal_ledger.read_ledger(wd / "lockfiles")
     assert [(e["event"], e.get("opening")) for e in ledger] == [
         ("frozen", None), ("started", 1), ("started", 2), ("completed", 2), ("started", 3), ("completed", 3)]
     done2, done3 = ledger[3], ledger[5]
@@ -566,7 +551,7 @@ def test_opening_is_recorded_and_a_reopening_reproduces_it_from_fresh_inference(
     # the first result was never overwritten
     assert {p: p.read_bytes() for p in first.rglob("*") if p.is_file()} == seen["first_bytes"]
     text = status(wd)
-    assert "openings recorded: 3 (2 completed, 1 started but not completed)" in text
+    assert "openings recorded in any ledger: 3 (2 completed, 1 started but not completed)" in text
     assert "reproduced byte-identical True" in text
 
 
@@ -575,7 +560,7 @@ def test_report_states_what_was_opened_when_and_under_which_protocol(opened):
     run = wd / _sealed_run(sha, 2)
     report = (run / "report.md").read_text()
     summary = read_json(run / "summary.json")
-    started = protocol.read_ledger(wd / "lockfiles")[2]
+    started = seal_ledger.read_ledger(wd / "lockfiles")[2]
     pins = read_json(wd / "lockfiles/data_pins.json")
     assert "Confirmation analysis — opening 2" in report and "TEST-ONLY STAND-IN" in report
     prim = summary["comparisons"][summary["primary"]]
@@ -614,7 +599,7 @@ def test_audit_of_a_confirmation_run_compares_with_the_protocol_not_repinned_loc
     m = read_json(run / "manifest.json")
     next(a for a in m["artefacts"] if a["key"] == "candidates")["sha256"] = new
     (run / "manifest.json").write_text(json.dumps(m, indent=2, sort_keys=True) + "\n")
-    proc = subprocess.run([sys.executable, "-I", "-S", str(ROOT / "scripts/audit.py"), str(run), "--lockdir",
+    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(ROOT / "scripts/audit"), str(run), "--lockdir",
                            str(lock), "--out", str(tmp_path / "audit.json")], capture_output=True, text=True)
     result = read_json(tmp_path / "audit.json")
     assert proc.returncode == 1 and result["failed_checks"] == ["protocol"], result["failed_checks"]
@@ -666,7 +651,7 @@ def test_changed_code_stops_an_opening_and_a_refactor_is_refrozen_only_before_an
     wd = copy_workdir(fixture_workdir, tmp_path / "w", link_resources=False)
     cfg = load_config(ROOT / "config/config.yaml", FIXTURE_SPLITS)
     lock, dev = wd / "lockfiles", wd / "results/dev-standin"
-    sha = protocol.freeze(cfg, lock, dev, repo, allow_standin_for_testing=True)["sha256"]
+    sha = seal_freeze.freeze(cfg, lock, dev, repo, allow_standin_for_testing=True)["sha256"]
     # a comment in a rule file: the method changed; the opening stops before any job and names the file
     smk = repo / "workflow/rules/report.smk"
     smk.write_text(smk.read_text() + "\n# refactor: nothing that changes a result\n")
@@ -676,21 +661,21 @@ def test_changed_code_stops_an_opening_and_a_refactor_is_refrozen_only_before_an
     assert not list((wd / "results").glob("confirm-*"))
     # a re-freeze needs a reason, and a development run under the changed code that reproduces the evidence
     with pytest.raises(SealError, match="must say why"):
-        protocol.refreeze(cfg, lock, repo, " ", dev)
+        seal_freeze.refreeze(cfg, lock, repo, " ", dev)
     with pytest.raises(SealError, match="made with other code"):
-        protocol.refreeze(cfg, lock, repo, "comment in report.smk", dev)
+        seal_freeze.refreeze(cfg, lock, repo, "comment in report.smk", dev)
     run_snakemake(wd, "--forcerun", "manifest", snakefile=repo / "Snakefile")  # the dev run, under the new code
-    out = protocol.refreeze(cfg, lock, repo, "comment in report.smk", dev)
+    out = seal_freeze.refreeze(cfg, lock, repo, "comment in report.smk", dev)
     assert out["changed_files"] == ["workflow/rules/report.smk (changed)"] and out["sha256"] != sha
     p = read_json(lock / "protocol.json")
     assert p["refrozen_from"] == sha and p["refreeze_reason"] == "comment in report.smk"
     assert p["method"]["files"]["workflow/rules/report.smk"] == sha256(smk)
-    last = protocol.read_ledger(lock)[-1]
+    last = seal_ledger.read_ledger(lock)[-1]
     assert (last["event"], last["previous_protocol_sha256"], last["protocol_sha256"]) == ("re-frozen", sha, out["sha256"])
     assert last["changed_files"] == out["changed_files"] and last["reason"] == "comment in report.smk"
-    assert protocol.check_unseal(fixture_cfg(out["sha256"]), lock, repo)["opening"] == 1
+    assert guard.check_unseal(fixture_cfg(out["sha256"]), lock, repo)["opening"] == 1
     with pytest.raises(SealError, match="nothing to re-freeze"):
-        protocol.refreeze(cfg, lock, repo, "no change", dev)
+        seal_freeze.refreeze(cfg, lock, repo, "no change", dev)
     # a change that alters results yet passes the audit (another stand-in head: other logits, which the audit
     # cannot recompute without a model) is not a refactor: the development evidence is not reproduced
     mod = repo / "workflow/rerank_study/models.py"
@@ -701,13 +686,13 @@ def test_changed_code_stops_an_opening_and_a_refactor_is_refrozen_only_before_an
     run_snakemake(wd, "--forcerun", "standin_model", snakefile=repo / "Snakefile")
     assert read_json(dev / "audit.json")["ok"] is True
     with pytest.raises(SealError, match="does not reproduce the frozen development evidence: .*pairs"):
-        protocol.refreeze(cfg, lock, repo, "tidy the stand-in", dev)
+        seal_freeze.refreeze(cfg, lock, repo, "tidy the stand-in", dev)
     # never after an opening started
     mod.write_text(original)
-    protocol.append_ledger(lock, {"event": "started", "protocol_sha256": out["sha256"], "opening": 1,
-                                  "run": f"confirm-{out['sha256'][:12]}-test-1", "labels": [protocol.FIXTURE_LABEL]})
+    seal_ledger.append_ledger(lock, {"event": "started", "protocol_sha256": out["sha256"], "opening": 1,
+                                  "run": f"confirm-{out['sha256'][:12]}-test-1", "labels": [seal_ledger.FIXTURE_LABEL]})
     with pytest.raises(SealError, match="REFUSED to re-freeze: .* NEVER COMPLETED"):
-        protocol.refreeze(cfg, lock, repo, "again", dev)
+        seal_freeze.refreeze(cfg, lock, repo, "again", dev)
     assert read_json(lock / "protocol.json")["refrozen_from"] == sha  # nothing was rewritten
 
 

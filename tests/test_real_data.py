@@ -33,7 +33,7 @@ def test_readme_main_command_runs_on_the_real_data_from_the_committed_frozen_can
     frozen = read_json(ROOT / "lockfiles/derived_pins.json")["candidates"]["sha256"]
     assert {a["key"]: a["sha256"] for a in manifest["artefacts"]}["candidates"] == frozen
     # the audit also passes when run by hand, standard library only, as the README says
-    out = subprocess.run([sys.executable, "-I", "-S", str(ROOT / "scripts/audit"), str(rundir), "--out",
+    out = subprocess.run([sys.executable, "-I", "-S", "-B", str(ROOT / "scripts/audit"), str(rundir), "--out",
                           str(wd / "audit-by-hand.json")], capture_output=True, text=True)
     assert out.returncode == 0 and "AUDIT PASSED" in out.stdout, out.stdout + out.stderr
 

@@ -18,15 +18,15 @@ def test_development_dag_never_reads_the_confirmation_qrels(tmp_path):
 
 
 def test_only_the_confirmation_code_names_the_sealed_file():
-    # the audit (scripts/audit/, every module scanned) needs no file name: it checks a confirmation run against
-    # the sealed file's pin, found by its role (anchors.pinned_role(..., "qrels_confirm"))
-    allowed = {"scripts/confirm.py", "workflow/rules/confirm.smk", "workflow/rerank_study/protocol.py"}
+    # the audit (scripts/audit/, every module scanned) and the seal need no file name: both find the sealed file by
+    # its pinned role (qrels_confirm)
+    allowed = {"scripts/confirm.py", "workflow/rules/confirm.smk"}
     offenders = []
     for path in list((ROOT / "scripts").rglob("*.py")) + list((ROOT / "workflow").rglob("*.py")) + \
             list((ROOT / "workflow").rglob("*.smk")) + [ROOT / "Snakefile"]:
         rel = str(path.relative_to(ROOT))
         if rel in allowed:
             continue
-        if re.search(r"test\.tsv", path.read_text()):  # the file name is defined once, in protocol.py
+        if re.search(r"test\.tsv", path.read_text()):  # the sealed file is found by its pinned role, never by name
             offenders.append(rel)
     assert offenders == [], f"development code mentions the sealed confirmation qrels: {offenders}"

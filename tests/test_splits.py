@@ -25,7 +25,7 @@ def test_draw_is_deterministic_and_seed_dependent():
 def test_confirmation_ids_need_no_confirmation_qrels():
     queries = beir.read_queries(FIXTURE / "queries.jsonl")
     train = beir.read_qrels(FIXTURE / "qrels/train.tsv")
-    assert splits.confirmation_ids(queries, train) == ["1", "3", "5", "13", "36", "42"]
+    assert splits.confirmation_ids(queries, train) == ["17", "41", "105", "176", "209", "418"]
 
 
 @pytest.mark.parametrize("text,match", [("2\n1\n", "canonical order"), ("1\n1\n", "duplicate"),

@@ -32,18 +32,24 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
-from anchors import DEFAULT_CONFIG, Anchor
-from bookkeeping import MAX_FAILURES_SHOWN, Audit
-from expected import Expected
-from problems import Unauditable, Unreadable
-from readers import sha256_of
-from registry import run_checks
-from run_files import RunFiles
-from yamlsubset import canonical_json
+# Byte code: the audit's modules are compiled from their source, never from a cache beside them (a planted .pyc
+# would run instead of the source), and no cache is written into the checkout (the seal refuses untracked files)
+sys.dont_write_bytecode = True
+sys.pycache_prefix = os.path.join(os.devnull, "pycache")  # a folder that cannot exist: nothing read or written
+
+from anchors import DEFAULT_CONFIG, Anchor  # noqa: E402
+from bookkeeping import MAX_FAILURES_SHOWN, Audit  # noqa: E402
+from expected import Expected  # noqa: E402
+from problems import Unauditable, Unreadable  # noqa: E402
+from readers import sha256_of  # noqa: E402
+from registry import run_checks  # noqa: E402
+from run_files import RunFiles  # noqa: E402
+from yamlsubset import canonical_json  # noqa: E402
 
 
 def audit_run(rundir: Path, lockdir: Path | None, au: Audit, config_anchor: Path = DEFAULT_CONFIG,

@@ -8,7 +8,7 @@ naming where they looked, when they are absent, and FAIL when a file is present 
 
 Implementations under test, each on an explicitly ordered list of doc ids:
 * the pipeline: ``metrics.ndcg_at`` / ``recall_at`` / ``mrr_at`` (trec_eval's C code through pytrec_eval);
-* the audit: ``scripts/audit.py`` ``ndcg`` / ``recall`` / ``mrr`` (standard library).
+* the audit: ``scripts/audit`` (``definitions``) ``ndcg`` / ``recall`` / ``mrr`` (standard library).
 
 What trec_eval does, as read in its C source at that commit (file : function):
 * Order (form_res_rels.c : ``comp_sim_docno``): ``sim`` descending, ties by ``strcmp(p2->docno,
@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
 import math
 import os
 import re
@@ -57,6 +56,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import audit_module
 from rerank_study import metrics, ranking
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,13 +66,8 @@ DATA_ENV = "TREC_EVAL_TEST_DATA"
 
 @functools.lru_cache(maxsize=None)
 def load_audit():
-    """The standard-library audit, loaded by path. The ONLY place that knows where the audit lives:
-    it is being turned into a package (scripts/audit/); repoint this function and nothing else."""
-    path = ROOT / "scripts" / "audit.py"
-    spec = importlib.util.spec_from_file_location("rerank_audit_under_test", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The standard-library audit's definitions (scripts/audit/definitions.py), through the one test helper."""
+    return audit_module("definitions")
 
 
 # ------------------------------------------------------------------ the data and their pins --

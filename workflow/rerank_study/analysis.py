@@ -3,7 +3,6 @@ query-level bootstrap intervals, and the diagnostics. Pure: tables in, numbers o
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -209,20 +208,8 @@ def evaluation_statistics(qids: Sequence[str], table: Mapping[str, Mapping[str, 
                                        "Benjamini-Hochberg"}
 
     # power: the minimum detectable primary Δ of the confirmation set from the grouped variance
-    pw = ev["power"]
     a, b = comparisons[summary["primary"]]
-    d = deltas(table, qids, a, b, metric)
     pos = {q: i for i, q in enumerate(qids)}
-    if len(groups) >= 2:
-        var = es.grouped_variance_of_mean(d, [[pos[q] for q in g] for g in groups])
-        sd_eff = math.sqrt(n * var)
-        out["power"] = {
-            "alpha": pw["alpha"], "power": pw["power"], "n_development": n, "n_confirmation": pw["confirm_n"],
-            "grouped_variance_of_mean": var, "sd_eff": sd_eff,
-            "mde_confirmation": es.minimum_detectable_effect(sd_eff, pw["confirm_n"], pw["alpha"], pw["power"]),
-            "formula": "MDE = (z_{1-alpha/2} + z_{power}) * sd_eff / sqrt(n_conf); sd_eff^2 = n_dev * Var(mean Δ), "
-                       "Var(mean Δ) = G/(G-1) * sum_g (S_g - n_g * mean Δ)^2 / n_dev^2 (grouped, linearised)",
-        }
-    else:
-        out["power"] = None
+    out["power"] = es.power_block(deltas(table, qids, a, b, metric), [[pos[q] for q in g] for g in groups],
+                                  ev["power"])
     return out

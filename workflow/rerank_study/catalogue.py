@@ -184,12 +184,15 @@ def drawn_parts(source: str, table: dict, seed: int, confirm_size: int, dest: Pa
 
 
 def pin_first_acquisition(entry: dict, pins_path, *, dev_qrels: str, confirm_qrels: str | None,
-                          zip_path=None, url=None, timeout: float = 120, split: dict | None = None) -> dict:
+                          zip_path=None, url=None, timeout: float = 120, split: dict | None = None,
+                          before_write=None) -> dict:
     """Acquire one catalogue dataset for the first time, verify it, and write its pins file (once).
 
     ``dev_qrels`` / ``confirm_qrels`` are split names (``qrels/<split>.tsv``); the confirmation one is
     marked sealed. The archive is a local ``zip_path`` or is downloaded (``url`` or the entry's) into a
-    temporary folder (``TMPDIR``) that is removed afterwards. Returns the dict written to ``pins_path``.
+    temporary folder (``TMPDIR``) that is removed afterwards. ``before_write(pins, folder)`` may refuse (raise)
+    with the extracted, parsed files at hand, before anything is written. Returns the dict written to
+    ``pins_path``.
     """
     pins_path = Path(pins_path)
     _check_request(entry, pins_path, dev_qrels, confirm_qrels, split)
@@ -208,8 +211,10 @@ def pin_first_acquisition(entry: dict, pins_path, *, dev_qrels: str, confirm_qre
             files.update(drawn_parts(dev, tables[dev], split["seed"], split["confirm_size"], Path(tmp) / "x"))
         else:
             files = _files_block(Path(tmp) / "x", dev, confirm, tables)
-    pins = {"_comment": _comment(name, source), "dataset": name, "files": files,
-            "zip": dict(zip_block, top_folder=top, url=entry["url"])}
+        pins = {"_comment": _comment(name, source), "dataset": name, "files": files,
+                "zip": dict(zip_block, top_folder=top, url=entry["url"])}
+        if before_write is not None:
+            before_write(pins, Path(tmp) / "x")
     _check_request(entry, pins_path, dev_qrels, confirm_qrels, split)  # still not pinned by someone else meanwhile
     write_json(pins_path, pins)
     return pins

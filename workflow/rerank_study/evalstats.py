@@ -201,6 +201,26 @@ def minimum_detectable_effect(sd_eff: float, n: int, alpha: float = 0.05, power:
     return (za + zb) * sd_eff / math.sqrt(n)
 
 
+POWER_FORMULA = ("MDE = (z_{1-alpha/2} + z_{power}) * sd_eff / sqrt(n_conf); sd_eff^2 = n_dev * Var(mean Δ), "
+                 "Var(mean Δ) = G/(G-1) * sum_g (S_g - n_g * mean Δ)^2 / n_dev^2 (grouped, linearised)")
+
+
+def power_block(deltas: Sequence[float], groups: Sequence[Sequence[int]], power_cfg: Mapping) -> dict | None:
+    """The minimum detectable primary Δ of the confirmation set from the development groups' variance (the
+    analysis reports it; freezing recomputes it from the run's files with this same function). None when there
+    are fewer than two groups (no grouped variance)."""
+    if len(groups) < 2:
+        return None
+    n = len(deltas)
+    var = grouped_variance_of_mean(deltas, groups)
+    sd_eff = math.sqrt(n * var)
+    return {"alpha": power_cfg["alpha"], "power": power_cfg["power"], "n_development": n,
+            "n_confirmation": power_cfg["confirm_n"], "grouped_variance_of_mean": var, "sd_eff": sd_eff,
+            "mde_confirmation": minimum_detectable_effect(sd_eff, power_cfg["confirm_n"], power_cfg["alpha"],
+                                                          power_cfg["power"]),
+            "formula": POWER_FORMULA}
+
+
 def two_proportion_sample_size(p: float, relative_lift: float, alpha: float = 0.05, power: float = 0.8,
                                exact_z: bool = False) -> dict:
     """Seed 003: n per group = 2 (z_α + z_β)^2 p(1-p) / δ^2 with δ = p * relative_lift.

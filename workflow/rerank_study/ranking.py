@@ -18,6 +18,9 @@ from __future__ import annotations
 import math
 from typing import Mapping, Sequence
 
+# The tie rule in words, as protocols and reports state it (the short form in a candidate pin is
+# config.TIE_RULE, frozen into the committed candidate pins).
+TIE_RULE_TEXT = "score descending, then document id as a string descending"
 
 def order_by_score(scores: Mapping[str, float]) -> list[str]:
     """Document ids by score descending, ties by document id string descending."""

@@ -91,7 +91,7 @@ def check_audit_reads(path) -> None:
     what the audit reads, as JSON) and compares that with PyYAML."""
     import yaml
 
-    proc = subprocess.run([sys.executable, "-I", "-S", str(AUDIT), "--read-yaml", str(path)], capture_output=True,
+    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), "--read-yaml", str(path)], capture_output=True,
                           text=True)
     if proc.returncode == 0:
         same = json.loads(proc.stdout) == yaml.safe_load(Path(path).read_text(encoding="utf-8"))

@@ -1,12 +1,13 @@
 # Paths (one place), pins, run settings and small helpers shared by every rule file.
 import json
 
-from rerank_study import protocol as _protocol
 from rerank_study.artefacts import manifest_keys
 from rerank_study.config import candidate_params, repin_set, run_name, run_settings, run_shape
 from rerank_study import studies as _studies
 from rerank_study.errors import PipelineError, SealError
-from rerank_study.fingerprint import library_sha256, method_sha256
+from rerank_study.fingerprint import library_sha256
+from rerank_study.seal import guard as _guard
+from rerank_study.seal.method import method_sha256
 from rerank_study.names import STAND_IN
 from rerank_study.reference import reference_name
 
@@ -18,17 +19,24 @@ RES = config["resources"]
 OUT = config["results"]
 
 # Confirmation mode: only with an unseal token, and only after every guard passed (before any job):
-# the repository's tracked lockfiles (or a labelled test fixture), no repin, frozen settings, pins and
-# method, committed code, a ledger that knows every results/confirm-* folder (rerank_study.protocol).
+# the repository's own lock folder (or a labelled test fixture), no repin, frozen settings, pins and
+# method, a tree equal to its commit, the locked environment, no look the ledgers do not know
+# (rerank_study.seal.guard.check_unseal).
 CONFIRM = bool(config["unseal"])
 UNSEAL = None
 if CONFIRM:
     if config["smoke"]:
         raise WorkflowError("a confirmation opening analyses the whole confirmation set: drop smoke=true")
     try:
-        UNSEAL = _protocol.check_unseal(config, LOCK, workflow.basedir, results=OUT)
+        UNSEAL = _guard.check_unseal(config, LOCK, workflow.basedir)
     except SealError as _exc:
         raise WorkflowError(str(_exc)) from None
+    # every job of the opening compiles its Python code (the installed environment's too) into a fresh, private
+    # byte-code folder: no .pyc file on disk before the opening is ever read by it
+    import tempfile as _tempfile
+
+    os.environ["PYTHONPYCACHEPREFIX"] = _tempfile.mkdtemp(prefix="rerank-opening-pycache-")
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     RUN = UNSEAL["run"]  # confirm-<protocol sha256[:12]>-<n>, or ...-test-<n> for a labelled test opening
 else:
     RUN = run_name(config)
@@ -55,9 +63,9 @@ with open(f"{LOCK}/model_pins.json", encoding="utf-8") as _fh:
 # sha256 of the library's source (workflow/rerank_study/*.py): a param of every computing rule, so a
 # change in the science reruns what depends on it (Snakemake tracks only the rule scripts themselves)
 CODE = library_sha256(Path(workflow.basedir))
-# sha256 of everything that decides a result (library, rule scripts, rules, Snakefile, schema, requirements
-# lock): recorded in the manifest; the confirmation protocol freezes it
-METHOD_SHA = method_sha256(Path(workflow.basedir))[0]
+# sha256 of the method: every file of the checkout that can run (rerank_study.seal.method): recorded in the
+# manifest; the confirmation protocol freezes it
+METHOD_SHA = method_sha256(Path(workflow.basedir), LOCK, config["study_file"] or None, (OUT, RES))[0]
 
 MODEL_FOLDER = (f"standin-seed{config['standin']['head_seed']}" if config["scorer"] == STAND_IN
                 else f"ce-{MODEL_PINS['cross_encoder']['revision']}")
@@ -183,3 +191,26 @@ def _regenerable(wildcards):
                             f"with the frozen table; this study's candidates are a user's TREC run "
                             f"({LOCK}/candidates/run.trec, pinned): there is nothing to regenerate.")
     return P["regenerated"]
+
+
+def _development_inputs():
+    """The verified data folder (else the mirror) and a user's TREC run: what the development side reads."""
+    folder = Path(P["queries"]).parent
+    data_dir = folder if (folder / "queries.jsonl").is_file() else (config["data_mirror"] or None)
+    runs = {}
+    if config["trec_run"] and Path(config["trec_run"]).is_file():
+        from rerank_study.trec import run_lines
+
+        runs[config["trec_run"]] = {fields[0] for _, fields in run_lines(config["trec_run"])}
+    return data_dir, runs
+
+
+# The seal, before any job: no development input of this invocation (the development qrels, split, candidates,
+# a user's run) holds a judgement, a query id or a query text of a sealed set in any lock folder of the
+# repository or this one (rerank_study.seal.registry; the rule splits repeats it on the verified data)
+if "data" not in REPIN:
+    try:
+        _guard.check_development(config, LOCK, workflow.basedir, *_development_inputs(),
+                                 action=f"run study {STUDY['name']!r}", own_pending="splits" in REPIN)
+    except PipelineError as _exc:
+        raise WorkflowError(str(_exc)) from None

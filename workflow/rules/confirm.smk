@@ -1,13 +1,13 @@
 # The sealed confirmation. These rules exist only when --config unseal=<protocol sha256> passed
-# every guard of rerank_study.protocol.check_unseal (checked in common.smk before any job):
+# every guard of rerank_study.seal.guard.check_unseal (checked in common.smk before any job):
 #
 #   python scripts/confirm.py freeze --dev-run results/dev     (once; writes lockfiles/protocol.* + ledger)
 #   snakemake confirm --cores 4 --config unseal=<sha256 in lockfiles/protocol.sha256>
 #
 # fetch_sealed_qrels is the ONLY rule of the project that reads the confirmation judgements, and every
 # target that touches them depends on it: it appends the opening's 'started' line to the append-only
-# ledger (flushed, fsynced) BEFORE it copies them into the opening's folder. record_opening appends
-# 'completed' after the audit passed.
+# ledger (flushed, fsynced), and to the trace file outside the work tree, BEFORE it copies them into the
+# opening's folder. record_opening appends 'completed' after the audit passed.
 
 if CONFIRM:
 
@@ -23,6 +23,7 @@ if CONFIRM:
             name=QRELS_SEALED,
             cache=P["sealed_cache"],
             lockdir=LOCK,
+            root=workflow.basedir,  # the repository: its registry of sealed sets and its trace file
             start=UNSEAL["start"],  # the ledger line (its time is added when it is written)
         log:
             log_of("fetch_sealed_qrels"),
@@ -64,6 +65,6 @@ else:
         log:
             f"{OUT}/logs/confirm-sealed.log",
         run:
-            from rerank_study.protocol import check_unseal
+            from rerank_study.seal.guard import check_unseal
 
-            check_unseal(config, LOCK, workflow.basedir, results=OUT)  # raises SealError with the reason and the fix
+            check_unseal(config, LOCK, workflow.basedir)  # raises SealError with the reason and the fix

@@ -42,6 +42,7 @@ rule freeze_splits:
         qrels_name=QRELS_DEV,  # the pinned name of the development qrels file
         sealed_name=QRELS_SEALED,  # its pin (never the file) says a drawn sealed part's queries
         study=STUDY["name"],
+        root=workflow.basedir,  # the repository: the registry of sealed sets the new split is checked against
     log:
         log_of("freeze_splits", per_run=False),
     script:
@@ -70,6 +71,8 @@ rule splits:
         qrels_name=QRELS_DEV,  # the pinned name of the development qrels file
         sealed_name=QRELS_SEALED,  # its pin (never the file) says a drawn sealed part's queries
         study=STUDY["name"],
+        lockdir=LOCK,
+        root=workflow.basedir,  # the repository: the registry of sealed sets (the seal's job-time check)
     log:
         log_of("splits", per_run=False),
     benchmark:
@@ -95,6 +98,8 @@ rule freeze_data:
         dev=STUDY["qrels_dev"],
         confirm=STUDY["qrels_confirm"],  # the same file as dev: ONE qrels file, its sealed part drawn (splits.*)
         split={"seed": config["splits"]["seed"], "confirm_size": config["splits"]["confirm_size"]},
+        lockdir=LOCK,
+        root=workflow.basedir,  # the repository: the registry of sealed sets the new pins are checked against
     log:
         log_of("freeze_data", per_run=False),
     script:

@@ -89,7 +89,10 @@ rule audit:
     benchmark:
         bench_of("audit")
     shell:
-        "{params.python} -I -S {params.script} {params.rundir} --lockdir {params.lockdir} {params.study} --out {output} > {log} 2>&1"
+        # -B and a byte-code folder that cannot exist: the audit is compiled from its source (a .pyc beside it is never
+        # read) and writes no cache into the checkout
+        "{params.python} -I -S -B -X pycache_prefix=/dev/null/pycache {params.script} {params.rundir} "
+        "--lockdir {params.lockdir} {params.study} --out {output} > {log} 2>&1"
 
 
 rule check_reproduction:

@@ -1,31 +1,45 @@
-"""Rule fetch_sealed_qrels: the ONLY reader of the sealed confirmation judgements (guards passed
-before the DAG was built). FIRST it appends this opening's 'started' line to the append-only ledger
-(flushed and fsynced, refused if this opening number was already started), THEN it acquires the
-judgements, verifies them against their pin (their judged queries must equal the confirmation split)
-and copies them into the opening's folder. A look interrupted at any later point stays recorded."""
+"""Rule fetch_sealed_qrels: the ONLY reader of the sealed confirmation judgements (guards passed before the
+DAG was built). FIRST it appends this opening's 'started' line to the append-only ledger (flushed and
+fsynced, refused if this opening number of the sealed set is taken in any ledger) and to the trace file
+outside the work tree, THEN it acquires the judgements, verifies them against their pin (their judged
+queries must equal the confirmation split) and copies them into the opening's folder. A look interrupted
+at any later point stays recorded."""
 
 import datetime as dt
 import logging
+from pathlib import Path
 
-from rerank_study import protocol
 from rerank_study.acquire import DataPins, publish_verified
 from rerank_study.fileio import write_json
 from rerank_study.rule import run
+from rerank_study.seal import guard, ledger, registry, traces
+from rerank_study.seal.locations import LEDGER
 
 log = logging.getLogger("fetch_sealed_qrels")
 
 
+def other_ledgers(root, lockdir):
+    """Every started line of the registry's other ledgers and of the local traces (read at the moment of writing)."""
+    def lines():
+        sets = registry.build(root, [lockdir])
+        own = (Path(lockdir) / LEDGER).resolve()
+        current = [ln for ln in guard.current_lines(sets) if Path(ln.source).resolve() != own]
+        return current + traces.trace_lines(root, [s.lockdir for s in sets])
+    return lines
+
+
 def main(sm):
-    cfg = sm.config
+    cfg, lockdir, root = sm.config, sm.params.lockdir, sm.params.root
     entry = dict(sm.params.start, time=dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat())
-    line = protocol.record_start(sm.params.lockdir, entry)  # before a single sealed byte is read
-    log.warning("OPENING %s STARTED: recorded in %s/%s line %d before the sealed judgements are copied",
-                entry["opening"], sm.params.lockdir, protocol.LEDGER, line)
+    line = ledger.record_start(lockdir, entry, other_ledgers(root, lockdir))  # before a single sealed byte is read
+    trace = traces.write_trace(root, lockdir, entry)
+    log.warning("OPENING %s STARTED: recorded in %s/%s line %d and in %s, before the sealed judgements are copied",
+                entry["opening"], lockdir, LEDGER, line, trace)
     prov = publish_verified([sm.params.name], [sm.output.qrels], DataPins.load(sm.input.data_pins), sm.params.cache,
                             mirror=cfg["data_mirror"] or None, zip_path=cfg["data_zip"] or None,
                             url=cfg["data"]["url"] or None, timeout=cfg["data"]["download_timeout_s"],
                             expect_split=sm.input.confirm)
-    write_json(sm.output.started, {"ledger": f"{sm.params.lockdir}/{protocol.LEDGER}", "line": line, "entry": entry,
+    write_json(sm.output.started, {"ledger": f"{lockdir}/{LEDGER}", "line": line, "trace": str(trace), "entry": entry,
                                    "copied_from": prov[sm.params.name]["source"]})
 
 

@@ -4,10 +4,11 @@ writes <lockdir>/data_pins.json (rerank_study.catalogue). This changes the exper
 import logging
 from pathlib import Path
 
-from rerank_study import catalogue
+from rerank_study import beir, catalogue, pins
 from rerank_study.errors import PipelineError
 from rerank_study.fileio import write_json
 from rerank_study.rule import run
+from rerank_study.seal import registry
 
 log = logging.getLogger("freeze_data")
 
@@ -17,19 +18,43 @@ def split_of(qrels_name: str) -> str:
     return Path(qrels_name).stem
 
 
+def seal_check(sm, records: dict):
+    """Before the pins are written: the new lock folder's sealed set, and its development qrels checked against every
+    sealed set of the registry (a folder whose development side holds a sealed set's data cannot be made)."""
+    lockdir = Path(sm.params.lockdir)
+
+    def check(new_pins: dict, folder: Path):
+        files = new_pins["files"]
+        sealed = next(n for n, p in files.items() if p.get("role") == "qrels_confirm")
+        dev = next(n for n, p in files.items() if p.get("role") == "qrels_dev")
+        queries = beir.read_queries(folder / "queries.jsonl")
+        record = registry.sealed_record(new_pins, queries, beir.read_qrels(folder / sealed))
+        side = registry.DevelopmentSide(lockdir, new_pins["dataset"], files["corpus.jsonl"]["sha256"],
+                                        files={dev: {k: files[dev][k] for k in ("sha256", "content_sha256")}},
+                                        query_ids={"development qrels": set(beir.read_qrels(folder / dev))})
+        sets = registry.build(sm.params.root, skip=lockdir) + [registry.from_record(lockdir, record)]
+        registry.check_development_side(side, sets, f"pin the data of study {sm.config['study']['name']!r} "
+                                                    "(nothing was written)")
+        records["sealed_set"] = record
+    return check
+
+
 def main(sm):
     if not sm.params.allowed:
         raise PipelineError("freeze_data pins a dataset (an input of the experiment). Ask for it explicitly: "
                             "snakemake --config repin=data [data_zip=/path/to/<dataset>.zip]")
     entry = catalogue.load_entry(sm.input.catalogue, sm.params.dataset)
-    pins = catalogue.pin_first_acquisition(entry, sm.params.pins, dev_qrels=split_of(sm.params.dev),
-                                           confirm_qrels=split_of(sm.params.confirm),
-                                           zip_path=sm.config["data_zip"] or None,
-                                           split=sm.params.split if sm.params.dev == sm.params.confirm else None,
-                                           timeout=sm.config["data"]["download_timeout_s"])
-    write_json(sm.output[0], {"pinned": pins, "pins_file": str(sm.params.pins)})
+    records = {}
+    pinned = catalogue.pin_first_acquisition(entry, sm.params.pins, dev_qrels=split_of(sm.params.dev),
+                                             confirm_qrels=split_of(sm.params.confirm),
+                                             zip_path=sm.config["data_zip"] or None,
+                                             split=sm.params.split if sm.params.dev == sm.params.confirm else None,
+                                             timeout=sm.config["data"]["download_timeout_s"],
+                                             before_write=seal_check(sm, records))
+    pins.set_pin(sm.params.lockdir, "sealed_set", records["sealed_set"])
+    write_json(sm.output[0], {"pinned": pinned, "pins_file": str(sm.params.pins)})
     log.warning("PINNED dataset %s into %s (zip sha256 %s): commit it", sm.params.dataset, sm.params.pins,
-                pins["zip"]["sha256"])
+                pinned["zip"]["sha256"])
 
 
 if __name__ == "__main__":

@@ -9,9 +9,21 @@ from rerank_study import beir, pins, splits
 from rerank_study.acquire import DataPins, verified_path
 from rerank_study.errors import PipelineError
 from rerank_study.fileio import atomic_write_text, sha256_text, write_json
+from rerank_study.fileio import read_json
 from rerank_study.rule import run
+from rerank_study.seal import registry
 
 log = logging.getLogger("freeze_splits")
+
+
+def check_seal(sm, lockdir: Path, queries: dict, dev: list, confirm: list) -> dict:
+    """The lock folder's new sealed set record; the new development side (its split) checked against every
+    sealed set of the registry, this folder's new one included. Raises before anything is written."""
+    record = registry.sealed_record(read_json(lockdir / "data_pins.json"), queries, confirm)
+    sets = registry.build(sm.params.root, skip=lockdir) + [registry.from_record(lockdir, record)]
+    side = registry.with_split(registry.development_side(lockdir, Path(sm.input.queries).parent), dev, queries)
+    registry.check_development_side(side, sets, f"pin the splits of study {sm.params.study!r} (nothing was written)")
+    return record
 
 
 def main(sm):
@@ -33,6 +45,7 @@ def main(sm):
                             f"judgements), found {len(confirm)}: the data is not the pinned dataset")
     dev = splits.draw_dev_split(qrels, sm.params.dev_size, sm.params.seed)
     lockdir = Path(sm.params.lockdir)
+    record = check_seal(sm, lockdir, queries, dev, confirm)  # before anything is written
     for name, ids in (("dev", dev), ("confirm", confirm)):
         atomic_write_text(lockdir / "splits" / f"{name}.txt", splits.split_text(ids))
     pin = {**splits.split_settings(sm.params.dev_size, sm.params.seed, sm.params.confirm_size, data_pins,
@@ -42,6 +55,7 @@ def main(sm):
            "confirm": {"path": "splits/confirm.txt", "n": len(confirm),
                        "sha256": sha256_text(splits.split_text(confirm))}}
     pins.set_pin(lockdir, "splits", pin)
+    pins.set_pin(lockdir, "sealed_set", record)
     write_json(sm.output[0], {"pinned": pin, "lockdir": str(lockdir)})
     log.warning("PINNED the query splits into %s (dev %d, confirm %d): commit them", lockdir, len(dev), len(confirm))
 

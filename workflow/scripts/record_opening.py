@@ -5,7 +5,8 @@ opening byte for byte, from freshly inferred scores."""
 import datetime as dt
 import logging
 
-from rerank_study import protocol
+from rerank_study.seal import ledger
+from rerank_study.seal.locations import LEDGER
 from rerank_study.errors import PipelineError
 from rerank_study.fileio import read_json, sha256_file, write_json
 from rerank_study.rule import run
@@ -26,12 +27,13 @@ def main(sm):
     arte = {a["key"]: a["sha256"] for a in manifest["artefacts"] if a["deterministic"]}
     prim = summary["comparisons"][summary["primary"]]
     entry = {
-        "event": protocol.COMPLETED,
+        "event": ledger.COMPLETED,
         "time": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
         "protocol_sha256": u["sha256"],
         "opening": u["opening"],
         "run": sm.params.run,
         "started_line": started["line"],
+        "sealed_set": started["entry"]["sealed_set"],
         "started_time": started["entry"]["time"],
         "labels": u["labels"],
         "code_commit": u["git"]["commit"],
@@ -60,7 +62,7 @@ def main(sm):
         entry["reproduces_opening"] = first["opening"]
         entry["reproduced_byte_identical"] = not differences
         entry["differences"] = differences
-    protocol.append_ledger(sm.params.lockdir, entry)
+    ledger.append_ledger(sm.params.lockdir, entry)
     write_json(sm.output[0], entry)
     if differences:
         raise PipelineError(f"RE-OPENING {u['opening']} DID NOT REPRODUCE opening {first['opening']}: artefacts differ: "
@@ -71,7 +73,7 @@ def main(sm):
     else:
         log.warning("CONFIRMATION OPENED (opening %d of protocol %s) and recorded in %s/%s: commit the ledger now "
                     "(git add lockfiles && git commit) and push it", u["opening"], u["sha256"], sm.params.lockdir,
-                    protocol.LEDGER)
+                    LEDGER)
 
 
 if __name__ == "__main__":

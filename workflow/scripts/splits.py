@@ -8,6 +8,7 @@ from rerank_study.acquire import DataPins, verified_path
 from rerank_study.errors import PinMismatchError, PipelineError
 from rerank_study.fileio import atomic_write_text, read_json
 from rerank_study.rule import run
+from rerank_study.seal import guard, registry
 
 log = logging.getLogger("splits")
 
@@ -51,6 +52,11 @@ def main(sm):
                             "queries the data pins define (splits.confirmation_set); restore lockfiles from git")
     if not set(dev) <= set(qrels) or set(dev) & set(conf):
         raise PipelineError("the pinned development list is not a subset of the training queries")
+    # the seal, on the verified data: the lock folder's sealed set record, and no sealed judgement, query id or query
+    # text of any sealed set of the registry on the development side
+    registry.verify_record(sm.params.lockdir, queries, conf)
+    guard.check_development(sm.config, sm.params.lockdir, sm.params.root, data_dir=Path(sm.input.queries).parent,
+                            action=f"run study {sm.params.study!r}")
     atomic_write_text(sm.output.dev, splits.split_text(dev))
     atomic_write_text(sm.output.confirm, splits.split_text(conf))
     log.info("splits verified: dev %d (sha256 %s), confirm %d (sha256 %s)", len(dev), pin["dev"]["sha256"],

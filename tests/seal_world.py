@@ -1,0 +1,91 @@
+"""Worlds for the seal's tests: copies of this checkout as git repositories, their lock folders, and protocols
+constructed as a freeze would write them (no pinned model exists offline, so a genuine freeze from a pinned
+development run cannot happen here; the evidence and power blocks are a harness, the guards are real)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from conftest import DATA, FIXTURE, ROOT, make_lockdir, run_snakemake
+from rerank_study.config import load_config
+from rerank_study.seal import ledger, locations
+from rerank_study.seal import protocol as seal_protocol
+
+GIT = ["git", "-c", "user.email=t@t", "-c", "user.name=t", "-c", "commit.gpgsign=false"]
+FIXTURE_SPLITS = {"splits": {"dev_size": 8, "confirm_size": 6, "seed": 110}}
+HARNESS_POWER = {"alpha": 0.05, "power": 0.8, "n_development": 100, "n_confirmation": 300, "sd_eff": 0.17,
+                 "grouped_variance_of_mean": 0.000289, "mde_confirmation": 0.0275, "formula": "harness"}
+HARNESS_EVIDENCE = {"run": "dev", "scorer": "pinned", "manifest_sha256": "0" * 64, "artefacts_sha256": {}}
+
+
+def git(repo, *args):
+    return subprocess.run(GIT + ["-C", str(repo), *args], check=True, capture_output=True, text=True)
+
+
+def commit_all(repo, msg="x"):
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", msg, "--allow-empty")
+
+
+def code_copy(dest: Path, with_git: bool = False) -> Path:
+    """A copy of this checkout as a clone of its current state would hold it: every tracked file and every
+    untracked file git does not ignore, from the working tree (what the method hash covers, and what runs the DAG)."""
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            capture_output=True, check=True).stdout.split(b"\0")
+    dest.mkdir(parents=True)
+    for rel in sorted({p.decode() for p in listed if p}):
+        src = ROOT / rel
+        if src.is_file() and "__pycache__" not in Path(rel).parts:
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    if with_git:
+        subprocess.run(["git", "init", "-q", str(dest)], check=True)
+        commit_all(dest, "code")
+    return dest
+
+
+def genuine_repo(dest: Path) -> Path:
+    """A git checkout of this code whose own lockfiles/ is a genuine (not a test fixture) lock folder of the
+    fixture data: the repository's sealed set is the fixture's qrels/test.tsv."""
+    repo = code_copy(dest)
+    keep = {name: (repo / "lockfiles" / name).read_bytes() for name in ("requirements.lock", "torch.txt")}
+    shutil.rmtree(repo / "lockfiles")
+    make_lockdir(repo / "lockfiles")
+    (repo / "lockfiles" / locations.TEST_FIXTURE).unlink()
+    for name, data in keep.items():
+        (repo / "lockfiles" / name).write_bytes(data)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    commit_all(repo, "code and lock folder")
+    return repo
+
+
+def repo_config(repo: Path, lockdir: Path | None = None, **extra) -> dict:
+    return load_config(repo / "config/config.yaml", {**FIXTURE_SPLITS, "scorer": "pinned",
+                                                    "lockdir": str(lockdir or repo / "lockfiles"),
+                                                    "results": str(repo / "results"),
+                                                    "resources": str(repo / "resources"), **extra})
+
+
+def constructed_freeze(repo: Path, cfg: dict, lockdir: Path, commit: bool = True) -> str:
+    """A protocol frozen into ``lockdir`` as freeze writes it (harness evidence), with its ledger line."""
+    p = seal_protocol.build_protocol(cfg, lockdir, repo, HARNESS_EVIDENCE, HARNESS_POWER, test_only=False,
+                                     now="2026-12-01T00:00:00+00:00")
+    sha = seal_protocol.write_protocol(lockdir, p)
+    ledger.append_ledger(lockdir, {"event": "frozen", "time": p["frozen_at"], "protocol_sha256": sha, "labels": []})
+    if commit:
+        commit_all(repo, f"freeze {sha[:12]}")
+    return sha
+
+
+def look_at_sealed_file(repo: Path, sha: str, opening: int, check: bool = True, **config):
+    """The DAG of the repository's own code, asked for the sealed judgements of an opening (no model needed):
+    the only rule that runs on the sealed side is fetch_sealed_qrels."""
+    target = repo / "results" / f"confirm-{sha[:12]}-{opening}" / "sealed" / "qrels" / "test.tsv"
+    return run_snakemake(repo, config={"unseal": sha, "scorer": "pinned", **config}, targets=(str(target),),
+                         snakefile=repo / "Snakefile", check=check)
+
+
+__all__ = ["DATA", "FIXTURE", "GIT", "FIXTURE_SPLITS", "git", "commit_all", "code_copy", "genuine_repo", "repo_config",
+           "constructed_freeze", "look_at_sealed_file"]

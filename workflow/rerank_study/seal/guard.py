@@ -1,0 +1,234 @@
+"""The guards: before any development job (the development side holds no sealed data) and before an opening
+(``check_unseal``: the only gate to the sealed judgements, run while the workflow is parsed, before any job).
+
+``check_unseal`` refuses when the token is missing or wrong; a ``repin`` is asked for; the lock folder is not
+one of the repository's own (or a test fixture that overlaps no real sealed set); the protocol, a pin, a
+setting or a method file changed since freezing; the scorer is the STAND-IN; the tree differs from HEAD by
+content, hides a change in the index, or has an untracked file beside the code; the environment is not the
+lock; the protocol or ledger is not committed or the ledger's history is not append-only; any ledger shows
+the sealed set (or one overlapping it) started under another protocol; or a local trace of a look is not in
+the ledgers. TEST SUITE ONLY: ``allow_standin_for_testing`` / ``allow_dirty_for_testing`` are refused unless
+the lock folder is a test fixture; everything opened with one is labelled TEST-ONLY.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import SealError
+from ..names import PINNED
+from . import environment, registry, traces, tree
+from . import ledger as led
+from . import locations as loc
+from .method import method_changes  # noqa: F401  (re-exported for callers that name the method's diff)
+from .protocol import check_frozen, verified_protocol
+
+TEST_SWITCHES = ("allow_standin_for_testing", "allow_dirty_for_testing")
+
+
+def current_lines(sets) -> list[led.Line]:
+    """Every line of every registered lock folder's ledger on disk."""
+    out = []
+    for s in sets:
+        out += led.lines_of(str(Path(s.lockdir) / loc.LEDGER), led.ledger_lines(s.lockdir), s.key)
+    return out
+
+
+def check_lock_location(cfg: dict, lockdir, root, sets) -> bool:
+    """Refuse test switches outside a test fixture, a lock folder that is not the repository's own, and a
+    fixture whose sealed set overlaps a repository sealed set. Return whether it is a test fixture."""
+    lockdir, root = Path(lockdir), Path(root)
+    fixture = loc.is_test_fixture(lockdir, root)
+    switches = [k for k in TEST_SWITCHES if cfg.get(k)]
+    if switches and not fixture:
+        raise SealError(f"REFUSED: {', '.join(switches)} is for the TEST SUITE's fixture lock folder only (a folder "
+                        f"holding a {loc.TEST_FIXTURE} file, never the repository's {loc.REPO_LOCKDIR}/); {lockdir} is "
+                        "not one. A test switch must never let a look at the real sealed judgements through: drop it.")
+    if not fixture and not loc.is_repository_lockdir(lockdir, root):
+        raise SealError(f"REFUSED: the confirmation is opened only with one of the repository's own tracked lock "
+                        f"folders ({loc.repository_lockdir(root)}, or {root / loc.STUDY_LOCKDIRS}/<study> for another "
+                        f"study); lockdir={lockdir} is another folder (a protocol and ledger there would leave no "
+                        "trace in the repository). Drop the lockdir override.")
+    if fixture:
+        mine = registry.set_of(sets, lockdir)
+        for s in sets:
+            if loc.is_repository_lockdir(s.lockdir, root) and s.overlaps(mine):
+                raise SealError(f"REFUSED: the test-fixture lock folder {lockdir} seals judgements that overlap the "
+                                f"REAL sealed set of {s.lockdir} ({s.file}: the same content, a sealed query id of "
+                                "the same corpus, or a sealed query's text). A test opening must use a sealed file "
+                                "of its own.")
+    return fixture
+
+
+def labels_for(cfg: dict, protocol: dict, fixture: bool) -> list[str]:
+    labels = [led.FIXTURE_LABEL] if fixture else []
+    if protocol.get("test_only"):
+        if not fixture:
+            raise SealError("REFUSED: the frozen protocol is TEST-ONLY (frozen from a STAND-IN run) and this is the "
+                            "repository's lock folder: it cannot open the real confirmation set. Freeze a protocol "
+                            "from a development run with the pinned model.")
+        labels.append(led.PROTOCOL_LABEL)
+    if cfg["scorer"] != PINNED:
+        if not cfg.get("allow_standin_for_testing"):
+            raise SealError("REFUSED: the confirmation cannot be run with the STAND-IN scorer (its scores mean "
+                            "nothing). Supply the pinned cross-encoder (--config model_dir=...) and use scorer=pinned.")
+        labels.append(led.STANDIN_RUN_LABEL)
+    return labels
+
+
+def ledger_history_problems(root, rel: str) -> list[str]:
+    """Every committed version of the ledger must be a prefix of the current one (append-only)."""
+    current = (Path(root) / rel).read_bytes() if (Path(root) / rel).exists() else b""
+    problems = []
+    for commit in tree.git(root, "log", "--format=%H", "--", rel).stdout.split():
+        old = tree.git(root, "show", f"{commit}:{rel}", text=False)
+        if old.returncode == 0 and not current.startswith(old.stdout):
+            problems.append(f"commit {commit[:12]} holds {len(old.stdout.splitlines())} ledger lines that the current "
+                            f"{rel} does not begin with")
+    return problems
+
+
+def _committed_records(lockdir: Path, root) -> None:
+    lock_rel = loc.relative(lockdir, root)
+    entries = tree.head_entries(root)
+    missing = [f"{lock_rel}/{n}" for n in (loc.PROTOCOL, loc.PROTOCOL_SHA, loc.LEDGER) if f"{lock_rel}/{n}" not in entries]
+    if missing:
+        raise SealError(f"REFUSED: {', '.join(missing)} not committed. The protocol and the ledger must be committed "
+                        "(git add lockfiles && git commit) before the confirmation is opened.")
+    history = ledger_history_problems(root, f"{lock_rel}/{loc.LEDGER}")
+    if history:
+        raise SealError(f"REFUSED: the ledger {lock_rel}/{loc.LEDGER} was rewritten: " + "; ".join(history[:3])
+                        + ". It is append-only: restore every recorded line from git.")
+
+
+def check_tree(cfg: dict, lockdir: Path, root, fixture: bool, labels: list[str]) -> tree.TreeState:
+    """The tree equals HEAD by content, with nothing hidden or untracked beside the code; for the repository's
+    lock folders: protocol and ledger committed, the ledger's history append-only."""
+    state = tree.tree_state(root, (cfg["results"], cfg["resources"]))
+    if not state.is_repo or state.dirty:
+        if not cfg.get("allow_dirty_for_testing"):
+            what = ("is not a git checkout with a commit" if not state.is_repo else
+                    "differs from its last commit: " + ", ".join(state.dirty[:12])
+                    + (f" and {len(state.dirty) - 12} more" if len(state.dirty) > 12 else ""))
+            raise SealError(f"REFUSED: the working tree {what}. The opening must be traceable to a commit, byte for "
+                            "byte: COMMIT changes (git add -A && git commit), move untracked files out of the "
+                            "repository (byte-code caches: find . -name __pycache__ -prune -exec rm -r {} +), clear "
+                            "index flags (git update-index --no-skip-worktree --no-assume-unchanged <path>); never "
+                            "stash or discard lockfiles/. For the TEST SUITE's fixture lock folder ONLY: --config "
+                            "allow_dirty_for_testing=true (labelled in the report and the ledger).")
+        labels.append(led.DIRTY_LABEL)
+    if not fixture:
+        _committed_records(lockdir, root)
+    return state
+
+
+def check_environment(root) -> None:
+    problems = environment.environment_problems(root)
+    if problems:
+        raise SealError("REFUSED: the environment is not the lock (an opening runs only what the lock pins):\n  - "
+                        + "\n  - ".join(problems[:20]) + (f"\n  ... and {len(problems) - 20} more" if len(problems) > 20
+                                                         else "")
+                        + "\nFix: remove the named files (a changed or extra installed file: recreate the environment "
+                          "from the lockfiles, rm -rf .venv && python3.11 scripts/setup_env.py) and unset the named "
+                          "variables.")
+
+
+def check_openings(mine: registry.SealedSet, sets, sha: str, lines) -> list[dict]:
+    """Openings of this sealed set (exact key) across every ledger; refuse one of it, or of an overlapping
+    set, under another protocol."""
+    related = {s.key for s in sets if s.overlaps(mine)} | {mine.key}
+    other = [r for r in led.openings(lines, related) if r["protocol_sha256"] != sha]
+    if other:
+        r = other[0]
+        raise SealError(f"REFUSED: {r['source']} line {r['line']} records opening {r['opening']} of this sealed set (or "
+                        f"one overlapping it) under a different protocol ({r['protocol_sha256']}). The confirmation "
+                        "set has been looked at; it cannot test a re-tuned protocol.")
+    return led.openings(lines, {mine.key})
+
+
+def check_traces(root, cfg: dict, sets, lines, action: str) -> None:
+    problems = traces.trace_problems(root, sets, lines, caches=[Path(cfg["resources"]) / "cache" / "sealed"],
+                                     results=[cfg["results"]])
+    if problems:
+        raise SealError(f"REFUSED to {action}: a look left traces that the ledgers do not know:\n  - "
+                        + "\n  - ".join(problems[:10]) + "\nThe ledger records every look: restore it as said.")
+
+
+def check_development(cfg: dict, lockdir, root, data_dir=None, user_runs=None, action: str = "run",
+                      own_pending: bool = False) -> None:
+    """The parse-time (and job-time) guard of every development invocation: its development side holds no
+    judgement, query id or query text of any sealed set of the registry. ``own_pending``: this invocation
+    re-pins the lock folder's own sealed set record (repin=splits), whose job checks its new record."""
+    if not (Path(lockdir) / loc.DATA_PINS).is_file():
+        return  # nothing pinned yet (repin=data): freeze_data checks the pins it is about to write
+    sets = registry.build(root, [] if own_pending else [lockdir], skip=lockdir if own_pending else None)
+    side = registry.development_side(lockdir, data_dir, user_runs)
+    registry.check_development_side(side, sets, action)
+
+
+def pushed(root, commit: str | None) -> dict:
+    """Whether ``commit`` is on a remote-tracking branch (the started line records it; status warns until the
+    ledger line itself is pushed)."""
+    if not commit:
+        return {"code_commit_on_a_remote": False, "remotes": []}
+    refs = tree.git(root, "branch", "-r", "--contains", commit).stdout.split()
+    return {"code_commit_on_a_remote": bool(refs), "remotes": refs[:5]}
+
+
+def start_entry(u: dict, cfg: dict, lockdir, root, mine: registry.SealedSet) -> dict:
+    """The 'started' ledger line of an opening, without its time (added when it is written)."""
+    from ..fileio import read_json
+
+    pins = read_json(Path(lockdir) / loc.DATA_PINS)
+    sealed = pins["files"][mine.file]
+    return {"event": led.STARTED, "protocol_sha256": u["sha256"], "opening": u["opening"], "run": u["run"],
+            "labels": u["labels"], "code_commit": u["git"]["commit"], "code_uncommitted_paths": u["git"]["dirty"],
+            "method_sha256": u["method_sha256"], "sealed_set": mine.key, "sealed_file": mine.file,
+            "sealed_sha256": sealed["sha256"], "sealed_content_sha256": sealed.get("content_sha256"),
+            "corpus_sha256": mine.corpus_sha256, "lockdir": loc.relative(lockdir, root),
+            "data_url": pins.get("zip", {}).get("url"), "pushed": pushed(root, u["git"]["commit"]),
+            "data_source": {"data_mirror": cfg.get("data_mirror", ""), "data_zip": cfg.get("data_zip", ""),
+                            "url": cfg["data"]["url"]}}
+
+
+def _opening_plan(cfg, lockdir, root, sha, protocol, fixture, sets) -> dict:
+    labels = labels_for(cfg, protocol, fixture)
+    method = check_frozen(cfg, lockdir, root, protocol)
+    state = check_tree(cfg, lockdir, root, fixture, labels)
+    check_environment(root)
+    lines = current_lines(sets)
+    mine = registry.set_of(sets, lockdir)
+    if not any(ln.event in (led.FROZEN, led.REFROZEN) and ln.entry.get("protocol_sha256") == sha for ln in lines
+               if Path(ln.source).parent.resolve() == Path(lockdir).resolve()):
+        raise SealError(f"REFUSED: {Path(lockdir) / loc.LEDGER} does not record the freezing of protocol {sha} "
+                        "(scripts/confirm.py freeze writes both). Restore the ledger from git.")
+    rows = check_openings(mine, sets, sha, lines)
+    check_traces(root, cfg, sets, lines, "open the confirmation")
+    opening, labelled = led.next_opening(rows), bool(labels)
+    return {"sha256": sha, "protocol": protocol, "opening": opening,
+            "run": led.opening_run_name(sha, opening, labelled),
+            "previous": [r["completed"] for r in rows if r["completed"]],
+            "unfinished": [{"opening": r["opening"], "run": r["run"], "line": r["line"], "source": r["source"],
+                            "time": r["started"].get("time")} for r in rows if r["started"] and not r["completed"]],
+            "git": {"commit": state.commit, "dirty": state.dirty}, "labels": labels, "test_fixture": fixture,
+            "method_sha256": method, "sealed_set": mine}
+
+
+def check_unseal(cfg: dict, lockdir, root) -> dict:
+    """Run every guard; return {"sha256", "protocol", "opening", "run", "previous", "unfinished", "git", "labels",
+    "test_fixture", "method_sha256", "start"} or raise SealError."""
+    lockdir = Path(lockdir)
+    if str(cfg.get("repin") or "").strip():
+        raise SealError(f"REFUSED: repin={cfg['repin']} in confirmation mode. The confirmation is analysed with the pins "
+                        "frozen in the protocol; re-pinning is a separate, committed act before freezing. Drop repin.")
+    token = str(cfg.get("unseal") or "").strip()
+    if not token:
+        raise SealError("THE CONFIRMATION IS SEALED: no unseal token. Unseal with: snakemake confirm --cores 4 "
+                        "--config unseal=<sha256 in lockfiles/protocol.sha256>")
+    sets = registry.build(root, [lockdir])
+    fixture = check_lock_location(cfg, lockdir, root, sets)
+    sha, protocol = verified_protocol(lockdir, token)
+    plan = _opening_plan(cfg, lockdir, root, sha, protocol, fixture, sets)
+    mine = plan.pop("sealed_set")
+    plan["start"] = start_entry(plan, cfg, lockdir, root, mine)
+    return plan

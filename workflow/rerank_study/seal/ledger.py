@@ -1,0 +1,167 @@
+"""The append-only ledger of a lock folder, and the openings of a sealed set counted across every ledger.
+
+``<lockdir>/confirmation_ledger.jsonl``: one JSON line per event, appended under an exclusive lock, flushed
+and fsynced, never rewritten. ``frozen`` / ``re-frozen`` by ``confirm.py``; ``started`` by the rule that copies
+the sealed judgements, BEFORE it copies them; ``completed`` after the audit passed.
+
+Openings belong to the sealed set, not to a folder: the number of an opening is 1 + the largest number any
+ledger of the registry (or a local trace of one) holds for the same set, so no protocol and no lock folder can
+claim "opening 1" twice. A ``started`` line names its set by ``sealed_set`` (registry key); a line without it
+(written by hand in a test) belongs to the set of the folder whose ledger holds it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from ..errors import SealError
+from .locations import LEDGER
+
+FROZEN, REFROZEN, STARTED, COMPLETED = "frozen", "re-frozen", "started", "completed"
+OPENING_EVENTS = (STARTED, COMPLETED)
+EVENTS = (FROZEN, REFROZEN, STARTED, COMPLETED)
+FIXTURE_LABEL = "TEST-ONLY FIXTURE LOCKFILES"
+PROTOCOL_LABEL = "TEST-ONLY PROTOCOL"
+STANDIN_RUN_LABEL = "TEST-ONLY STAND-IN"
+DIRTY_LABEL = "TEST-ONLY UNCOMMITTED CODE"
+
+
+@dataclass(frozen=True)
+class Line:
+    """One ledger line: where it is (``source``: a ledger path, or ``<ref>:<path>`` of a git branch), its
+    1-based number, the entry, and the key of the sealed set it belongs to."""
+
+    source: str
+    number: int
+    entry: dict
+    set_key: str | None
+
+    @property
+    def event(self) -> str:
+        return event_of(self.entry)
+
+
+def event_of(entry: dict) -> str:
+    """A line's event; lines written before events existed recorded completed openings."""
+    return entry.get("event", COMPLETED)
+
+
+def is_labelled(entry: dict) -> bool:
+    return bool(entry.get("labels"))
+
+
+def parse(text: str, path) -> list[tuple[int, dict]]:
+    """(line number, entry) of every line; an unreadable line stops (fail closed)."""
+    out = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SealError(f"UNREADABLE LEDGER {path} line {n}: {exc.msg}. The ledger is append-only: restore it from "
+                            "git (git checkout -- the ledger), never edit it.") from None
+        if not isinstance(entry, dict):
+            raise SealError(f"UNREADABLE LEDGER {path} line {n}: not a JSON object. Restore it from git.")
+        if entry.get("event", COMPLETED) not in EVENTS:
+            raise SealError(f"UNREADABLE LEDGER {path} line {n}: unknown event {entry['event']!r} (known: "
+                            f"{', '.join(EVENTS)}). Restore the ledger from git.")
+        out.append((n, entry))
+    return out
+
+
+def ledger_lines(lockdir) -> list[tuple[int, dict]]:
+    p = Path(lockdir) / LEDGER
+    return parse(p.read_text(encoding="utf-8"), p) if p.exists() else []
+
+
+def read_ledger(lockdir) -> list[dict]:
+    return [e for _, e in ledger_lines(lockdir)]
+
+
+def lines_of(source: str, parsed: Iterable[tuple[int, dict]], folder_key: str | None) -> list[Line]:
+    return [Line(source, n, e, e.get("sealed_set") or folder_key) for n, e in parsed]
+
+
+def same_opening(a: dict, b: dict) -> bool:
+    return all(a.get(k) == b.get(k) for k in ("protocol_sha256", "opening", "run"))
+
+
+def openings(lines: Iterable[Line], keys: set[str]) -> list[dict]:
+    """Openings (started or completed) of the sealed sets ``keys``, across every line given, in order of
+    appearance: [{"protocol_sha256", "opening", "run", "source", "line", "started", "completed", "labels"}]."""
+    table: dict[tuple, dict] = {}
+    for ln in lines:
+        if ln.event not in OPENING_EVENTS or ln.set_key not in keys:
+            continue
+        e = ln.entry
+        row = table.setdefault((e.get("protocol_sha256"), e.get("opening"), e.get("run")),
+                               {"protocol_sha256": e.get("protocol_sha256"), "opening": e.get("opening"),
+                                "run": e.get("run"), "source": ln.source, "line": ln.number, "started": None,
+                                "completed": None, "labels": e.get("labels") or []})
+        if row[ln.event] is None:
+            row[ln.event] = e
+    return list(table.values())
+
+
+def next_opening(rows: Iterable[dict]) -> int:
+    return max([r["opening"] for r in rows if isinstance(r["opening"], int)] + [0]) + 1
+
+
+def opening_run_name(sha: str, opening: int, labelled: bool) -> str:
+    return f"confirm-{sha[:12]}-{'test-' if labelled else ''}{opening}"
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def append_locked(path: Path, entry: dict, check: Callable | None = None) -> int:
+    """Append one JSON line under an exclusive lock, flushed and fsynced; ``check(parsed lines)`` may refuse
+    first. Return the new line's number."""
+    line = json.dumps(entry, sort_keys=True, ensure_ascii=True) + "\n"
+    created = not path.exists()
+    with open(path, "a+", encoding="utf-8") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        fh.seek(0)
+        text = fh.read()
+        if text and not text.endswith("\n"):
+            raise SealError(f"UNREADABLE LEDGER {path}: its last line is unterminated (truncated?). Restore it from git.")
+        parsed = parse(text, path)
+        if check is not None:
+            check(parsed)
+        fh.write(line)
+        fh.flush()
+        os.fsync(fh.fileno())
+    if created:
+        _fsync_dir(path.parent)
+    return len(text.splitlines()) + 1
+
+
+def append_ledger(lockdir, entry: dict) -> int:
+    """Append one JSON line (never rewrites earlier lines); return its line number."""
+    return append_locked(Path(lockdir) / LEDGER, entry)
+
+
+def record_start(lockdir, entry: dict, other_lines: Callable[[], list[Line]]) -> int:
+    """Record that an opening starts, BEFORE any sealed judgement is copied. Refuses when this opening number
+    of the sealed set is already taken in any ledger (a concurrent opening, or a replayed job)."""
+    key = entry["sealed_set"]
+
+    def check(parsed):
+        rows = openings(lines_of(str(Path(lockdir) / LEDGER), parsed, key) + other_lines(), {key})
+        expected = next_opening(rows)
+        if entry["opening"] != expected:
+            raise SealError(f"REFUSED: opening {entry['opening']} of the sealed set {key[:12]} is already started (see "
+                            f"{Path(lockdir) / LEDGER}; the next opening is number {expected}). Each look is recorded "
+                            "once: start a new opening with snakemake confirm.")
+    return append_locked(Path(lockdir) / LEDGER, entry, check)

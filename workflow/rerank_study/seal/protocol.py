@@ -1,0 +1,145 @@
+"""The frozen protocol: every value that decides the confirmation result, and its comparison with now.
+
+``frozen_fields`` derives them from the config, the lock folder and the code NOW; freezing stores them in
+``<lockdir>/protocol.json`` (canonical JSON, its sha256 in ``protocol.sha256``); an opening recomputes them
+and requires equality, naming every setting or method file that differs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import scoring
+from ..errors import SealError
+from ..fileio import atomic_write_text, canonical_json, read_json, sha256_file, sha256_text
+from ..names import STAND_IN
+from ..ranking import TIE_RULE_TEXT
+from . import locations as loc
+from . import method as meth
+from .prereg import preregistration_note
+
+
+def _model_block(cfg: dict, lockdir: Path) -> dict:
+    ce = read_json(lockdir / "model_pins.json")["cross_encoder"]
+    model = {"repo": ce["repo"], "revision": ce["revision"],
+             "files_sha256": {n: p["sha256"] for n, p in sorted(ce["files"].items()) if not n.startswith("_")},
+             "scorer": cfg["scorer"]}
+    if cfg["scorer"] == STAND_IN:  # a TEST-ONLY protocol says so instead of claiming the pinned model
+        model["standin"] = {k: cfg["standin"][k] for k in ("head_seed", "head_std")}
+    return model
+
+
+def _pins_blocks(lockdir: Path) -> dict:
+    data = read_json(lockdir / loc.DATA_PINS)["files"]
+    derived = read_json(lockdir / loc.DERIVED_PINS)
+    cand = derived["candidates"]
+    return {"data": {n: {k: p[k] for k in ("sha256", "content_sha256", "role") if k in p} for n, p in sorted(data.items())},
+            "splits": {k: derived["splits"][k] for k in ("dev", "confirm", "seed", "dev_size", "confirm_size")},
+            "candidates": {"sha256": cand["sha256"], "params": cand["params"], "file": cand["file"],
+                           "file_sha256": sha256_file(lockdir / cand["file"])}}
+
+
+def _analysis_blocks(cfg: dict) -> dict:
+    return {
+        "text_template": 'query text as given; document (title + " " + text).strip()',
+        "scoring": scoring.contract(cfg["ce"])  # settings, batching, numeric mode (threads/shards: speed only)
+        | {"inference": "fresh at every opening (the score cache is never read; existing entries must be equal)"},
+        "blend": {"k": cfg["blend"]["k"], "formula": "s = 1/(k + r0) + 1/(k + r1), float64, in that order"},
+        "tie_rule": TIE_RULE_TEXT,
+        "grouping_rule": "queries linked by >= 1 shared judged relevant document (qrels only, documents outside the "
+                         "candidates count); groups = connected components; written before scores are merged",
+        "metrics": cfg["metrics"],
+        "bootstrap": {"B": cfg["bootstrap"]["B"], "seed": cfg["bootstrap"]["confirm_seed"],
+                      "percentiles": cfg["bootstrap"]["percentiles"], "interpolation": "linear",
+                      "estimator": "sum over drawn groups of summed delta / sum of drawn group sizes; query-level "
+                                   "bootstrap as sensitivity; one index matrix shared by the comparisons"},
+        "threshold": cfg["threshold"], "comparisons": cfg["comparisons"], "evalstats": cfg["evalstats"],
+        "decision_rule": ("Report the mean primary delta, whether it reaches the threshold, and whether each "
+                          "interval covers 0 and the threshold, whatever the outcome. If the mean is below the "
+                          "threshold the practical hypothesis is not supported. Never re-tune and re-test on the "
+                          "confirmation set."),
+    }
+
+
+def frozen_fields(cfg: dict, lockdir, root) -> dict:
+    """Every value that decides the confirmation result, derived from the config, the lockfiles and the code NOW."""
+    lockdir = Path(lockdir)
+    method_sha, method_files = meth.method_sha256(root, lockdir, cfg.get("study_file") or None,
+                                                  (cfg["results"], cfg["resources"]))
+    return {
+        "question": (f"Does the blend reach a mean {cfg['comparisons']['primary']} gain in "
+                     f"ndcg@{cfg['metrics']['ndcg_k']} of at least {cfg['threshold']} on the "
+                     f"{cfg['splits']['confirm_size']} sealed confirmation queries?"),
+        "study": dict(cfg["study"]),  # dataset, reranker (+ label index), candidate source, qrels roles
+        "model": _model_block(cfg, lockdir),
+        **_pins_blocks(lockdir),
+        "method": {"sha256": method_sha, "files": method_files, "covers": meth.COVERS},
+        **_analysis_blocks(cfg),
+    }
+
+
+def diff_keys(a, b, prefix: str = "") -> list[str]:
+    """Dotted keys where two nested values differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in sorted(set(a) | set(b)):
+            out += diff_keys(a.get(k), b.get(k), f"{prefix}.{k}" if prefix else k)
+        return out
+    return [] if a == b else [prefix]
+
+
+def setting_changes(protocol: dict, current: dict) -> list[str]:
+    return diff_keys({k: protocol.get(k) for k in current if k != "method"},
+                     {k: v for k, v in current.items() if k != "method"})
+
+
+def build_protocol(cfg: dict, lockdir, root, evidence: dict, power: dict, test_only: bool, now: str) -> dict:
+    return {"protocol_version": 3, "frozen_at": now, "test_only": bool(test_only),
+            **frozen_fields(cfg, lockdir, root), "power": power, "development_evidence": evidence}
+
+
+def write_protocol(lockdir, protocol: dict) -> str:
+    """protocol.json (canonical), protocol.sha256 and PREREGISTRATION.md; return the sha256."""
+    lockdir = Path(lockdir)
+    text = canonical_json(protocol)
+    sha = sha256_text(text)
+    atomic_write_text(lockdir / loc.PROTOCOL, text)
+    atomic_write_text(lockdir / loc.PROTOCOL_SHA, f"{sha}  {loc.PROTOCOL}\n")
+    atomic_write_text(lockdir / loc.PREREG, preregistration_note(protocol, sha))
+    return sha
+
+
+def verified_protocol(lockdir, token: str | None = None) -> tuple[str, dict]:
+    """(sha256, protocol) after checking protocol.json against protocol.sha256 (and the token)."""
+    lockdir = Path(lockdir)
+    how = "Unseal with: snakemake confirm --cores 4 --config unseal=<sha256 in lockfiles/protocol.sha256>"
+    if not (lockdir / loc.PROTOCOL).exists():
+        raise SealError(f"THE CONFIRMATION IS SEALED: no frozen protocol at {lockdir / loc.PROTOCOL}. Freeze one first: "
+                        "python scripts/confirm.py freeze --dev-run results/dev (another study: add --study <its name "
+                        "or file> and use its run, results/<study>/dev)")
+    actual = sha256_file(lockdir / loc.PROTOCOL)
+    recorded = (lockdir / loc.PROTOCOL_SHA).read_text().split()[0] if (lockdir / loc.PROTOCOL_SHA).exists() else None
+    if recorded != actual:
+        raise SealError(f"REFUSED: {lockdir / loc.PROTOCOL} changed since it was frozen (sha256 now {actual}, recorded "
+                        f"{recorded}). Restore the frozen protocol from git.")
+    if token is not None and token != actual:
+        raise SealError(f"REFUSED: the unseal token {token!r} is not the frozen protocol's sha256 {actual}. {how}")
+    return actual, read_json(lockdir / loc.PROTOCOL)
+
+
+def check_frozen(cfg: dict, lockdir, root, protocol: dict) -> str:
+    """Settings, pins and method equal the frozen ones; return the current method sha256."""
+    current = frozen_fields(cfg, lockdir, root)
+    changed = setting_changes(protocol, current)
+    if changed:
+        raise SealError("REFUSED: pins or settings changed since the protocol was frozen: " + ", ".join(changed[:12])
+                        + ". Restore them (config/config.yaml, lockfiles/) to the frozen values; never re-tune on the "
+                          "confirmation set.")
+    files = meth.method_changes((protocol.get("method") or {}).get("files", {}), current["method"]["files"])
+    if files:
+        raise SealError("REFUSED: the method changed since the protocol was frozen: " + ", ".join(files[:20])
+                        + (f" and {len(files) - 20} more" if len(files) > 20 else "") + ". Restore the frozen code "
+                        "(git checkout <the freezing commit> -- those files). A refactor that leaves results identical "
+                        "must be re-frozen, explicitly and before any opening: python scripts/confirm.py refreeze "
+                        "--reason \"...\" --dev-run results/dev.")
+    return current["method"]["sha256"]

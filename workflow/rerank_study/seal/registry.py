@@ -1,0 +1,254 @@
+"""The registry of sealed sets: every lock folder of the repository, read as one, and the development side.
+
+A **sealed set** is identified by its content, not by a path: the order-independent hash of its
+(query, document, judgement) rows (``content_sha256``, ``beir.qrels_content_sha256``) plus the corpus it
+judges (the corpus file's sha256). Each lock folder records its set in ``derived_pins.json`` under
+``sealed_set`` (written by ``repin=data`` and ``repin=splits``): the file, its hashes, the dataset, and per
+sealed query the sha256 of its normalised text (public information: the query texts are in queries.jsonl).
+
+The **development side** of an invocation is every development input it reads: the development qrels file
+(its hashes and judged query ids), the development split, the candidate rows labelled ``dev``, and a user's
+run. It holds a sealed set's data - and the invocation stops, naming both folders - when
+
+* a development file's content equals a sealed set's (any corpus);
+* it names a sealed query id of a set on the same corpus (corpus sha256 or dataset name equal);
+* a query it evaluates (the split and its candidates) has the normalised text of a sealed query of any set.
+
+Two sealed sets **overlap** under the same three rules; openings of overlapping sets are counted together.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from ..errors import SealError
+from ..fileio import read_json, sha256_file, sha256_text
+from . import locations as loc
+
+TEXT_RULE = "sha256 of the query text case-folded, runs of whitespace collapsed to one space, stripped"
+DEV_SOURCES = ("development qrels", "development split", "development candidates")
+
+
+def text_sha256(text: str) -> str:
+    return sha256_text(" ".join(text.casefold().split()))
+
+
+def sealed_record(data_pins: Mapping, queries: Mapping[str, str], sealed_ids: Iterable[str]) -> dict:
+    """The ``sealed_set`` entry of a lock folder's derived pins (every sealed id must have a query text)."""
+    files = data_pins["files"]
+    name = next(n for n, p in files.items() if p.get("role") == "qrels_confirm" and p.get("sealed"))
+    ids = sorted(set(sealed_ids))
+    missing = [q for q in ids if q not in queries]
+    if missing:
+        raise SealError(f"sealed queries without a text in queries.jsonl: {missing[:10]}; the data is inconsistent")
+    return {"file": name, "file_sha256": files[name]["sha256"], "content_sha256": files[name]["content_sha256"],
+            "corpus_sha256": files["corpus.jsonl"]["sha256"], "dataset": data_pins.get("dataset", "scifact"),
+            "text_rule": TEXT_RULE, "queries": {q: text_sha256(queries[q]) for q in ids}}
+
+
+@dataclass(frozen=True)
+class SealedSet:
+    lockdir: Path
+    dataset: str
+    corpus_sha256: str
+    file: str
+    file_sha256: str
+    content_sha256: str
+    query_ids: frozenset
+    text_sha256: frozenset
+
+    @property
+    def key(self) -> str:
+        """The set's identity: its judgements' content hash and its corpus."""
+        return sha256_text(f"{self.content_sha256}\n{self.corpus_sha256}")
+
+    def same_corpus(self, dataset: str, corpus_sha256: str | None) -> bool:
+        return self.dataset == dataset or (corpus_sha256 is not None and self.corpus_sha256 == corpus_sha256)
+
+    def overlaps(self, other: "SealedSet") -> bool:
+        return (self.content_sha256 == other.content_sha256 or bool(self.text_sha256 & other.text_sha256)
+                or (self.same_corpus(other.dataset, other.corpus_sha256) and bool(self.query_ids & other.query_ids)))
+
+
+def _fix(lockdir) -> str:
+    return (f"record it with: snakemake --cores 1 --config repin=splits (for a study: studies=[<its name>]), which "
+            f"re-derives the splits and the sealed set of {lockdir} from its pinned data, then commit the lock folder")
+
+
+def _check_record(lockdir: Path, rec: dict, pins: dict, name: str) -> None:
+    pin, where = pins["files"][name], lockdir / loc.DERIVED_PINS
+    expected = {"file": name, "file_sha256": pin["sha256"], "content_sha256": pin.get("content_sha256"),
+                "corpus_sha256": pins["files"]["corpus.jsonl"]["sha256"], "dataset": pins.get("dataset", "scifact")}
+    differ = [k for k, v in expected.items() if rec.get(k) != v]
+    if differ:
+        raise SealError(f"{where}: its sealed_set record differs from {lockdir / loc.DATA_PINS} in {', '.join(differ)} "
+                        f"(recorded {[rec.get(k) for k in differ]}, pinned {[expected[k] for k in differ]}): {_fix(lockdir)}")
+    split = lockdir / loc.CONFIRM_SPLIT
+    if split.is_file() and set(split.read_text(encoding="utf-8").split()) != set(rec["queries"]):
+        raise SealError(f"{where}: its sealed_set record names other queries than {split}: {_fix(lockdir)}")
+
+
+def load_sealed_set(lockdir) -> SealedSet | None:
+    """The sealed set a lock folder pins (None while it pins no data yet); fails closed on a missing record."""
+    lockdir = Path(lockdir)
+    if not (lockdir / loc.DATA_PINS).is_file():
+        return None
+    pins = read_json(lockdir / loc.DATA_PINS)
+    name = loc.sealed_name(lockdir)
+    derived = read_json(lockdir / loc.DERIVED_PINS) if (lockdir / loc.DERIVED_PINS).is_file() else {}
+    rec = derived.get("sealed_set")
+    if rec is None:
+        raise SealError(f"{lockdir} pins a sealed file ({name}) but {lockdir / loc.DERIVED_PINS} has no sealed_set "
+                        f"record, so the seal cannot know its queries: {_fix(lockdir)}.")
+    _check_record(lockdir, rec, pins, name)
+    return from_record(lockdir, rec)
+
+
+def from_record(lockdir, rec: Mapping) -> SealedSet:
+    return SealedSet(Path(lockdir), rec["dataset"], rec["corpus_sha256"], rec["file"], rec["file_sha256"],
+                     rec["content_sha256"], frozenset(rec["queries"]), frozenset(rec["queries"].values()))
+
+
+def registry_folders(root, extra: Iterable = ()) -> list[Path]:
+    """The repository's lock folders (lockfiles/, lockfiles/studies/*) and the invocation's own, once each."""
+    out, seen = [], set()
+    for p in [*loc.repository_lockdirs(root), *(Path(e) for e in extra)]:
+        if p.resolve() not in seen and p.is_dir():
+            seen.add(p.resolve())
+            out.append(p)
+    return out
+
+
+def build(root, extra: Iterable = (), skip=None) -> list[SealedSet]:
+    """Every sealed set of the registry (``skip``: a lock folder whose record is being written right now)."""
+    folders = [p for p in registry_folders(root, extra) if skip is None or p.resolve() != Path(skip).resolve()]
+    return [s for s in (load_sealed_set(p) for p in folders) if s is not None]
+
+
+def set_of(sets: Iterable[SealedSet], lockdir) -> SealedSet:
+    for s in sets:
+        if s.lockdir.resolve() == Path(lockdir).resolve():
+            return s
+    raise SealError(f"{lockdir} pins no sealed set (no {loc.DATA_PINS}); nothing can be opened there.")
+
+
+# --------------------------------------------------------------------------- the development side --
+@dataclass
+class DevelopmentSide:
+    """What an invocation's development side reads: ``files`` name -> {sha256, content_sha256}; ``query_ids``
+    source -> ids; ``texts`` evaluated query id -> normalised text sha256."""
+
+    lockdir: Path
+    dataset: str
+    corpus_sha256: str | None
+    files: dict = field(default_factory=dict)
+    query_ids: dict = field(default_factory=dict)
+    texts: dict = field(default_factory=dict)
+
+
+def _split_ids(path: Path) -> set[str]:
+    return set(path.read_text(encoding="utf-8").split()) if path.is_file() else set()
+
+
+def _candidate_dev_ids(path: Path) -> set[str]:
+    if not path.is_file():
+        return set()
+    with open(path, encoding="utf-8", newline="") as fh:
+        return {r["qid"] for r in csv.DictReader(fh, delimiter="\t") if r.get("split") == "dev"}
+
+
+def _verified(path: Path, pin: Mapping | None) -> bool:
+    return pin is not None and path.is_file() and sha256_file(path) == pin["sha256"]
+
+
+def _add_data(side: DevelopmentSide, pins: Mapping, data_dir: Path, qrels_name: str) -> None:
+    """Judged ids of the development qrels and the evaluated queries' texts, from verified copies only
+    (an unverified or absent copy is left to the job that verifies it, which runs the same check)."""
+    from .. import beir
+
+    files = pins["files"]
+    if _verified(data_dir / qrels_name, files.get(qrels_name)):
+        side.query_ids["development qrels"] = set(beir.read_qrels(data_dir / qrels_name))
+    if _verified(data_dir / "queries.jsonl", files.get("queries.jsonl")):
+        add_texts(side, beir.read_queries(data_dir / "queries.jsonl"))
+
+
+def add_texts(side: DevelopmentSide, queries: Mapping[str, str]) -> None:
+    """The texts of every query the development analysis evaluates (the split and its candidates)."""
+    evaluated = side.query_ids.get("development split", set()) | side.query_ids.get("development candidates", set())
+    for where, ids in side.query_ids.items():
+        if where.startswith("run "):
+            evaluated |= ids
+    side.texts.update({q: text_sha256(queries[q]) for q in evaluated if q in queries})
+
+
+def development_side(lockdir, data_dir=None, user_runs: Mapping[str, Iterable[str]] | None = None) -> DevelopmentSide:
+    """The development side of a lock folder (+ the verified data folder and user runs, when given)."""
+    lockdir = Path(lockdir)
+    pins = read_json(lockdir / loc.DATA_PINS)
+    files = pins["files"]
+    side = DevelopmentSide(lockdir, pins.get("dataset", "scifact"), files.get("corpus.jsonl", {}).get("sha256"))
+    qrels_name = loc.pinned_with_role(lockdir, "qrels_dev")
+    side.files[qrels_name] = {k: files[qrels_name][k] for k in ("sha256", "content_sha256") if k in files[qrels_name]}
+    side.query_ids["development split"] = _split_ids(lockdir / "splits" / "dev.txt")
+    side.query_ids["development candidates"] = _candidate_dev_ids(lockdir / "candidates" / "candidates.tsv")
+    own_sealed = _split_ids(lockdir / loc.CONFIRM_SPLIT)
+    for path, ids in (user_runs or {}).items():
+        side.query_ids[f"run {path}"] = set(ids) - own_sealed  # the run's own confirmation queries are not dev side
+    if data_dir is not None:
+        _add_data(side, pins, Path(data_dir), qrels_name)
+    return side
+
+
+def conflicts(side: DevelopmentSide, sets: Iterable[SealedSet]) -> list[str]:
+    """Every way the development side holds data of a sealed set (empty: none)."""
+    out = []
+    for s in sets:
+        where = f"the sealed set of {s.lockdir} ({s.file}, content sha256 {s.content_sha256[:12]}...)"
+        for name, hashes in side.files.items():
+            if s.content_sha256 in hashes.values() or s.file_sha256 in hashes.values():
+                out.append(f"the development file {name} of {side.lockdir} holds exactly {where}")
+        if s.same_corpus(side.dataset, side.corpus_sha256):
+            for source, ids in side.query_ids.items():
+                shared = sorted(ids & s.query_ids)
+                if shared:
+                    out.append(f"the {source} of {side.lockdir} holds {len(shared)} sealed query id(s) of {where}, "
+                               f"e.g. {shared[:5]}")
+        twins = sorted(q for q, h in side.texts.items() if h in s.text_sha256)
+        if twins:
+            out.append(f"{len(twins)} development query(ies) of {side.lockdir} have the text of a sealed query of "
+                       f"{where}, e.g. {twins[:5]}")
+    return out
+
+
+def check_development_side(side: DevelopmentSide, sets: Iterable[SealedSet], action: str) -> None:
+    problems = conflicts(side, sets)
+    if problems:
+        raise SealError(f"REFUSED to {action}: the development side holds sealed judgements or queries:\n  - "
+                        + "\n  - ".join(problems) + "\nA sealed set is opened only by its frozen protocol, never read "
+                        "by a development run. Fix: draw the development side from other queries (a study's "
+                        "lock folder must not swap or copy another's sealed file), or open the set through its "
+                        "protocol (snakemake confirm).")
+
+
+def verify_record(lockdir, queries: Mapping[str, str], sealed_ids: Iterable[str]) -> None:
+    """The lock folder's committed sealed_set record equals the one derived from its verified data now."""
+    lockdir = Path(lockdir)
+    want = sealed_record(read_json(lockdir / loc.DATA_PINS), queries, sealed_ids)
+    derived = read_json(lockdir / loc.DERIVED_PINS) if (lockdir / loc.DERIVED_PINS).is_file() else {}
+    have = derived.get("sealed_set")
+    if have != want:
+        what = "is missing" if have is None else "differs from the one derived from the verified data now"
+        raise SealError(f"{lockdir / loc.DERIVED_PINS}: the sealed_set record {what}: {_fix(lockdir)}.")
+
+
+def with_split(side: DevelopmentSide, dev_ids: Iterable[str], queries: Mapping[str, str]) -> DevelopmentSide:
+    """The development side as it will be once ``dev_ids`` is its development split (checked before writing)."""
+    side.query_ids["development split"] = set(dev_ids)
+    side.query_ids["development candidates"] = set()
+    side.texts = {}
+    add_texts(side, queries)
+    return side
