@@ -17,7 +17,7 @@ development queries x 50 candidates):
       ours     = rerank_study.scoring.score_run (per query, token-length-sorted chunks of 16, tokenise once),
       upstream = sentence-transformers CrossEncoder.predict(all pairs, batch_size=16) (one global length sort,
                  batches mix queries),
-      before   = this project's path before issue 15 (per query, candidate-order chunks of 16);
+      before   = this project's earlier batching (per query, candidate-order chunks of 16);
   * ratio = upstream seconds / ours seconds (> 1: ours is faster); pairs/s;
   * useful-FLOP utilisation = useful FLOPs / seconds / ceiling, where useful FLOPs = sum over pairs of
     scoring.useful_flops(real tokens): 6 layers x [2 n (4 h^2 + 2 h f) + 4 n^2 h], h = 384, f = 1536, no
@@ -96,7 +96,7 @@ def ours():
     return [r["logit"] for r in rows]
 
 
-def before():  # the pre-issue-15 path: per query, candidate order, chunks of 16, char order inside a batch
+def before():  # the earlier batching: per query, candidate order, chunks of 16, char order inside a batch
     out = []
     for q, docs in ranked.items():
         dt = [doc_text[d] for d in docs]

@@ -177,7 +177,7 @@ def c_missing_pair(d):
 
 
 def c_batches_in_candidate_order(d):
-    """The batch column of the pre-issue-15 rule (candidate order, chunks of 16), everything else unchanged."""
+    """The batch column of the earlier rule (candidate order, chunks of 16), everything else unchanged."""
     rows = read_rows(d / "pairs.tsv")
     before = [r["batch"] for r in rows]
     for r in rows:

@@ -1,4 +1,4 @@
-"""The sealed confirmation (issue 13: sealed means sealed). Every way around the guard that was found
+"""The sealed confirmation (sealed means sealed). Every way around the guard that was found
 is tried here and must fail loudly, or leave a record:
 
 1. test switches only with a test-fixture lock folder, never the real sealed file; labelled

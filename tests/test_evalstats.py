@@ -1,4 +1,4 @@
-"""Seed 000 / 003 tools against the primers' worked examples, hand calculation, scipy and statsmodels."""
+"""The evaluation statistics against the source texts' worked examples, hand calculation, scipy and statsmodels."""
 
 import json
 import math
@@ -349,7 +349,7 @@ def test_main_mcnemar_in_process(capsys):
 
 
 def test_main_sample_size_in_process(capsys):
-    # rounded z: seed 003's table; days = 2 n / (1,000,000 * 0.1)
+    # rounded z: the source text's table; days = 2 n / (1,000,000 * 0.1)
     r5, r10 = _main_json(capsys, ["sample-size", "--p", "0.02", "--lift", "0.05", "0.1",
                                   "--daily-traffic", "1000000", "--share", "0.1"])
     assert (r5["relative_lift"], r5["n_per_group_ceil"], r10["relative_lift"], r10["n_per_group_ceil"]) == (
@@ -411,9 +411,9 @@ def test_main_help_shows_the_module_description_verbatim_and_each_command(capsys
             "    mcnemar GAINED LOST\n"
             "    sample-size --p 0.02 --lift 0.05 [--daily-traffic 1000000 --share 0.1] [--exact-z]\n"
             "    mde --sd-eff 0.17 --n 300 [--alpha 0.05 --power 0.8]\n") in out
-    assert _has_line(out, re.escape("Evaluation statistics from the primers (seeds 000 and 003), as pure functions."))
+    assert _has_line(out, re.escape("Evaluation statistics of an IR comparison, as pure functions."))
     assert _has_line(out, r" +mcnemar +exact McNemar p-value from gained / lost counts")
-    assert _has_line(out, r" +sample-size +two-proportion sample size per group \(seed 003\)")
+    assert _has_line(out, r" +sample-size +two-proportion sample size per group")
     assert _has_line(out, r" +mde +minimum detectable mean difference of a paired n-query set")
 
 

@@ -54,7 +54,7 @@ def test_cut_at_k_ignores_later_relevant_docs():
 def test_capped_recall_is_a_different_named_metric():
     qrels = {f"p{i}": 1 for i in range(8)}
     ranked = ["p0", "p1", "p2", "x"]
-    assert metrics.recall_at(ranked, qrels, 3) == 3 / 8  # seed 000: Recall@3 = 3/8
+    assert metrics.recall_at(ranked, qrels, 3) == 3 / 8  # the source text's example: Recall@3 = 3/8
     assert metrics.capped_recall_at(ranked, qrels, 3) == 1.0  # ... and the capped variant = 1
 
 

@@ -105,7 +105,7 @@ def test_scores_are_bit_identical_to_cross_encoder_predict_per_batch(child):
 def test_scores_are_the_same_bits_at_1_2_and_4_threads_in_the_enforced_numeric_mode(child):
     """oneMKL strict CNR (MKL_CBWR=AUTO,STRICT, verified from MKL's own report): the thread count is speed
     only. Covers the run's batch shapes on the fixture: 16, 16, 5 rows, and the smoke shape (10 rows), which
-    differs between 2 and 4 threads in MKL's default mode on the reference machine (README)."""
+    differs between 2 and 4 threads in MKL's default mode on the reference machine (docs/scoring.md)."""
     r = child
     assert r["mode"] == "AUTO,STRICT"
     assert r["threads"]["1"] == r["threads"]["2"] == r["threads"]["4"]

@@ -1,4 +1,4 @@
-"""Studies (issue 16): a second BEIR-layout dataset (tests/data/synthetic_beir, graded judgements, string ids)
+"""Studies: a second BEIR-layout dataset (tests/data/synthetic_beir, graded judgements, string ids)
 x a differently shaped reranker (2 layers, hidden 128; tests/data/make_tiny_reranker.py, seeded, test-only)
 x a user's own TREC run as candidates, through the SAME DAG as SciFact; several studies in one invocation;
 bad studies stopped before anything is scored; a per-study sealed confirmation.

@@ -6,7 +6,7 @@
     python3 -I -S scripts/audit --read-yaml FILE   (what the audit reads from a YAML file, as canonical JSON)
 
 It imports nothing from the project and shares no code with it: every definition is re-implemented
-from the written definitions (README / SOURCE_MAP), so an error in the pipeline's code is not repeated
+from the written definitions (docs/, SOURCE_MAP.md), so an error in the pipeline's code is not repeated
 here. It recomputes, from the candidates, the per-pair logits and the qrels: CE ranks, blend scores and
 ranks, every per-query metric of the three methods, the evidence groups, every bootstrap replicate of
 both schemes and all comparisons from the saved index matrices, the interval endpoints, means, W/T/L,

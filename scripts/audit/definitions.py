@@ -1,4 +1,4 @@
-"""The metric and statistics definitions, re-implemented from the written definitions (README /
+"""The metric and statistics definitions, re-implemented from the written definitions (docs/ /
 SOURCE_MAP), not from the pipeline's code, so an error there is not repeated here: the tie rule, the
 blend, nDCG / Recall / MRR, evidence groups, the linear percentile, sums in the documented order,
 exact McNemar / sign test, Holm and Benjamini-Hochberg, chance success and the slice rules."""

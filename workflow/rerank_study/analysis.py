@@ -122,7 +122,7 @@ def evaluation_statistics(qids: Sequence[str], table: Mapping[str, Mapping[str, 
                           counts: Mapping[str, tuple[int, int]], first_rel: Mapping[str, Mapping[str, int | None]],
                           groups: Sequence[Sequence[str]], plan: AnalysisPlan, summary: Mapping, ev: Mapping,
                           depth: int) -> dict:
-    """The seed 000 / 003 tools on one run. ``counts[q] = (n_relevant, n_relevant_in_candidates)``."""
+    """The evaluation statistics of one run. ``counts[q] = (n_relevant, n_relevant_in_candidates)``."""
     from . import evalstats as es
 
     comparisons, metric = plan.comparisons, plan.metric

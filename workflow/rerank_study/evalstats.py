@@ -1,4 +1,4 @@
-"""Evaluation statistics from the primers (seeds 000 and 003), as pure functions.
+"""Evaluation statistics of an IR comparison, as pure functions.
 
 * exact McNemar test for paired binary outcomes (two-sided, doubled binomial tail);
 * Recall@K with |P| in the denominator and the separately named capped variant (see metrics);
@@ -6,7 +6,7 @@
 * declared slices and a stratified mean with declared weights;
 * multiplicity adjustment for exploratory comparisons (Holm, Benjamini-Hochberg);
 * power: the minimum detectable mean difference of a paired query design from a grouped
-  (cluster) variance, and the two-proportion sample size of seed 003.
+  (cluster) variance, and the two-proportion sample size of an A/B test.
 
 Command line (``python -m rerank_study.evalstats --help``):
     mcnemar GAINED LOST
@@ -223,7 +223,7 @@ def power_block(deltas: Sequence[float], groups: Sequence[Sequence[int]], power_
 
 def two_proportion_sample_size(p: float, relative_lift: float, alpha: float = 0.05, power: float = 0.8,
                                exact_z: bool = False) -> dict:
-    """Seed 003: n per group = 2 (z_α + z_β)^2 p(1-p) / δ^2 with δ = p * relative_lift.
+    """Two-proportion sample size: n per group = 2 (z_α + z_β)^2 p(1-p) / δ^2 with δ = p * relative_lift.
 
     With the primer's rounded z (1.96, 0.84) the arithmetic is done in exact fractions of the
     decimal inputs, so the table values come out as whole numbers without float noise."""
@@ -264,7 +264,7 @@ def main(argv=None) -> int:
     m = sub.add_parser("mcnemar", help="exact McNemar p-value from gained / lost counts")
     m.add_argument("gained", type=int)
     m.add_argument("lost", type=int)
-    s = sub.add_parser("sample-size", help="two-proportion sample size per group (seed 003)")
+    s = sub.add_parser("sample-size", help="two-proportion sample size per group")
     s.add_argument("--p", type=float, required=True, help="baseline proportion, e.g. 0.02")
     s.add_argument("--lift", type=float, nargs="+", required=True, help="relative lift(s), e.g. 0.01 0.05")
     s.add_argument("--alpha", type=float, default=0.05)

@@ -4,7 +4,7 @@ Why (measured on the reference machine kind, AMD EPYC, AVX2, torch 2.13.0+cpu wi
 every ``nn.Linear`` and attention matrix product of the cross-encoder runs in oneMKL SGEMM. In
 MKL's default mode (conditional numerical reproducibility OFF) MKL promises neither deterministic
 reductions nor the same kernel for every thread count, and indeed a 10-row batch scored at 2
-threads differs from 4 threads in the last bit of 9 of 50 logits (README "Scoring contract").
+threads differs from 4 threads in the last bit of 9 of 50 logits (docs/scoring.md).
 oneMKL's *strict CNR mode* (``MKL_CBWR=AUTO,STRICT``) documents bitwise-reproducible ``?gemm``
 results on its AVX2 / AVX-512 code branches "even when the number of threads changes", and the
 reproducibility conditions ask for ``MKL_DYNAMIC=FALSE`` and ``OMP_DYNAMIC=FALSE`` (Intel oneMKL
@@ -131,7 +131,7 @@ def enforce_cnr() -> dict:
     if svc is None:
         raise NumericModeError(
             "NUMERIC MODE UNKNOWN: this torch build has no queryable oneMKL (torch.backends.mkl.is_available() is "
-            "False, or mkl_serv_cbwr_get is not exported). The scoring contract (README 'Scoring contract') was "
+            "False, or mkl_serv_cbwr_get is not exported). The scoring contract (docs/scoring.md) was "
             "established with torch 2.13.0's bundled oneMKL in strict CNR mode; install torch as lockfiles/torch.txt "
             "says.")
     get, put = svc

@@ -157,10 +157,10 @@ def _p(x) -> str:
 
 
 def evalstats_section(summary: Mapping) -> str:
-    """Report section for the seed 000 / 003 tools (numbers from summary['evalstats'])."""
+    """Report section for the evaluation statistics (numbers from summary['evalstats'])."""
     ev = summary["evalstats"]
     metric = summary["metric"]
-    out = ["## Evaluation statistics (primers: seeds 000 and 003)", ""]
+    out = ["## Evaluation statistics (McNemar, slices, guardrails, exploratory tests, power)", ""]
     plan = ev["plan"]
     out += ["### Analysis plan (declared in config before results; frozen into the confirmation protocol)", "",
             f"- **PRIMARY**: {plan['primary']['comparison']} on {plan['primary']['metric']} (threshold "
@@ -176,7 +176,7 @@ def evalstats_section(summary: Mapping) -> str:
     for name, c in ev["mcnemar"]["comparisons"].items():
         out.append(f"| {name} | {c['gained']} | {c['lost']} | {c['unchanged']} | {_p(c['p'])} | "
                    f"{c['discordant_in_multi_query_groups']} |")
-    out += ["", f"> Warning (seed 000): McNemar assumes independent queries. {ev['mcnemar']['assumption']}", ""]
+    out += ["", f"> Warning: McNemar assumes independent queries. {ev['mcnemar']['assumption']}", ""]
     ch = ev["chance"]
     k = ch["k"]
     out += ["### Recall done right, and the chance level of the candidate pool", "",
@@ -218,7 +218,7 @@ def evalstats_section(summary: Mapping) -> str:
         out += [f"Minimum detectable primary Δ on the {pw['n_confirmation']} confirmation queries at α = {pw['alpha']}, "
                 f"power {pw['power']}: **{f6(pw['mde_confirmation'])}** (per-query SD implied by the grouped variance "
                 f"of this run: {f6(pw['sd_eff'])}; {pw['formula']}).",
-                "For two-proportion A/B sample sizes (seed 003) use `python -m rerank_study.evalstats sample-size`."]
+                "For two-proportion A/B sample sizes use `python -m rerank_study.evalstats sample-size`."]
     return "\n".join(out) + "\n"
 
 

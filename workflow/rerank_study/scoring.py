@@ -1,6 +1,6 @@
 """Cross-encoder scoring of (query, candidate) pairs.
 
-Contract (documented in README "Scoring contract" and SOURCE_MAP rows 9, 10, 28):
+Contract (documented in docs/scoring.md and SOURCE_MAP rows 9, 10, 28):
 * pair text: the query text as given; the document ``(title + " " + text).strip()``;
 * TOKENISE ONCE: the query and every document are tokenised once, without special tokens; the
   token statistics come from these counts and the model inputs from the same encodings, joined as
@@ -47,7 +47,7 @@ NUMERICS = f"fp32; oneMKL MKL_CBWR={numerics.CNR_ENV['MKL_CBWR']} (thread count:
 class ScoringSettings:
     """Everything that decides a logit. The torch thread count is NOT one of them: in MKL's strict CNR
     mode the logits are the same bits at 1, 2, 3 and 4 threads for every batch shape the pipeline forms
-    (measured; README "Scoring contract"), so threads are a speed setting taken from the scheduler."""
+    (measured; docs/scoring.md), so threads are a speed setting taken from the scheduler."""
 
     max_length: int
     truncation: str

@@ -101,7 +101,7 @@ rule score_shard:
     # thread count in oneMKL's strict CNR mode (numerics.py)
     threads: config["ce"]["threads"]
     resources:
-        mem_mb=1536,  # measured peak RSS ~0.7 GiB for 5000 pairs (README "Scoring contract"); a cluster reserves this
+        mem_mb=1536,  # measured peak RSS ~0.7 GiB for 5000 pairs (docs/scoring.md); a cluster reserves this
     log:
         f"{RUNDIR}/logs/score_shard/{{shard}}-of-{SHARDS}.log",
     benchmark:

@@ -1,6 +1,6 @@
 """The sealed confirmation: a frozen protocol, a guarded opening and an append-only record of every look.
 
-The invariants (README "What the seal guarantees" names the test of each):
+The invariants (docs/seal.md "What the seal guarantees" names the test of each):
 
 * a sealed set is identified by its content (``registry``): an order-independent hash of its judgement
   rows plus the corpus; every lock folder of the repository is read, and no development input may hold a
