@@ -26,38 +26,20 @@ os.environ["PYTHONPATH"] = os.pathsep.join([_LIB] + [p for p in os.environ.get("
                                                       if p and p != _LIB])
 
 from snakemake.exceptions import WorkflowError
-from rerank_study.errors import ConfigError
-from rerank_study.config import validate_config
+from rerank_study import studies as _studies
+from rerank_study.errors import PipelineError
 
 configfile: str(Path(workflow.basedir) / "config" / "config.yaml")
 
-from rerank_study import studies as _studies
-
-config["studies"] = _studies.parse_study_list(config.get("studies", []))
+# config.yaml + the command line, validated; --config studies=[a,b,...]: each study's config (studies=[a]: this
+# invocation IS study a, its config replaces the default study's)
 try:
-    validate_config(config)
-    # (each study's module has it set; refused only from the command line: workflow.config_settings.overwrite_config)
-    if workflow.config_settings.overwrite_config.get("study_file"):
-        raise ConfigError("config key 'study_file' is set by studies=[...], not by hand: name the study with "
-                          f"--config studies=[{config['study_file']}] instead.")
-    # --config studies=[a,b,...]: each study is a module of this workflow (workflow/rules/studies.smk);
-    # studies=[a]: this invocation IS study a (its config replaces the default study's)
-    STUDY_CONFIGS = {}
-    for _name in config["studies"]:
-        _cfg = _studies.study_config(config, _studies.study_file(_name, workflow.basedir))
-        if _cfg["study"]["name"] in STUDY_CONFIGS:
-            raise ConfigError(f"study {_cfg['study']['name']!r} is named twice in studies={config['studies']}: "
-                              "each study file needs its own study.name")
-        STUDY_CONFIGS[_cfg["study"]["name"]] = _cfg
-    _shared = _studies.shared_lockdirs(STUDY_CONFIGS)
-    if _shared:
-        raise ConfigError(f"studies {_shared[0]} share one lock folder ({_shared[1]}): pins, protocol and ledger are "
-                          "per study. Fix: give each study file its own lockdir.")
-    if len(STUDY_CONFIGS) == 1:
-        config.clear()
-        config.update(next(iter(STUDY_CONFIGS.values())))
-except (ConfigError, _studies.StudyError) as exc:
+    STUDY_CONFIGS = _studies.invocation_studies(config, workflow.config_settings.overwrite_config, workflow.basedir)
+except PipelineError as exc:
     raise WorkflowError(str(exc)) from None
+if len(STUDY_CONFIGS) == 1:
+    config.clear()
+    config.update(next(iter(STUDY_CONFIGS.values())))
 
 
 if len(STUDY_CONFIGS) > 1:

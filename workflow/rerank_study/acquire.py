@@ -19,14 +19,15 @@ from __future__ import annotations
 import logging
 import shutil
 import urllib.error
-import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import beir
 from .errors import MissingInputError, PinMismatchError
-from .fileio import atomic_path, md5_file, read_json, sha256_file
+from .fileio import atomic_path, read_json, sha256_file
+from .pins import download as fetch
+from .pins import verify_archive
 
 log = logging.getLogger(__name__)
 
@@ -94,27 +95,19 @@ def _copy_verified(src: Path, dest: Path, name: str, pins: DataPins, source: str
 
 
 def verify_zip(path, pins: DataPins, source: str) -> None:
-    path = Path(path)
-    size = path.stat().st_size
+    """The pinned archive's size, sha256 and md5, checked before any member is extracted."""
     if pins.zip_bytes is None:
         raise MissingInputError(f"the dataset {pins.dataset} has no pinned archive (a local-only dataset): give its "
-                                "folder with --config data_mirror=...; {path} cannot be verified")
-    if size != pins.zip_bytes:
-        raise PinMismatchError(pins.zip_name, path, "size (bytes)", pins.zip_bytes, size, source,
-                               "The archive is truncated or not the pinned one; it was not extracted.")
-    for algo, fn, expected in (("sha256", sha256_file, pins.zip_sha256), ("md5", md5_file, pins.zip_md5)):
-        actual = fn(path)
-        if actual != expected:
-            raise PinMismatchError(pins.zip_name, path, algo, expected, actual, source,
-                                   "The archive is not the pinned one; it was not extracted.")
+                                f"folder with --config data_mirror=...; {path} cannot be verified")
+    verify_archive(path, pins.zip_name, {"bytes": pins.zip_bytes, "sha256": pins.zip_sha256, "md5": pins.zip_md5},
+                   source, "The archive is truncated or not the pinned one; it was not extracted.")
 
 
 def download(url: str, dest: Path, pins: DataPins, timeout: float = 60.0) -> None:
     """Download to a temporary name; rename to ``dest`` only after size, sha256 and md5 match."""
     log.info("downloading %s", url)
     with atomic_path(dest) as tmp:
-        with urllib.request.urlopen(url, timeout=timeout) as resp, open(tmp, "wb") as out:  # noqa: S310
-            shutil.copyfileobj(resp, out)
+        fetch(url, tmp, timeout)
         verify_zip(tmp, pins, f"download {url}")
 
 

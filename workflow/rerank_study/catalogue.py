@@ -20,14 +20,13 @@ from __future__ import annotations
 import datetime
 import shutil
 import tempfile
-import urllib.error
-import urllib.request
 import zipfile
 from pathlib import Path
 
 from . import beir, splits
-from .errors import ConfigError, MissingInputError, PinMismatchError, PipelineError
-from .fileio import CHUNK, md5_file, read_json, sha256_file, write_json
+from .errors import ConfigError, MissingInputError, PipelineError
+from .fileio import CHUNK, read_json, sha256_file, write_json
+from .pins import download, verify_archive
 
 CORPUS, QUERIES = "corpus.jsonl", "queries.jsonl"
 ENTRY_KEYS = ("url", "md5", "bytes", "zip_top_folder", "qrels_splits", "sha256", "note")
@@ -78,28 +77,13 @@ def _obtain_zip(entry: dict, workdir: Path, zip_path, url, timeout: float) -> tu
         return zp, f"local archive {zp}"
     url = url or entry["url"]
     dest = workdir / Path(entry["url"]).name
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp, open(dest, "wb") as out:  # noqa: S310
-            shutil.copyfileobj(resp, out)
-    except (urllib.error.URLError, OSError, TimeoutError) as exc:
-        raise MissingInputError(f"DOWNLOAD FAILED: {url}: {exc}. Download it yourself and pass its path "
-                                "as zip_path (it is checked the same way).") from None
+    download(url, dest, timeout)
     return dest, f"download {url}"
 
 
 def _verify_zip(path: Path, entry: dict, source: str) -> dict:
-    """Size and md5 against the catalogue (before the zip is opened); then sha256 (against the entry's, if any)."""
-    what = Path(entry["url"]).name
-    size = path.stat().st_size
-    if size != entry["bytes"]:
-        raise PinMismatchError(what, path, "size (bytes)", entry["bytes"], size, source, _ZIP_FIX)
-    md5 = md5_file(path)
-    if md5 != entry["md5"]:
-        raise PinMismatchError(what, path, "md5", entry["md5"], md5, source, _ZIP_FIX)
-    sha256 = sha256_file(path)
-    if entry.get("sha256") and sha256 != entry["sha256"]:
-        raise PinMismatchError(what, path, "sha256", entry["sha256"], sha256, source, _ZIP_FIX)
-    return {"bytes": size, "md5": md5, "sha256": sha256}
+    """Size and md5 against the catalogue (before the zip is opened); sha256 against the entry's, if any."""
+    return verify_archive(path, Path(entry["url"]).name, entry, source, _ZIP_FIX)
 
 
 def _extract(archive: Path, top: str, names: list[str], dest: Path) -> None:

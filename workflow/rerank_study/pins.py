@@ -9,11 +9,12 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from . import layout
 from .errors import MissingInputError, PinMismatchError
 from .fileio import canonical_json, read_json, sha256_file, write_json
 
 log = logging.getLogger(__name__)
-DERIVED = "derived_pins.json"
+DERIVED = layout.DERIVED_PINS
 
 
 def derived_path(lockdir) -> Path:
@@ -59,3 +60,37 @@ def verify_frozen_candidates(derived_pins_path, table_path) -> dict:
                    "It must be the committed file: restore it from git (git checkout -- lockfiles/candidates), or "
                    "re-freeze knowingly with: snakemake --config repin=candidates (this changes the experiment).")
     return pin
+
+
+# ---------------------------------------------------------------------------------------- archives --
+ARCHIVE_FIX = "The archive is not the pinned one (truncated, or another file); it was not opened and nothing was written."
+
+
+def verify_archive(path, name: str, expected: dict, source: str, fix: str = ARCHIVE_FIX) -> dict:
+    """Check an archive BEFORE it is opened: its size, then md5 and sha256 where ``expected`` has them (a
+    catalogue entry has size and md5; a pin also sha256). Return the measured {"bytes", "md5", "sha256"}."""
+    from .fileio import md5_file
+
+    path = Path(path)
+    size = path.stat().st_size
+    if size != expected["bytes"]:
+        raise PinMismatchError(name, path, "size (bytes)", expected["bytes"], size, source, fix)
+    measured = {"bytes": size, "md5": md5_file(path), "sha256": sha256_file(path)}
+    for algo in ("md5", "sha256"):
+        if expected.get(algo) and measured[algo] != expected[algo]:
+            raise PinMismatchError(name, path, algo, expected[algo], measured[algo], source, fix)
+    return measured
+
+
+def download(url: str, dest, timeout: float) -> None:
+    """Fetch ``url`` to ``dest`` (the caller verifies it; a failure names the URL and the way around it)."""
+    import shutil
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp, open(dest, "wb") as out:  # noqa: S310
+            shutil.copyfileobj(resp, out)
+    except (urllib.error.URLError, OSError, TimeoutError) as exc:
+        raise MissingInputError(f"DOWNLOAD FAILED: {url}: {exc}. Download it yourself and give its path "
+                                "(data_zip=...): it is checked the same way.") from None

@@ -23,14 +23,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import beir
+from . import beir, layout
 from .config import deep_update, validate_config
 from .errors import ConfigError, PipelineError
 from .fileio import read_json
 
 STUDY_DIR = Path("config") / "studies"
 PER_STUDY_KEYS = ("results", "resources")  # <key>/<study name>/ in a multi-study invocation
-TREC_RUN_FILE = "run.trec"                 # a study's committed TREC run: <lockdir>/candidates/run.trec
+TREC_RUN_FILE = Path(layout.TREC_RUN).name  # a study's committed TREC run: <lockdir>/candidates/run.trec
 
 
 class StudyError(PipelineError):
@@ -164,7 +164,7 @@ def _config_arg(cfg: dict) -> str:
 
 def check_data_pins(cfg: dict, lockdir) -> dict:
     """The study's dataset is pinned in its lockdir, with both qrels files it names."""
-    st, path = cfg["study"], Path(lockdir) / "data_pins.json"
+    st, path = cfg["study"], Path(lockdir) / layout.DATA_PINS
     if not path.is_file():
         where = ("" if Path(lockdir).is_absolute() else f" (lockdir {lockdir} is relative to the folder snakemake "
                  f"runs in, {Path.cwd()}: run from the repository, or give lockdir=/absolute/path)")
@@ -202,7 +202,7 @@ def reranker_outputs(ce_pins: dict) -> int:
 
 def check_model_pins(cfg: dict, lockdir) -> dict:
     """The study's reranker is pinned (repo, revision, every file), with one output logit or a declared index."""
-    st, path = cfg["study"], Path(lockdir) / "model_pins.json"
+    st, path = cfg["study"], Path(lockdir) / layout.MODEL_PINS
     if not path.is_file():
         _fail(st["name"], path, f"reranker {st['reranker']!r} has no pins in this study's lock folder.",
               "write <lockdir>/model_pins.json: cross_encoder {repo, revision, files {name: {bytes, sha256}}, weights, "
@@ -244,7 +244,7 @@ def check_candidate_source(cfg: dict, lockdir, repin: set) -> None:
                   f"freeze them once: snakemake --config {_config_arg(cfg)}repin=candidates" + (" trec_run=/path/to/your.run"
                                                                             if st["candidates"] == "trec" else "")
                   + ", then commit the lock folder.")
-    derived = Path(lockdir) / "derived_pins.json"
+    derived = Path(lockdir) / layout.DERIVED_PINS
     pin = read_json(derived).get("candidates") if derived.is_file() else None
     if pin is None:
         return  # the run's own check names the missing pin (rule run_inputs)
@@ -262,7 +262,7 @@ def check_candidate_source(cfg: dict, lockdir, repin: set) -> None:
 def check_first_acquisition(cfg: dict, lockdir, catalogue_path) -> None:
     """repin=data pins a dataset ONCE, from the catalogue: refused at start when pins exist or the dataset is not
     listed."""
-    st, path = cfg["study"], Path(lockdir) / "data_pins.json"
+    st, path = cfg["study"], Path(lockdir) / layout.DATA_PINS
     if path.is_file():
         _fail(st["name"], path, f"dataset {st['dataset']!r} is already pinned; repin=data writes pins only once.",
               "keep the pins (drop repin=data), or delete the file knowingly, in its own commit, to re-pin.")
@@ -332,3 +332,42 @@ def cross_study_row(cfg: dict, summary: dict, audit: dict, run: str) -> dict:
             "primary": f"{primary} ({summary['metric']})", "primary_delta": comp["mean"],
             "primary_grouped_lo": lo, "primary_grouped_hi": hi,
             "audit": "PASSED" if audit.get("ok") is True else "FAILED"}
+
+
+def invocation_studies(config: dict, command_line: dict, root) -> dict[str, dict]:
+    """The validated config of every study of this invocation, by name (``config``: config.yaml + the command
+    line, validated here; ``command_line``: what --config set). One study replaces the default's config."""
+    config["studies"] = parse_study_list(config.get("studies", []))
+    validate_config(config)
+    if command_line.get("study_file"):  # each study's module has it set; a user never does
+        raise ConfigError("config key 'study_file' is set by studies=[...], not by hand: name the study with "
+                          f"--config studies=[{config['study_file']}] instead.")
+    out: dict[str, dict] = {}
+    for name in config["studies"]:
+        cfg = study_config(config, study_file(name, root))
+        if cfg["study"]["name"] in out:
+            raise ConfigError(f"study {cfg['study']['name']!r} is named twice in studies={config['studies']}: "
+                              "each study file needs its own study.name")
+        out[cfg["study"]["name"]] = cfg
+    shared = shared_lockdirs(out)
+    if shared:
+        raise ConfigError(f"studies {shared[0]} share one lock folder ({shared[1]}): pins, protocol and ledger are "
+                          "per study. Fix: give each study file its own lockdir.")
+    return out
+
+
+def modules_file(names, folder) -> Path:
+    """A Snakefile fragment that declares one module of this workflow per study, with Snakemake's own ``module`` and
+    ``use rule`` statements (they need literal names, so the fragment is written for this invocation's studies;
+    ``STUDY_CONFIGS`` is the Snakefile's table of their configs). Written once per set of names (atomically)."""
+    from .fileio import atomic_write_text, sha256_text
+
+    text = "# generated for this invocation's studies (rerank_study.studies.modules_file): do not edit\n"
+    for name in names:
+        mod = module_name(name)
+        text += (f"\nmodule {mod}:\n    snakefile: workflow.main_snakefile\n    config: STUDY_CONFIGS[{name!r}]\n\n"
+                 f"use rule * from {mod} as {mod}_*\n")
+    path = Path(folder) / f"studies-{sha256_text(text)[:16]}.smk"
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        atomic_write_text(path, text)
+    return path

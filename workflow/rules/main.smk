@@ -1,5 +1,6 @@
 # The workflow of ONE study (the default, or the one named by studies=[name]); a multi-study
 # invocation includes this file once per study, as a module (studies.smk).
+include: "guards.smk"
 include: "common.smk"
 include: "data.smk"
 include: "candidates.smk"

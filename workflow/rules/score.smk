@@ -70,9 +70,7 @@ rule run_inputs:
 # shard, shard + N, shard + 2N, ... of the run's canonical query order (scoring.assign_shards), then
 # one gather (rule score) that writes the run's single pairs.tsv in canonical order. Batches are per
 # query, so the shard count moves no score: N = 1 and N = 4 give the same bytes (tested).
-SHARDS = config["ce"]["shards"]
-P["score_shard_pairs"] = f"{RUNDIR}/shards/score-of-{SHARDS}/{{shard}}.tsv"  # intermediate (gathered by score)
-P["score_shard_measurements"] = f"{RUNDIR}/measurements/score-of-{SHARDS}/{{shard}}.json"
+# (SHARDS and the shard paths: common.smk)
 
 
 wildcard_constraints:
@@ -110,11 +108,9 @@ rule score_shard:
         "../scripts/score_shard.py"
 
 
-rule score:
-    """Gather the shards into pairs.tsv (canonical order), the shape check, the summed measurements."""
+rule shape_check:
+    """One forward of the first pairs padded to max_length: the tensor shapes must be the pinned architecture's."""
     input:
-        shards=expand(P["score_shard_pairs"], shard=range(SHARDS)),
-        shard_measurements=expand(P["score_shard_measurements"], shard=range(SHARDS)),
         candidates=P["run_candidates"],
         corpus=P["corpus"],
         queries=P["queries"],
@@ -122,14 +118,34 @@ rule score:
         model_pins=P["model_pins"],
         model=P["model"],
     output:
-        pairs=P["pairs"],
-        shape_check=P["shape_check"],
-        measurements=P["scoring_measurements"],
+        P["shape_check"],
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
         ce=config["ce"],
         cache=P["score_cache"],
-    threads: 1  # the shape check: one forward of 2 pairs
+    threads: 1  # one forward of 2 pairs
+    log:
+        log_of("shape_check"),
+    benchmark:
+        bench_of("shape_check")
+    script:
+        "../scripts/shape_check.py"
+
+
+rule score:
+    """Gather the shards into pairs.tsv (canonical order) once the shape check passed; sum the measurements."""
+    input:
+        shards=expand(P["score_shard_pairs"], shard=range(SHARDS)),
+        shard_measurements=expand(P["score_shard_measurements"], shard=range(SHARDS)),
+        candidates=P["run_candidates"],
+        model=P["model"],
+        shape_check=P["shape_check"],
+    output:
+        pairs=P["pairs"],
+        measurements=P["scoring_measurements"],
+    params:
+        code=CODE,  # library source hash: a change in the science reruns the rule
+        ce=config["ce"],
     log:
         log_of("score"),
     benchmark:

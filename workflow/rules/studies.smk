@@ -1,9 +1,8 @@
-# Several studies in one invocation (--config studies=[a,b,...]): each study is a Snakemake module of
-# this same workflow with its own config (results/<study>/, resources/<study>/, its own lock folder),
-# its rules prefixed with study_<name>_; then one cross-study table over the audited runs.
-#
-# The loop uses the two calls the `module` / `use rule * from` statements compile to (Snakemake 9.27.1,
-# snakemake/workflow.py Workflow.module and Workflow.userule): the statements need literal names.
+# Several studies in one invocation (--config studies=[a,b,...]): each study is a Snakemake module of this
+# same workflow with its own config (results/<study>/, resources/<study>/, its own lock folder), its rules
+# prefixed with study_<name>_; then one cross-study table over the audited runs. The modules are declared
+# with Snakemake's own `module` and `use rule` statements, written for this invocation's study names into a
+# generated file that is included here (rerank_study.studies.modules_file): the statements need literal names.
 
 from rerank_study.config import run_name as _run_name
 
@@ -14,14 +13,11 @@ if config["repin"]:
     raise WorkflowError(f"repin={config['repin']} re-pins ONE study's lock folder; studies={config['studies']} names "
                         f"{len(STUDY_CONFIGS)}. Fix: --config studies=[<the study>] repin={config['repin']}.")
 
-STUDY_RUNS = {}  # study name -> its run folder
-for _study, _cfg in STUDY_CONFIGS.items():
-    _module = _studies.module_name(_study)
-    workflow.module(snakefile=workflow.main_snakefile, config=_cfg, name=_module)
-    workflow.userule(rules=["*"], from_module=_module, exclude_rules=[], name_modifier=f"{_module}_*",
-                     lineno=0)(lambda: None)
-    STUDY_RUNS[_study] = f"{_cfg['results']}/{_run_name(_cfg)}"
 
+include: str(_studies.modules_file(STUDY_CONFIGS, Path(config["resources"]) / "studies"))
+
+
+STUDY_RUNS = {s: f"{c['results']}/{_run_name(c)}" for s, c in STUDY_CONFIGS.items()}  # study name -> its run folder
 CROSS = f"{config['results']}/cross-study/{'+'.join(STUDY_CONFIGS)}/cross_study"
 
 

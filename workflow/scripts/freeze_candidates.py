@@ -5,7 +5,7 @@ This changes the experiment: commit lockfiles/ with a message that says why."""
 import logging
 from pathlib import Path
 
-from rerank_study import beir, candidates, machine, pins, splits
+from rerank_study import beir, candidates, layout, machine, pins, splits
 from rerank_study.acquire import DataPins, verified_path
 from rerank_study.errors import PipelineError
 from rerank_study.studies import TREC_RUN_FILE
@@ -46,7 +46,7 @@ def freeze_trec_run(sm) -> None:
     with atomic_path(folder / TREC_RUN_FILE) as tmp:
         tmp.write_bytes(Path(sm.input.trec_run).read_bytes())
     candidates.write_candidates(folder / "candidates.tsv", rows, candidates.TREC_CANDIDATE_HEADER)
-    pin = {"file": "candidates/candidates.tsv", "sha256": sha256_file(folder / "candidates.tsv"), "n_queries": len(qids),
+    pin = {"file": layout.CANDIDATES, "sha256": sha256_file(folder / "candidates.tsv"), "n_queries": len(qids),
            "params": params, "source": "trec",
            "provenance": {"run_file": f"candidates/{TREC_RUN_FILE}", "run_sha256": sha256_file(folder / TREC_RUN_FILE),
                           "given_as": Path(sm.input.trec_run).name}}
@@ -70,7 +70,7 @@ def main(sm):
         tmp.write_bytes(Path(sm.input.regenerated).read_bytes())
         if sha256_file(tmp) != meta["sha256"]:
             raise PipelineError(f"{sm.input.regenerated} changed after it was made (sha256 differs from {sm.input.meta})")
-    files["table"] = {"file": "candidates/candidates.tsv", "sha256": sha256_file(folder / "candidates.tsv")}
+    files["table"] = {"file": layout.CANDIDATES, "sha256": sha256_file(folder / "candidates.tsv")}
     for name in ("bm25", "dense"):
         top = candidates.read_retriever_table(getattr(sm.input, name))
         dest = folder / f"{name}.tsv.gz"

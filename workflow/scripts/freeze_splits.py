@@ -5,7 +5,7 @@ into the lockfiles. This changes the experiment: commit lockfiles/."""
 import logging
 from pathlib import Path
 
-from rerank_study import beir, pins, splits
+from rerank_study import beir, layout, pins, splits
 from rerank_study.acquire import DataPins, verified_path
 from rerank_study.errors import PipelineError
 from rerank_study.fileio import atomic_write_text, sha256_text, write_json
@@ -19,7 +19,7 @@ log = logging.getLogger("freeze_splits")
 def check_seal(sm, lockdir: Path, queries: dict, dev: list, confirm: list) -> dict:
     """The lock folder's new sealed set record; the new development side (its split) checked against every
     sealed set of the registry, this folder's new one included. Raises before anything is written."""
-    record = registry.sealed_record(read_json(lockdir / "data_pins.json"), queries, confirm)
+    record = registry.sealed_record(read_json(lockdir / layout.DATA_PINS), queries, confirm)
     sets = registry.build(sm.params.root, skip=lockdir) + [registry.from_record(lockdir, record)]
     side = registry.with_split(registry.development_side(lockdir, Path(sm.input.queries).parent), dev, queries)
     registry.check_development_side(side, sets, f"pin the splits of study {sm.params.study!r} (nothing was written)")
@@ -51,8 +51,8 @@ def main(sm):
     pin = {**splits.split_settings(sm.params.dev_size, sm.params.seed, sm.params.confirm_size, data_pins,
                                     sm.params.qrels_name),
            "drawn_from": splits.DRAWN_FROM,
-           "dev": {"path": "splits/dev.txt", "n": len(dev), "sha256": sha256_text(splits.split_text(dev))},
-           "confirm": {"path": "splits/confirm.txt", "n": len(confirm),
+           "dev": {"path": layout.SPLIT_DEV, "n": len(dev), "sha256": sha256_text(splits.split_text(dev))},
+           "confirm": {"path": layout.SPLIT_CONFIRM, "n": len(confirm),
                        "sha256": sha256_text(splits.split_text(confirm))}}
     pins.set_pin(lockdir, "splits", pin)
     pins.set_pin(lockdir, "sealed_set", record)

@@ -8,7 +8,7 @@ them: same inputs and pins give byte-identical files for every other entry."""
 
 import os
 
-from rerank_study import artefacts, names
+from rerank_study import layout, names
 from rerank_study.fileio import read_json, sha256_file, write_json
 from rerank_study.rule import run
 
@@ -20,9 +20,9 @@ def main(sm):
         if key in ("model", "data_pins"):  # the scorer's identity and the lockfile folder, recorded below
             continue
         path = sm.input.get(key)
-        role, scope = artefacts.role_of(key)
+        role, scope = layout.role_of(key)
         entries.append({"key": key, "role": role, "scope": scope, "path": os.path.relpath(path, rundir),
-                        "sha256": sha256_file(path), "deterministic": key not in artefacts.NON_DETERMINISTIC})
+                        "sha256": sha256_file(path), "deterministic": key not in layout.NON_DETERMINISTIC})
     model = read_json(sm.input.model)
     write_json(sm.output[0], {
         "run": sm.params.run,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import evalstats as es
+from .. import layout
 from ..errors import SealError
 from ..fileio import read_json, read_tsv, sha256_file
 from ..names import PINNED, STANDIN_LABEL, column, primary_measure
@@ -17,7 +18,7 @@ from .protocol import diff_keys
 
 
 def _pinned_weights(lockdir) -> str:
-    ce = read_json(Path(lockdir) / "model_pins.json")["cross_encoder"]
+    ce = read_json(Path(lockdir) / layout.MODEL_PINS)["cross_encoder"]
     return ce["files"][ce["weights"]]["sha256"]
 
 

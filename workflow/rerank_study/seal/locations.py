@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .. import layout
 from ..errors import SealError
 from ..fileio import read_json
 
@@ -13,11 +14,10 @@ PREREG = "PREREGISTRATION.md"
 LEDGER = "confirmation_ledger.jsonl"
 TRACES = ".seal-traces.jsonl"  # a non-repository lock folder's own trace file (test fixtures)
 SEAL_RECORDS = (PROTOCOL, PROTOCOL_SHA, PREREG, LEDGER, TRACES)  # the seal's own records: not part of the method
-TEST_FIXTURE = "TEST_FIXTURE"  # marker file of a test-suite lock folder (never in the repository's lockfiles/)
 REPO_LOCKDIR = "lockfiles"
-STUDY_LOCKDIRS = "lockfiles/studies"  # a non-default study's own tracked lock folder: lockfiles/studies/<study>/
-DATA_PINS, DERIVED_PINS = "data_pins.json", "derived_pins.json"
-CONFIRM_SPLIT = "splits/confirm.txt"
+# the lock folder's other files are named by the layout
+TEST_FIXTURE, STUDY_LOCKDIRS = layout.TEST_FIXTURE, layout.STUDY_LOCKDIRS
+DATA_PINS, DERIVED_PINS, CONFIRM_SPLIT = layout.DATA_PINS, layout.DERIVED_PINS, layout.SPLIT_CONFIRM
 
 
 def repository_lockdir(root) -> Path:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import scoring
+from .. import layout, scoring
 from ..errors import SealError
 from ..fileio import atomic_write_text, canonical_json, read_json, sha256_file, sha256_text
 from ..names import STAND_IN
@@ -20,7 +20,7 @@ from .prereg import preregistration_note
 
 
 def _model_block(cfg: dict, lockdir: Path) -> dict:
-    ce = read_json(lockdir / "model_pins.json")["cross_encoder"]
+    ce = read_json(lockdir / layout.MODEL_PINS)["cross_encoder"]
     model = {"repo": ce["repo"], "revision": ce["revision"],
              "files_sha256": {n: p["sha256"] for n, p in sorted(ce["files"].items()) if not n.startswith("_")},
              "scorer": cfg["scorer"]}

@@ -1,0 +1,51 @@
+"""The parse-time checks of one study's invocation that are not the seal's (``seal.guard``) or the study's own
+(``studies.check_study``): each is one call from ``workflow/rules/guards.smk``, before any job, and a refusal names
+the file, what is missing or wrong, and the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import layout
+from .errors import ConfigError, MissingInputError
+
+
+def check_invocation(cfg: dict, repin: set, confirm: bool) -> None:
+    """The switches fit together: repin=data alone; an opening analyses the whole confirmation set."""
+    if "data" in repin and repin != {"data"}:
+        raise ConfigError(f"repin={cfg['repin']}: pin the data ALONE first (repin=data), commit it, then re-pin the "
+                          "splits / candidates that are drawn from it in a second invocation.")
+    if confirm and cfg["smoke"]:
+        raise ConfigError("a confirmation opening analyses the whole confirmation set: drop smoke=true")
+
+
+def _require(path: Path, what: str, repin_key: str, lockdir) -> None:
+    if not path.exists():
+        raise MissingInputError(f"MISSING {what}: {path} does not exist. It is a committed input of the experiment: "
+                                f"restore it from git (git checkout -- {lockdir}), or make it knowingly (this changes "
+                                f"the experiment) with: snakemake --config repin={repin_key}")
+
+
+def check_committed_inputs(lockdir, repin: set) -> None:
+    """The committed, pinned inputs are present before any job runs (unless this invocation re-pins them: data ->
+    splits -> candidates, in that order)."""
+    lock = Path(lockdir)
+    if "data" not in repin and "splits" not in repin:
+        for name in (layout.SPLIT_DEV, layout.SPLIT_CONFIRM):
+            _require(lock / name, "QUERY SPLIT LIST", "splits", lockdir)
+    if not repin:
+        _require(lock / layout.CANDIDATES, "FROZEN CANDIDATE TABLE", "candidates", lockdir)
+        _require(lock / layout.DERIVED_PINS, "DERIVED PINS", "splits,candidates", lockdir)
+
+
+def development_inputs(cfg: dict) -> tuple:
+    """What a development side reads besides its lock folder: the verified data folder (else the mirror) and a
+    user's TREC run ({path: its query ids})."""
+    from .trec import run_lines
+
+    folder = Path(cfg["resources"]) / "data" / cfg["study"]["dataset"]
+    data_dir = folder if (folder / "queries.jsonl").is_file() else (cfg["data_mirror"] or None)
+    runs = {}
+    if cfg["trec_run"] and Path(cfg["trec_run"]).is_file():
+        runs[cfg["trec_run"]] = {fields[0] for _, fields in run_lines(cfg["trec_run"])}
+    return data_dir, runs
