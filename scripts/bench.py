@@ -45,12 +45,12 @@ sys.path.insert(0, sys.argv[1] + "/workflow")
 from rerank_study import numerics
 PROCESS = numerics.configure_process()
 import torch
-from rerank_study import beir, candidates, models, scoring
+from rerank_study import beir, candidates, models, pins, scoring
 ARGS = json.loads(sys.argv[2])
 S = scoring.ScoringSettings(512, "longest_first", 16, 110, "float32")
 MODE = scoring.setup_torch(S, threads=ARGS["threads"])
 folder = ARGS["models"] + "/bench-standin"
-mp = models.load_model_pins(sys.argv[1] + "/lockfiles")
+mp = pins.load_model_pins(sys.argv[1] + "/lockfiles")
 if not os.path.exists(folder + "/MODEL.json"):
     models.build_standin(mp["bi_encoder"], mp["cross_encoder"], folder, 110, 0.02)
 tok = scoring.load_tokenizer(folder)

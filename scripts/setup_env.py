@@ -2,8 +2,9 @@
 """Create or update the project's virtual environment from the lockfiles (standard library only).
 
     python3.11 scripts/setup_env.py            # set up .venv (idempotent; skips when the locks are unchanged)
-    python3.11 scripts/setup_env.py --test     # ... then run the test suite (the README's test command)
-    python3.11 scripts/setup_env.py --dev      # ... plus the developer tools (mutation testing)
+    python3.11 scripts/setup_env.py --test     # ... plus the developer tools, then run the test suite (the README's
+                                               #     test command; the tests run ruff)
+    python3.11 scripts/setup_env.py --dev      # ... plus the developer tools (ruff, mutation testing)
 
 Steps: python -m venv .venv; pip install torch==2.13.0 (lockfiles/torch.txt; with its own
 requirements, which on a CUDA build include the nvidia libraries it needs);
@@ -41,7 +42,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--test", action="store_true", help="run the test suite after setting up")
     ap.add_argument("--dev", action="store_true",
-                    help="also install the hash-locked developer tools (lockfiles/requirements-dev.lock: mutmut)")
+                    help="also install the hash-locked developer tools (lockfiles/requirements-dev.lock: ruff, mutmut)")
     ap.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (with --test)")
     args = ap.parse_args()
     if sys.version_info[:2] != (3, 11):
@@ -63,7 +64,7 @@ def main() -> int:
         stamp.write_text(digest + "\n")
     else:
         print(f"{VENV} is up to date with the lockfiles ({digest[:12]})", flush=True)
-    if args.dev:
+    if args.dev or args.test:  # the tests run ruff; the environment check accepts exactly these pinned tools
         run([py, "-m", "pip", "--disable-pip-version-check", "install", "--no-deps", "--require-hashes", "-r",
              ROOT / "lockfiles/requirements-dev.lock"])
         run([py, "-m", "pip", "--disable-pip-version-check", "check"])

@@ -17,6 +17,7 @@ import pytest
 
 from conftest import ROOT, serve_folder
 from rerank_study import acquire, catalogue
+from rerank_study.pins import DataPins
 from rerank_study.errors import ConfigError, MalformedInputError, MissingInputError, PinMismatchError, PipelineError
 
 CATALOGUE = ROOT / "lockfiles" / "datasets" / "beir.json"
@@ -102,7 +103,7 @@ def test_good_pin_writes_data_pins_format_with_independent_hashes(tmp_path):
 def test_written_pins_drive_the_pinned_acquisition(tmp_path):
     zpath = make_zip(tmp_path)
     pin(entry_for(zpath), tmp_path / "pins.json", zpath)
-    pins = acquire.DataPins.load(tmp_path / "pins.json")
+    pins = DataPins.load(tmp_path / "pins.json")
     prov = acquire.acquire(list(GOOD), pins, tmp_path / "cache", zip_path=zpath)
     assert {k: v["sha256"] for k, v in prov.items()} == {k: sha(v) for k, v in GOOD.items()}
 

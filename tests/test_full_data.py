@@ -8,6 +8,7 @@ import pytest
 
 from conftest import ROOT, full_mirror
 from rerank_study import acquire, beir, splits
+from rerank_study.pins import DataPins
 
 LOCK = ROOT / "lockfiles"
 pytestmark = pytest.mark.full_data
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.full_data
 
 def test_full_mirror_matches_every_pin(tmp_path):
     mirror = full_mirror()
-    pins = acquire.DataPins.load(LOCK / "data_pins.json")
+    pins = DataPins.load(LOCK / "data_pins.json")
     prov = acquire.acquire(["corpus.jsonl", "queries.jsonl", "qrels/train.tsv"], pins, tmp_path, mirror=mirror)
     assert all(v["verified_by"] == "sha256" for v in prov.values())
     assert len(beir.read_corpus(tmp_path / "corpus.jsonl")) == 5183

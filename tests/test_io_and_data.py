@@ -10,6 +10,7 @@ import pytest
 
 from conftest import DATA, FIXTURE, serve_folder
 from rerank_study import acquire, beir, fileio
+from rerank_study.pins import DataPins
 from rerank_study.errors import MalformedInputError, MissingInputError, PinMismatchError
 
 NAMES = ["corpus.jsonl", "queries.jsonl", "qrels/train.tsv", "qrels/test.tsv"]
@@ -113,7 +114,7 @@ def test_queries_metadata_is_discarded():
 # ------------------------------------------------------------------------- acquisition --
 @pytest.fixture
 def pins():
-    return acquire.DataPins.load(DATA / "lockfiles" / "data_pins.json")
+    return DataPins.load(DATA / "lockfiles" / "data_pins.json")
 
 
 def test_lockfile_guard_fixture_pins_are_its_sha256sums(pins):
@@ -190,7 +191,7 @@ def _fixture_zip(tmp_path):
                        "bytes": zpath.stat().st_size})
     pin_path = tmp_path / "pins.json"
     pin_path.write_text(json.dumps(raw))
-    return zpath, acquire.DataPins.load(pin_path)
+    return zpath, DataPins.load(pin_path)
 
 
 def test_acquire_from_local_zip_verifies_zip_and_members(tmp_path):

@@ -20,45 +20,15 @@ import logging
 import shutil
 import urllib.error
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import beir
 from .errors import MissingInputError, PinMismatchError
-from .fileio import atomic_path, read_json, sha256_file
+from .fileio import atomic_path, sha256_file
+from .pins import DataPins, verify_archive
 from .pins import download as fetch
-from .pins import verify_archive
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class DataPins:
-    """A dataset's pins. ``zip`` is absent for a local-only dataset (then only a mirror folder serves it)."""
-
-    url: str | None
-    zip_sha256: str | None
-    zip_md5: str | None
-    zip_bytes: int | None
-    zip_top: str | None
-    files: dict  # name -> {"sha256", "bytes", optional "content_sha256"}
-    dataset: str = "scifact"
-
-    @classmethod
-    def load(cls, path) -> "DataPins":
-        raw = read_json(path)
-        z = raw.get("zip") or {}
-        return cls(z.get("url"), z.get("sha256"), z.get("md5"), int(z["bytes"]) if "bytes" in z else None,
-                   z.get("top_folder"), raw["files"], raw.get("dataset", "scifact"))
-
-    @property
-    def zip_name(self) -> str:
-        return f"{self.dataset}.zip"
-
-    def pin(self, name: str) -> dict:
-        if name not in self.files:
-            raise KeyError(f"{name!r} has no pin in the data lockfile (pinned: {sorted(self.files)})")
-        return self.files[name]
 
 
 def check_file(path, name: str, pins: DataPins, source: str) -> str:

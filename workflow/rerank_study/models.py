@@ -24,17 +24,12 @@ import logging
 import shutil
 from pathlib import Path
 
-from . import layout
 from .errors import MissingInputError, PinMismatchError, PipelineError
 from .names import PINNED, STAND_IN, STANDIN_LABEL
 from .fileio import atomic_path, canonical_json, read_json, sha256_file, sha256_text, write_json
 
 log = logging.getLogger(__name__)
 IDENTITY_ACTIVATION = "torch.nn.modules.linear.Identity"
-
-
-def load_model_pins(lockdir) -> dict:
-    return read_json(Path(lockdir) / layout.MODEL_PINS)
 
 
 def verify_files(folder, file_pins: dict, what: str, source: str, fix: str | None = None) -> dict[str, str]:

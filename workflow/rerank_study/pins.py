@@ -1,4 +1,6 @@
-"""Pins derived by the pipeline itself (query splits, frozen candidates) in ``<lockdir>/derived_pins.json``.
+"""Reading every pin, and verifying an archive against its pin: the data pins (``<lockdir>/data_pins.json``,
+``DataPins``), the model pins (``model_pins.json``), and the pins derived by the pipeline itself (query splits,
+frozen candidates, the sealed set record) in ``derived_pins.json``.
 
 A derived pin is written only when the run explicitly allows it (``--config repin=...``) or
 when it does not exist yet AND the run allows it; otherwise a run verifies and never rewrites.
@@ -7,6 +9,7 @@ when it does not exist yet AND the run allows it; otherwise a run verifies and n
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import layout
@@ -15,6 +18,40 @@ from .fileio import canonical_json, read_json, sha256_file, write_json
 
 log = logging.getLogger(__name__)
 DERIVED = layout.DERIVED_PINS
+
+
+@dataclass(frozen=True)
+class DataPins:
+    """A dataset's pins. ``zip`` is absent for a local-only dataset (then only a mirror folder serves it)."""
+
+    url: str | None
+    zip_sha256: str | None
+    zip_md5: str | None
+    zip_bytes: int | None
+    zip_top: str | None
+    files: dict  # name -> {"sha256", "bytes", optional "content_sha256"}
+    dataset: str = "scifact"
+
+    @classmethod
+    def load(cls, path) -> "DataPins":
+        raw = read_json(path)
+        z = raw.get("zip") or {}
+        return cls(z.get("url"), z.get("sha256"), z.get("md5"), int(z["bytes"]) if "bytes" in z else None,
+                   z.get("top_folder"), raw["files"], raw.get("dataset", "scifact"))
+
+    @property
+    def zip_name(self) -> str:
+        return f"{self.dataset}.zip"
+
+    def pin(self, name: str) -> dict:
+        if name not in self.files:
+            raise KeyError(f"{name!r} has no pin in the data lockfile (pinned: {sorted(self.files)})")
+        return self.files[name]
+
+
+def load_model_pins(lockdir) -> dict:
+    return read_json(Path(lockdir) / layout.MODEL_PINS)
+
 
 
 def derived_path(lockdir) -> Path:

@@ -7,7 +7,8 @@ from pathlib import Path
 import torch
 
 from rerank_study import beir, candidates, models, retrieval, splits
-from rerank_study.acquire import DataPins, verified_path
+from rerank_study.acquire import verified_path
+from rerank_study.pins import DataPins
 from rerank_study.rule import run
 
 log = logging.getLogger("dense")

@@ -2,7 +2,8 @@
 
 params.names[i] is written to output[i], from the verified cache (params.cache)."""
 
-from rerank_study.acquire import DataPins, publish_verified
+from rerank_study.acquire import publish_verified
+from rerank_study.pins import DataPins
 from rerank_study.rule import run
 
 

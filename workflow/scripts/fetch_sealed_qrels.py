@@ -9,7 +9,8 @@ import datetime as dt
 import logging
 from pathlib import Path
 
-from rerank_study.acquire import DataPins, publish_verified
+from rerank_study.acquire import publish_verified
+from rerank_study.pins import DataPins
 from rerank_study.fileio import write_json
 from rerank_study.rule import run
 from rerank_study.seal import guard, ledger, registry, traces

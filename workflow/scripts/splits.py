@@ -4,7 +4,8 @@ import logging
 from pathlib import Path
 
 from rerank_study import beir, pins, splits
-from rerank_study.acquire import DataPins, verified_path
+from rerank_study.acquire import verified_path
+from rerank_study.pins import DataPins
 from rerank_study.errors import PinMismatchError, PipelineError
 from rerank_study.fileio import atomic_write_text, read_json
 from rerank_study.rule import run

@@ -3,7 +3,8 @@
 * a virtual environment that does not see the system's site-packages (``pyvenv.cfg``);
 * its distributions are exactly the lock's: every ``name==version`` of ``lockfiles/requirements.lock`` and
   ``lockfiles/torch.txt`` (a local version label such as ``+cpu`` allowed, as pip's ``==`` allows it), this
-  project (``pyproject.toml``'s version) and the installer ``pip``; nothing else;
+  project (``pyproject.toml``'s version) and the installer ``pip``; the hash-locked developer tools of
+  ``lockfiles/requirements-dev.lock`` may be installed too, at exactly their pinned versions; nothing else;
 * every file of every distribution's ``RECORD`` has its recorded hash, and every file in site-packages is
   listed by some ``RECORD`` (a planted ``sitecustomize.py`` or ``.pth`` is not);
 * no ``sitecustomize`` / ``usercustomize`` module and no ``.pth`` file elsewhere on a job's path (the
@@ -36,14 +37,26 @@ def normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def _pinned(path: Path) -> dict[str, str]:
+    out = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        m = re.match(r"^([A-Za-z0-9_.\-]+)==([^\s;\\]+)", line)
+        if m:
+            out[normalise(m[1])] = m[2]
+    return out
+
+
+def optional_versions(root) -> dict[str, str]:
+    """{distribution: version} of the hash-locked developer tools, which may be installed beside the lock."""
+    dev = Path(root) / "lockfiles" / "requirements-dev.lock"
+    return _pinned(dev) if dev.is_file() else {}
+
+
 def lock_versions(root) -> dict[str, str]:
     """{distribution: version} the lock asks for (requirements.lock, torch.txt, the project itself)."""
     out = {}
     for name in ("requirements.lock", "torch.txt"):
-        for line in (Path(root) / "lockfiles" / name).read_text(encoding="utf-8").splitlines():
-            m = re.match(r"^([A-Za-z0-9_.\-]+)==([^\s;\\]+)", line)
-            if m:
-                out[normalise(m[1])] = m[2]
+        out.update(_pinned(Path(root) / "lockfiles" / name))
     project = re.search(r'(?m)^name = "([^"]+)"\s*\nversion = "([^"]+)"', (Path(root) / "pyproject.toml").read_text())
     if project:
         out[normalise(project[1])] = project[2]
@@ -64,11 +77,11 @@ def _venv_problems() -> list[str]:
     return []
 
 
-def _version_problems(dists, lock: dict[str, str]) -> list[str]:
+def _version_problems(dists, lock: dict[str, str], optional: dict[str, str] | None = None) -> list[str]:
     found = {normalise(d.metadata["Name"]): d.version for d in dists}
     out = []
     for name, version in sorted(found.items()):
-        want = lock.get(name)
+        want = lock.get(name) or (optional or {}).get(name)
         if name == INSTALLER:
             continue
         if want is None:
@@ -145,7 +158,7 @@ def _installed_problems(root: str) -> tuple[str, ...]:
     site = site_packages()
     dists = list(md.distributions(path=[str(site)]))
     listed: set = set()
-    out = _venv_problems() + _version_problems(dists, lock_versions(root))
+    out = _venv_problems() + _version_problems(dists, lock_versions(root), optional_versions(root))
     for d in dists:
         out += _record_problems(d, site, listed)
     return tuple(out + _unlisted(site, listed))
