@@ -4,6 +4,7 @@ Modules (one place for each concept):
   errors     - the three kinds of loud failure (pin, missing input, malformed input) + config
   fileio     - sha256/md5, atomic writes, canonical JSON, exact float text
   config     - load + schema-validate the experiment config, derived run settings
+  config_docs - config/README.md rendered from the schema's key descriptions
   beir       - BEIR SciFact reader (corpus / queries / qrels) with file+line errors
   acquire    - pinned acquisition of SciFact (cache -> mirror/zip -> URL)
   splits     - development / confirmation query splits (drawn once, pinned)
