@@ -78,10 +78,10 @@ def test_openings_are_numbered_per_sealed_set_across_ledgers():
              _line("b", 4, event="started", protocol_sha256="P", opening=2, run="r2"),
              _line("b", 5, event="completed", protocol_sha256="P", opening=2, run="r2"),
              _line("c", 1, event="started", protocol_sha256="Q", opening=1, run="q1", set_key="T")]
-    rows = ledger.openings(lines, {"S"})
+    rows = ledger.openings(lines, lambda ln: ln.set_key == "S")
     assert [(r["opening"], r["source"], r["line"], bool(r["completed"])) for r in rows] == [(1, "a", 1, False),
                                                                                             (2, "b", 4, True)]
-    assert ledger.next_opening(rows) == 3 and ledger.next_opening(ledger.openings(lines, {"T"})) == 2
+    assert ledger.next_opening(rows) == 3 and ledger.next_opening(ledger.openings(lines, lambda ln: ln.set_key == "T")) == 2
 
 
 def test_a_line_without_a_set_key_belongs_to_its_folders_set(tmp_path):
@@ -94,7 +94,8 @@ def test_a_line_without_a_set_key_belongs_to_its_folders_set(tmp_path):
 def test_record_start_refuses_a_number_taken_in_another_ledger(tmp_path):
     other = [_line("elsewhere", 3, event="started", protocol_sha256="P", opening=1, run="r1")]
     entry = {"event": "started", "protocol_sha256": "P", "opening": 1, "run": "r1", "sealed_set": "S"}
+    belongs = lambda ln: ln.set_key == "S"  # noqa: E731
     with pytest.raises(SealError, match="opening 1 of the sealed set S is already started .* number 2"):
-        ledger.record_start(tmp_path, entry, lambda: other)
+        ledger.record_start(tmp_path, entry, lambda: other, belongs)
     assert not (tmp_path / "confirmation_ledger.jsonl").read_text()
-    assert ledger.record_start(tmp_path, dict(entry, opening=2), lambda: other) == 1
+    assert ledger.record_start(tmp_path, dict(entry, opening=2), lambda: other, belongs) == 1

@@ -42,6 +42,7 @@ def check_file(path, name: str, pins: DataPins, source: str) -> str:
     pin = pins.pin(name)
     actual = sha256_file(path)
     if actual == pin["sha256"]:
+        _check_content(path, name, pin, source)
         return "sha256"
     fix = "Remove or replace the bad copy (the verified cache was not touched)."
     if "content_sha256" in pin:
@@ -54,6 +55,18 @@ def check_file(path, name: str, pins: DataPins, source: str) -> str:
                    "byte order differs. If this file came from the official archive, update the file sha256 "
                    f"of {name!r} in the data lockfile to the actual value above, knowingly, in its own commit.")
     raise PinMismatchError(name, path, "sha256", pin["sha256"], actual, source, fix)
+
+
+def _check_content(path, name: str, pin: dict, source: str) -> None:
+    """A qrels file's pinned content hash must be the one of the bytes that carry its pinned sha256 (so the
+    content hash that identifies a sealed set is never taken on trust)."""
+    if "content_sha256" not in pin:
+        return
+    content = beir.qrels_content_sha256(beir.read_qrels(path))
+    if content != pin["content_sha256"]:
+        raise PinMismatchError(f"{name} (its judgements)", path, "content_sha256", pin["content_sha256"], content, source,
+                               "The pin's content hash does not belong to the pinned file: the pins were edited. Restore "
+                               "the data pins from git.")
 
 
 def _copy_verified(src: Path, dest: Path, name: str, pins: DataPins, source: str) -> str:

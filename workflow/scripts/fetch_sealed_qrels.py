@@ -19,20 +19,19 @@ from rerank_study.seal.locations import LEDGER
 log = logging.getLogger("fetch_sealed_qrels")
 
 
-def other_ledgers(root, lockdir):
-    """Every started line of the registry's other ledgers and of the local traces (read at the moment of writing)."""
-    def lines():
-        sets = registry.build(root, [lockdir])
-        own = (Path(lockdir) / LEDGER).resolve()
-        current = [ln for ln in guard.current_lines(sets) if Path(ln.source).resolve() != own]
-        return current + traces.trace_lines(root, [s.lockdir for s in sets])
-    return lines
+def other_ledgers(root, lockdir, sets):
+    """Every line of the registry's other ledgers, their history and the local traces (read at the moment of
+    writing)."""
+    own = (Path(lockdir) / LEDGER).resolve()
+    return lambda: [ln for ln in guard.all_lines(root, sets) if Path(ln.source).resolve() != own]
 
 
 def main(sm):
     cfg, lockdir, root = sm.config, sm.params.lockdir, sm.params.root
     entry = dict(sm.params.start, time=dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat())
-    line = ledger.record_start(lockdir, entry, other_ledgers(root, lockdir))  # before a single sealed byte is read
+    sets = registry.build(root, [lockdir])
+    belongs = guard.belongs_to(registry.set_of(sets, lockdir), sets)
+    line = ledger.record_start(lockdir, entry, other_ledgers(root, lockdir, sets), belongs)  # before any sealed byte
     trace = traces.write_trace(root, lockdir, entry)
     log.warning("OPENING %s STARTED: recorded in %s/%s line %d and in %s, before the sealed judgements are copied",
                 entry["opening"], lockdir, LEDGER, line, trace)

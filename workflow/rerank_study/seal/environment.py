@@ -145,11 +145,14 @@ def _variable_problems(root) -> list[str]:
 
 
 def _script_folder_problems(root) -> list[str]:
-    folder = Path(root) / ".snakemake" / "scripts"
-    if not folder.is_dir():
-        return []
-    return [f"{p} is importable by every script job (it is first on their path)" for p in sorted(folder.iterdir())
-            if not (p.is_file() and TEMP_SCRIPT.match(p.name))]
+    """Snakemake's folder of temporary rule scripts in the working folder (first on every script job's path) and
+    in the repository: nothing importable in either."""
+    out = []
+    for folder in sorted({Path(root).resolve() / ".snakemake" / "scripts", Path.cwd().resolve() / ".snakemake" / "scripts"}):
+        if folder.is_dir():
+            out += [f"{p} is importable by every script job (it is first on their path)" for p in sorted(folder.iterdir())
+                    if not (p.is_file() and TEMP_SCRIPT.match(p.name))]
+    return out
 
 
 @functools.lru_cache(maxsize=None)

@@ -34,9 +34,8 @@ def _location(cfg: dict, lockdir: Path, root, allow_standin: bool):
 
 def refuse_if_opened(cfg: dict, lockdir: Path, root, sets, action: str) -> None:
     """No protocol may be frozen or re-frozen once an opening of the set (or an overlapping one) started."""
-    lines = guard.current_lines(sets)
     mine = registry.set_of(sets, lockdir)
-    looked = led.openings(lines, {s.key for s in sets if s.overlaps(mine)} | {mine.key})
+    looked = led.openings(guard.all_lines(root, sets), guard.belongs_to(mine, sets))
     if looked:
         r = looked[0]
         state = "completed" if r["completed"] else "NEVER COMPLETED (the sealed judgements were copied; the look is recorded)"
@@ -44,7 +43,7 @@ def refuse_if_opened(cfg: dict, lockdir: Path, root, sets, action: str) -> None:
                         f"overlapping it), e.g. opening {r['opening']} of protocol {r['protocol_sha256']} started at "
                         f"{(r['started'] or r['completed']).get('time')} (line {r['line']}), {state}. The "
                         "confirmation set has been looked at: it cannot test a new or re-frozen protocol.")
-    guard.check_traces(root, cfg, sets, lines, action)
+    guard.check_traces(root, cfg, sets, action)
 
 
 def _labels(fixture: bool, test_only: bool) -> list[str]:

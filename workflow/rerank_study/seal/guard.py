@@ -34,6 +34,18 @@ def current_lines(sets) -> list[led.Line]:
     return out
 
 
+def all_lines(root, sets) -> list[led.Line]:
+    """Every ledger line that counts: the registry's ledgers on disk, every version of every ledger in the git
+    history of every ref, and the local trace files."""
+    return current_lines(sets) + traces.history_lines(root) + traces.trace_lines(root, [s.lockdir for s in sets])
+
+
+def belongs_to(mine: registry.SealedSet, sets):
+    """Whether a ledger line records an opening of this sealed set or of one that overlaps it."""
+    keys = {s.key for s in sets if s.overlaps(mine)} | {mine.key}
+    return lambda ln: ln.set_key in keys or mine.recorded_in(ln.entry)
+
+
 def check_lock_location(cfg: dict, lockdir, root, sets) -> bool:
     """Refuse test switches outside a test fixture, a lock folder that is not the repository's own, and a
     fixture whose sealed set overlaps a repository sealed set. Return whether it is a test fixture."""
@@ -134,20 +146,20 @@ def check_environment(root) -> None:
 
 
 def check_openings(mine: registry.SealedSet, sets, sha: str, lines) -> list[dict]:
-    """Openings of this sealed set (exact key) across every ledger; refuse one of it, or of an overlapping
-    set, under another protocol."""
-    related = {s.key for s in sets if s.overlaps(mine)} | {mine.key}
-    other = [r for r in led.openings(lines, related) if r["protocol_sha256"] != sha]
+    """Openings of this sealed set across every ledger and its history; refuse one of it, or of an overlapping
+    set, under another protocol. Return those under this protocol."""
+    rows = led.openings(lines, belongs_to(mine, sets))
+    other = [r for r in rows if r["protocol_sha256"] != sha]
     if other:
         r = other[0]
         raise SealError(f"REFUSED: {r['source']} line {r['line']} records opening {r['opening']} of this sealed set (or "
                         f"one overlapping it) under a different protocol ({r['protocol_sha256']}). The confirmation "
                         "set has been looked at; it cannot test a re-tuned protocol.")
-    return led.openings(lines, {mine.key})
+    return rows
 
 
-def check_traces(root, cfg: dict, sets, lines, action: str) -> None:
-    problems = traces.trace_problems(root, sets, lines, caches=[Path(cfg["resources"]) / "cache" / "sealed"],
+def check_traces(root, cfg: dict, sets, action: str) -> None:
+    problems = traces.trace_problems(root, sets, current_lines(sets), caches=[Path(cfg["resources"]) / "cache" / "sealed"],
                                      results=[cfg["results"]])
     if problems:
         raise SealError(f"REFUSED to {action}: a look left traces that the ledgers do not know:\n  - "
@@ -183,9 +195,9 @@ def start_entry(u: dict, cfg: dict, lockdir, root, mine: registry.SealedSet) -> 
     sealed = pins["files"][mine.file]
     return {"event": led.STARTED, "protocol_sha256": u["sha256"], "opening": u["opening"], "run": u["run"],
             "labels": u["labels"], "code_commit": u["git"]["commit"], "code_uncommitted_paths": u["git"]["dirty"],
-            "method_sha256": u["method_sha256"], "sealed_set": mine.key, "sealed_file": mine.file,
+            "method_sha256": u["method_sha256"], **mine.identity(), "sealed_file": mine.file,
             "sealed_sha256": sealed["sha256"], "sealed_content_sha256": sealed.get("content_sha256"),
-            "corpus_sha256": mine.corpus_sha256, "lockdir": loc.relative(lockdir, root),
+            "lockdir": loc.relative(lockdir, root),
             "data_url": pins.get("zip", {}).get("url"), "pushed": pushed(root, u["git"]["commit"]),
             "data_source": {"data_mirror": cfg.get("data_mirror", ""), "data_zip": cfg.get("data_zip", ""),
                             "url": cfg["data"]["url"]}}
@@ -196,14 +208,14 @@ def _opening_plan(cfg, lockdir, root, sha, protocol, fixture, sets) -> dict:
     method = check_frozen(cfg, lockdir, root, protocol)
     state = check_tree(cfg, lockdir, root, fixture, labels)
     check_environment(root)
-    lines = current_lines(sets)
+    lines = all_lines(root, sets)
     mine = registry.set_of(sets, lockdir)
-    if not any(ln.event in (led.FROZEN, led.REFROZEN) and ln.entry.get("protocol_sha256") == sha for ln in lines
-               if Path(ln.source).parent.resolve() == Path(lockdir).resolve()):
+    if not any(ln.event in (led.FROZEN, led.REFROZEN) and ln.entry.get("protocol_sha256") == sha
+               for ln in current_lines([mine])):
         raise SealError(f"REFUSED: {Path(lockdir) / loc.LEDGER} does not record the freezing of protocol {sha} "
                         "(scripts/confirm.py freeze writes both). Restore the ledger from git.")
     rows = check_openings(mine, sets, sha, lines)
-    check_traces(root, cfg, sets, lines, "open the confirmation")
+    check_traces(root, cfg, sets, "open the confirmation")
     opening, labelled = led.next_opening(rows), bool(labels)
     return {"sha256": sha, "protocol": protocol, "opening": opening,
             "run": led.opening_run_name(sha, opening, labelled),

@@ -5,9 +5,11 @@ and fsynced, never rewritten. ``frozen`` / ``re-frozen`` by ``confirm.py``; ``st
 the sealed judgements, BEFORE it copies them; ``completed`` after the audit passed.
 
 Openings belong to the sealed set, not to a folder: the number of an opening is 1 + the largest number any
-ledger of the registry (or a local trace of one) holds for the same set, so no protocol and no lock folder can
-claim "opening 1" twice. A ``started`` line names its set by ``sealed_set`` (registry key); a line without it
-(written by hand in a test) belongs to the set of the folder whose ledger holds it.
+ledger (the registry's on disk, every version of every ledger in the git history of every ref, a local trace)
+holds for the same set, so no protocol and no lock folder can claim "opening 1" twice. A ``started`` line names
+its set by its identity (``registry.SealedSet.identity``: key, file and content sha256, corpus, sealed query ids
+and texts), so a later set that is the same or overlaps it is matched with it even when its pins were edited; a
+line without it (written by hand in a test) belongs to the set of the folder whose ledger holds it.
 """
 
 from __future__ import annotations
@@ -92,12 +94,13 @@ def same_opening(a: dict, b: dict) -> bool:
     return all(a.get(k) == b.get(k) for k in ("protocol_sha256", "opening", "run"))
 
 
-def openings(lines: Iterable[Line], keys: set[str]) -> list[dict]:
-    """Openings (started or completed) of the sealed sets ``keys``, across every line given, in order of
-    appearance: [{"protocol_sha256", "opening", "run", "source", "line", "started", "completed", "labels"}]."""
+def openings(lines: Iterable[Line], belongs: Callable[[Line], bool]) -> list[dict]:
+    """Openings (started or completed) recorded by the lines that ``belongs`` says are of the sealed set in
+    question, in order of appearance, each once (a line seen in several places, e.g. a ledger and its history, is
+    one opening): [{"protocol_sha256", "opening", "run", "source", "line", "started", "completed", "labels"}]."""
     table: dict[tuple, dict] = {}
     for ln in lines:
-        if ln.event not in OPENING_EVENTS or ln.set_key not in keys:
+        if ln.event not in OPENING_EVENTS or not belongs(ln):
             continue
         e = ln.entry
         row = table.setdefault((e.get("protocol_sha256"), e.get("opening"), e.get("run")),
@@ -152,16 +155,14 @@ def append_ledger(lockdir, entry: dict) -> int:
     return append_locked(Path(lockdir) / LEDGER, entry)
 
 
-def record_start(lockdir, entry: dict, other_lines: Callable[[], list[Line]]) -> int:
-    """Record that an opening starts, BEFORE any sealed judgement is copied. Refuses when this opening number
-    of the sealed set is already taken in any ledger (a concurrent opening, or a replayed job)."""
-    key = entry["sealed_set"]
-
+def record_start(lockdir, entry: dict, other_lines: Callable[[], list[Line]], belongs: Callable[[Line], bool]) -> int:
+    """Record that an opening starts, BEFORE any sealed judgement is copied. Refuses when this opening number of
+    the sealed set is already taken in any ledger (a concurrent opening, or a replayed job)."""
     def check(parsed):
-        rows = openings(lines_of(str(Path(lockdir) / LEDGER), parsed, key) + other_lines(), {key})
-        expected = next_opening(rows)
+        rows = openings(lines_of(str(Path(lockdir) / LEDGER), parsed, entry["sealed_set"]) + other_lines(), belongs)
+        expected = next_opening([r for r in rows if r["protocol_sha256"] == entry["protocol_sha256"]])
         if entry["opening"] != expected:
-            raise SealError(f"REFUSED: opening {entry['opening']} of the sealed set {key[:12]} is already started (see "
-                            f"{Path(lockdir) / LEDGER}; the next opening is number {expected}). Each look is recorded "
-                            "once: start a new opening with snakemake confirm.")
+            raise SealError(f"REFUSED: opening {entry['opening']} of the sealed set {entry['sealed_set'][:12]} is already "
+                            f"started (see {Path(lockdir) / LEDGER}; the next opening is number {expected}). Each look "
+                            "is recorded once: start a new opening with snakemake confirm.")
     return append_locked(Path(lockdir) / LEDGER, entry, check)

@@ -12,6 +12,7 @@ PROTOCOL = "protocol.json"
 PROTOCOL_SHA = "protocol.sha256"
 PREREG = "PREREGISTRATION.md"
 LEDGER = "confirmation_ledger.jsonl"
+LEDGER_AT_ROOT = "lockfiles/confirmation_ledger.jsonl"  # the default study's ledger
 TRACES = ".seal-traces.jsonl"  # a non-repository lock folder's own trace file (test fixtures)
 SEAL_RECORDS = (PROTOCOL, PROTOCOL_SHA, PREREG, LEDGER, TRACES)  # the seal's own records: not part of the method
 REPO_LOCKDIR = "lockfiles"

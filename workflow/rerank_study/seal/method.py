@@ -79,9 +79,7 @@ def method_files(root, lockdir=None, study_file=None, output_folders=()) -> dict
     for rel in candidate_paths(root, output_folders):
         if excluded(rel, own) is None:
             path = root / rel
-            if path.is_symlink():
-                out[rel] = hashlib.sha256(str(path.readlink()).encode()).hexdigest()
-            elif path.is_file():
+            if path.is_file():  # (a symbolic link: the bytes it points to; the opening refuses the link itself)
                 out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
             else:
                 out[rel] = "missing"

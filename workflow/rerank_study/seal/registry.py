@@ -20,6 +20,8 @@ Two sealed sets **overlap** under the same three rules; openings of overlapping 
 from __future__ import annotations
 
 import csv
+import json
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -28,16 +30,45 @@ from ..errors import SealError
 from ..fileio import read_json, sha256_file, sha256_text
 from . import locations as loc
 
-TEXT_RULE = "sha256 of the query text case-folded, runs of whitespace collapsed to one space, stripped"
-DEV_SOURCES = ("development qrels", "development split", "development candidates")
+TEXT_RULE = ("sha256 of the query text in Unicode NFKC, without format characters (zero-width, BOM...) and "
+             "combining marks (accents), control characters as spaces, case-folded, runs of whitespace collapsed "
+             "to one space, stripped")
+SKETCH_SIZE = 128  # the corpus sketch: the 128 smallest 16-hex prefixes of sha256(document id)
+SAME_CORPUS = 0.5  # two corpora are one when their sketches estimate a Jaccard similarity of at least this
+
+
+def normalised_text(text: str) -> str:
+    """What a query says, as a reader (and a BERT-style tokenizer) sees it: invisible and accent marks dropped."""
+    out = []
+    for ch in unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text)):
+        cat = unicodedata.category(ch)
+        if cat in ("Mn", "Cf"):
+            continue
+        out.append(" " if cat == "Cc" or ch.isspace() else ch)
+    return " ".join("".join(out).casefold().split())
 
 
 def text_sha256(text: str) -> str:
-    return sha256_text(" ".join(text.casefold().split()))
+    return sha256_text(normalised_text(text))
 
 
-def sealed_record(data_pins: Mapping, queries: Mapping[str, str], sealed_ids: Iterable[str]) -> dict:
-    """The ``sealed_set`` entry of a lock folder's derived pins (every sealed id must have a query text)."""
+def corpus_sketch(doc_ids: Iterable[str]) -> list[str]:
+    """A bottom-k sketch of a corpus's document ids (Broder 1997): similar corpora have similar sketches, so a copy
+    with a document added or removed is still the same corpus."""
+    return sorted({sha256_text(d)[:16] for d in doc_ids})[:SKETCH_SIZE]
+
+
+def sketch_similarity(a: Iterable[str], b: Iterable[str]) -> float:
+    """The bottom-k estimate of the Jaccard similarity of two corpora from their sketches."""
+    a, b = set(a), set(b)
+    union = sorted(a | b)[:SKETCH_SIZE]
+    return sum(1 for h in union if h in a and h in b) / len(union) if union else 0.0
+
+
+def sealed_record(data_pins: Mapping, queries: Mapping[str, str], sealed_ids: Iterable[str],
+                  doc_ids: Iterable[str]) -> dict:
+    """The ``sealed_set`` entry of a lock folder's derived pins (every sealed id must have a query text; ``doc_ids``:
+    the corpus's document ids, for its sketch)."""
     files = data_pins["files"]
     name = next(n for n, p in files.items() if p.get("role") == "qrels_confirm" and p.get("sealed"))
     ids = sorted(set(sealed_ids))
@@ -46,7 +77,8 @@ def sealed_record(data_pins: Mapping, queries: Mapping[str, str], sealed_ids: It
         raise SealError(f"sealed queries without a text in queries.jsonl: {missing[:10]}; the data is inconsistent")
     return {"file": name, "file_sha256": files[name]["sha256"], "content_sha256": files[name]["content_sha256"],
             "corpus_sha256": files["corpus.jsonl"]["sha256"], "dataset": data_pins.get("dataset", "scifact"),
-            "text_rule": TEXT_RULE, "queries": {q: text_sha256(queries[q]) for q in ids}}
+            "text_rule": TEXT_RULE, "queries": {q: text_sha256(queries[q]) for q in ids},
+            "corpus_sketch": corpus_sketch(doc_ids)}
 
 
 @dataclass(frozen=True)
@@ -59,18 +91,42 @@ class SealedSet:
     content_sha256: str
     query_ids: frozenset
     text_sha256: frozenset
+    sketch: tuple = ()
 
     @property
     def key(self) -> str:
         """The set's identity: its judgements' content hash and its corpus."""
         return sha256_text(f"{self.content_sha256}\n{self.corpus_sha256}")
 
-    def same_corpus(self, dataset: str, corpus_sha256: str | None) -> bool:
-        return self.dataset == dataset or (corpus_sha256 is not None and self.corpus_sha256 == corpus_sha256)
+    def same_corpus(self, dataset: str, corpus_sha256: str | None, sketch=()) -> bool:
+        """The same dataset name, the same corpus file, or a corpus of (nearly) the same documents."""
+        return (self.dataset == dataset or (corpus_sha256 is not None and self.corpus_sha256 == corpus_sha256)
+                or (bool(sketch) and sketch_similarity(self.sketch, sketch) >= SAME_CORPUS))
 
     def overlaps(self, other: "SealedSet") -> bool:
-        return (self.content_sha256 == other.content_sha256 or bool(self.text_sha256 & other.text_sha256)
-                or (self.same_corpus(other.dataset, other.corpus_sha256) and bool(self.query_ids & other.query_ids)))
+        return (self.content_sha256 == other.content_sha256 or self.file_sha256 == other.file_sha256
+                or bool(self.text_sha256 & other.text_sha256)
+                or (self.same_corpus(other.dataset, other.corpus_sha256, other.sketch)
+                    and bool(self.query_ids & other.query_ids)))
+
+    def identity(self) -> dict:
+        """What a started ledger line records of the set, so that any later set can be matched with it."""
+        return {"sealed_set": self.key, "sealed_sha256": self.file_sha256, "sealed_content_sha256": self.content_sha256,
+                "corpus_sha256": self.corpus_sha256, "dataset": self.dataset,
+                "sealed_query_ids": sorted(self.query_ids), "sealed_text_sha256": sorted(self.text_sha256),
+                "corpus_sketch": list(self.sketch)}
+
+    def recorded_in(self, entry: Mapping) -> bool:
+        """Whether a ledger line names this set, or one overlapping it (by key, file, content, texts, or sealed query
+        ids on the same corpus)."""
+        if entry.get("sealed_set") == self.key or entry.get("sealed_sha256") == self.file_sha256 \
+                or entry.get("sealed_content_sha256") == self.content_sha256:
+            return True
+        if self.text_sha256 & set(entry.get("sealed_text_sha256") or ()):
+            return True
+        ids = set(entry.get("sealed_query_ids") or ())
+        return bool(ids & self.query_ids) and self.same_corpus(entry.get("dataset"), entry.get("corpus_sha256"),
+                                                              entry.get("corpus_sketch") or ())
 
 
 def _fix(lockdir) -> str:
@@ -109,7 +165,8 @@ def load_sealed_set(lockdir) -> SealedSet | None:
 
 def from_record(lockdir, rec: Mapping) -> SealedSet:
     return SealedSet(Path(lockdir), rec["dataset"], rec["corpus_sha256"], rec["file"], rec["file_sha256"],
-                     rec["content_sha256"], frozenset(rec["queries"]), frozenset(rec["queries"].values()))
+                     rec["content_sha256"], frozenset(rec["queries"]), frozenset(rec["queries"].values()),
+                     tuple(rec.get("corpus_sketch") or ()))
 
 
 def registry_folders(root, extra: Iterable = ()) -> list[Path]:
@@ -145,6 +202,7 @@ class DevelopmentSide:
     dataset: str
     corpus_sha256: str | None
     files: dict = field(default_factory=dict)
+    sketch: list = field(default_factory=list)
     query_ids: dict = field(default_factory=dict)
     texts: dict = field(default_factory=dict)
 
@@ -170,10 +228,18 @@ def _add_data(side: DevelopmentSide, pins: Mapping, data_dir: Path, qrels_name: 
     from .. import beir
 
     files = pins["files"]
+    if _verified(data_dir / "corpus.jsonl", files.get("corpus.jsonl")):
+        side.sketch = corpus_sketch(document_ids(data_dir / "corpus.jsonl"))
     if _verified(data_dir / qrels_name, files.get(qrels_name)):
         side.query_ids["development qrels"] = set(beir.read_qrels(data_dir / qrels_name))
     if _verified(data_dir / "queries.jsonl", files.get("queries.jsonl")):
         add_texts(side, beir.read_queries(data_dir / "queries.jsonl"))
+
+
+def document_ids(corpus_path) -> list[str]:
+    """The ``_id`` of every line of a BEIR corpus file (nothing else is parsed into memory)."""
+    with open(corpus_path, encoding="utf-8") as fh:
+        return [json.loads(line)["_id"] for line in fh if line.strip()]
 
 
 def add_texts(side: DevelopmentSide, queries: Mapping[str, str]) -> None:
@@ -211,7 +277,7 @@ def conflicts(side: DevelopmentSide, sets: Iterable[SealedSet]) -> list[str]:
         for name, hashes in side.files.items():
             if s.content_sha256 in hashes.values() or s.file_sha256 in hashes.values():
                 out.append(f"the development file {name} of {side.lockdir} holds exactly {where}")
-        if s.same_corpus(side.dataset, side.corpus_sha256):
+        if s.same_corpus(side.dataset, side.corpus_sha256, side.sketch):
             for source, ids in side.query_ids.items():
                 shared = sorted(ids & s.query_ids)
                 if shared:
@@ -234,10 +300,10 @@ def check_development_side(side: DevelopmentSide, sets: Iterable[SealedSet], act
                         "protocol (snakemake confirm).")
 
 
-def verify_record(lockdir, queries: Mapping[str, str], sealed_ids: Iterable[str]) -> None:
+def verify_record(lockdir, queries: Mapping[str, str], sealed_ids: Iterable[str], doc_ids: Iterable[str]) -> None:
     """The lock folder's committed sealed_set record equals the one derived from its verified data now."""
     lockdir = Path(lockdir)
-    want = sealed_record(read_json(lockdir / loc.DATA_PINS), queries, sealed_ids)
+    want = sealed_record(read_json(lockdir / loc.DATA_PINS), queries, sealed_ids, doc_ids)
     derived = read_json(lockdir / loc.DERIVED_PINS) if (lockdir / loc.DERIVED_PINS).is_file() else {}
     have = derived.get("sealed_set")
     if have != want:

@@ -75,14 +75,13 @@ def describe(lockdir, root, cfg: dict) -> str:
         mine = registry.set_of(sets, lockdir)
     except SealError as exc:
         return "\n".join(out + [f"the seal registry cannot be read: {exc}"])
-    lines = guard.current_lines(sets)
-    out += _freezes([ln for ln in lines if Path(ln.source).parent.resolve() == lockdir.resolve()])
-    rows = led.openings(lines, {s.key for s in sets if s.overlaps(mine)} | {mine.key})
+    out += _freezes(guard.current_lines([mine]))
+    rows = led.openings(guard.all_lines(root, sets), guard.belongs_to(mine, sets))
     unfinished = [r for r in rows if not r["completed"]]
     out.append(f"sealed set {mine.key[:12]} ({mine.file} of {mine.dataset}); openings recorded in any ledger: "
                f"{len(rows)} ({len(rows) - len(unfinished)} completed, {len(unfinished)} started but not completed)")
     out += _opening_lines(rows, _remote_lines(root, sets))
-    problems = traces.trace_problems(root, sets, lines, caches=[Path(cfg["resources"]) / "cache" / "sealed"],
-                                     results=[cfg["results"]])
+    problems = traces.trace_problems(root, sets, guard.current_lines(sets),
+                                     caches=[Path(cfg["resources"]) / "cache" / "sealed"], results=[cfg["results"]])
     out += [f"WARNING: {p}" for p in problems]
     return "\n".join(out)

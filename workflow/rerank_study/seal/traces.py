@@ -9,7 +9,7 @@ a reset) does not make a look unrecorded:
   folder itself;
 * the **verified sealed copy** in the sealed cache (``resources/cache/sealed``) and its ``acquisition.json``;
 * a **confirmation results folder** (``results/confirm-*``);
-* a ``started`` line in the ledger of **any local branch** (and the stash).
+* a ``started`` line in any version of a ledger in the git history of **any ref** (``history_lines``).
 
 Every one of them must be matched by a ``started`` line of the current ledgers, else the next opening or
 freeze stops, saying how to restore the line.
@@ -56,20 +56,28 @@ def trace_lines(root, folders: Iterable) -> list[led.Line]:
     return out
 
 
-def branch_lines(root, sets: Iterable[SealedSet]) -> list[led.Line]:
-    """The ledger lines of every local branch and the stash, for each repository lock folder of the registry."""
+LEDGERS = ":(glob)lockfiles/**/" + loc.LEDGER  # every lock folder's ledger, at any depth
+
+
+def history_lines(root) -> list[led.Line]:
+    """Every line of every version of every ledger of the repository in the git history of every ref (branches,
+    tags, remote-tracking branches, the stash): a look stays counted when its ledger line was rewritten away, its
+    branch abandoned, or its study folder deleted in a later commit."""
     if not tree.is_repo(root):
         return []
-    refs = tree.git(root, "for-each-ref", "--format=%(refname)", "refs/heads", "refs/stash").stdout.split()
-    out = []
-    for s in sets:
-        if not loc.is_repository_lockdir(s.lockdir, root):
-            continue
-        rel = f"{loc.relative(s.lockdir, root)}/{loc.LEDGER}"
-        for ref in refs:
-            shown = tree.git(root, "show", f"{ref}:{rel}")
-            if shown.returncode == 0:
-                out += led.lines_of(f"{ref}:{rel}", led.parse(shown.stdout, f"{ref}:{rel}"), s.key)
+    commits = tree.git(root, "log", "--all", "--format=%H", "--", LEDGERS, loc.LEDGER_AT_ROOT).stdout.split()
+    out, seen = [], set()
+    for commit in commits:
+        names = tree.git(root, "show", "--name-only", "--format=", commit, "--", LEDGERS).stdout.split()
+        for rel in names:
+            shown = tree.git(root, "show", f"{commit}:{rel}")
+            if shown.returncode != 0:
+                continue  # the commit deleted it
+            for ln in led.lines_of(f"{commit[:12]}:{rel}", led.parse(shown.stdout, f"{commit[:12]}:{rel}"), None):
+                mark = (rel, json.dumps(ln.entry, sort_keys=True))
+                if mark not in seen:
+                    seen.add(mark)
+                    out.append(ln)
     return out
 
 
@@ -90,22 +98,31 @@ def _sealed_copies(caches: Iterable, sets: Iterable[SealedSet]) -> list[tuple[Pa
     return out
 
 
+def _history_problems(root, lines: list[led.Line], current: list[led.Line]) -> list[str]:
+    """Started lines of a ledger that still exists, which that ledger no longer holds (rewritten or on another
+    branch). A ledger whose folder was deleted is history: its lines count, nothing is to be restored."""
+    out = []
+    for ln in _unknown_started(lines, current):
+        rel = ln.source.split(":", 1)[1]
+        if (Path(root) / rel).exists():
+            out.append(f"{ln.source} line {ln.number} records opening {ln.entry.get('opening')} of protocol "
+                       f"{str(ln.entry.get('protocol_sha256'))[:12]}, which the current {rel} does not hold: restore "
+                       "it from that commit (git checkout <branch or commit> -- the ledger) and commit it")
+    return out
+
+
 def trace_problems(root, sets: list[SealedSet], current: list[led.Line], caches: Iterable = (),
                    results: Iterable = ()) -> list[str]:
-    """What the current ledgers do not know: trace lines, branch lines, sealed copies, results folders."""
+    """What the current ledgers do not know: trace lines, history lines, sealed copies, results folders."""
     out = []
     for ln in _unknown_started(trace_lines(root, [s.lockdir for s in sets]), current):
         out.append(f"{ln.source} line {ln.number} records a look that no ledger holds; append this line to "
                    f"{ln.entry.get('lockdir')}/{loc.LEDGER} exactly as it is and commit it:\n    "
                    + json.dumps({k: v for k, v in ln.entry.items() if k != "lockdir"}, sort_keys=True,
                                 ensure_ascii=True))
-    for ln in _unknown_started(branch_lines(root, sets), current):
-        out.append(f"{ln.source} line {ln.number} records opening {ln.entry.get('opening')} of protocol "
-                   f"{str(ln.entry.get('protocol_sha256'))[:12]}, which the current ledger does not hold: merge that "
-                   "branch's ledger (git checkout <branch> -- <the ledger>) and commit it")
-    started = {ln.set_key for ln in current if ln.event == led.STARTED}
+    out += _history_problems(root, history_lines(root), current)
     for path, s in _sealed_copies(caches, sets):
-        if s.key not in started:
+        if not any(ln.event == led.STARTED and s.recorded_in(ln.entry) for ln in current):
             out.append(f"{path} is a verified copy of the sealed judgements of {s.lockdir} ({s.file}), but no ledger "
                        "records a started opening of that set: restore the ledger line of that look from git (or "
                        "from the trace above); a copy made by hand must be removed by hand")

@@ -6,7 +6,8 @@
 * **hidden**: index flags that make git itself overlook a change (``skip-worktree``, ``assume-unchanged``);
 * **untracked**: a walk of the file system (not git's view, so ``.gitignore`` and ``.git/info/exclude`` hide
   nothing) lists every file that HEAD does not hold, outside the generated folders (``GENERATED`` and the
-  configured results/resources folders).
+  configured results/resources folders when they hold no tracked file);
+* a tracked **symbolic link** is refused: the seal cannot vouch for what it points to.
 """
 
 from __future__ import annotations
@@ -74,6 +75,9 @@ def changed_files(root, entries: dict[str, tuple[str, str]]) -> list[str]:
         if mode == "160000":
             out.append(f"{path} (a submodule: its content cannot be checked)")
             continue
+        if mode == "120000":
+            out.append(f"{path} (a symbolic link: the seal cannot vouch for its target; commit the file itself)")
+            continue
         disk = _disk_state(Path(root) / path, fmt)
         if disk is None:
             out.append(f"{path} (deleted)")
@@ -102,29 +106,35 @@ def hidden_by_index(root) -> list[str]:
     return hidden
 
 
-def walk(root, skip_top: Iterable[str] = ()) -> list[str]:
-    """Every file (and symlink) under ``root``, relative posix paths, outside the generated top-level folders."""
+def walk(root, skip: Iterable[str] = ()) -> list[str]:
+    """Every file (and symlink) under ``root``, relative posix paths, outside the generated top-level folders and
+    the folders ``skip`` names (relative paths)."""
     root = Path(root)
-    skip = GENERATED | set(skip_top)
+    skip = set(skip)
     out = []
     for dirpath, dirnames, filenames in os.walk(root):
         rel = Path(dirpath).relative_to(root)
-        if rel == Path("."):
-            dirnames[:] = [d for d in dirnames if d not in skip]
+        dirnames[:] = [d for d in dirnames if not (rel == Path(".") and d in GENERATED)
+                       and (rel / d).as_posix() not in skip]
         links = [d for d in dirnames if (Path(dirpath) / d).is_symlink()]
         dirnames[:] = [d for d in dirnames if d not in links]
         out += [(rel / name).as_posix() for name in filenames + links]
     return sorted(out)
 
 
-def generated_folders(root, folders: Iterable) -> list[str]:
-    """The top-level names of configured output folders (results, resources) that lie inside ``root``."""
+def generated_folders(root, folders: Iterable, tracked: Iterable[str] = ()) -> list[str]:
+    """The configured output folders (results, resources) inside ``root``, as relative paths, that hold no tracked
+    file: only those are left out of the walk (an output folder inside the code, e.g. results=workflow/out,
+    exempts itself and nothing above it)."""
+    tracked = list(tracked)
     out = []
     for f in folders:
         try:
-            out.append(Path(f).resolve().relative_to(Path(root).resolve()).parts[0])
-        except (ValueError, IndexError):
+            rel = Path(f).resolve().relative_to(Path(root).resolve()).as_posix()
+        except ValueError:
             continue
+        if rel not in (".", "") and not any(t == rel or t.startswith(rel + "/") for t in tracked):
+            out.append(rel)
     return out
 
 
@@ -145,6 +155,6 @@ def tree_state(root, output_folders: Iterable = ()) -> TreeState:
     if not is_repo(root) or head_commit(root) is None:
         return TreeState(False, None)
     entries = head_entries(root)
-    untracked = [p for p in walk(root, generated_folders(root, output_folders)) if p not in entries]
+    untracked = [p for p in walk(root, generated_folders(root, output_folders, entries)) if p not in entries]
     return TreeState(True, head_commit(root), changed_files(root, entries) + staged_files(root), hidden_by_index(root),
                      untracked)
