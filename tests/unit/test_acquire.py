@@ -1,5 +1,7 @@
 """Pinned acquisition of the dataset files: from a mirror, a local zip or a download (a local HTTP server), each
-verified against its sha256 pin before use; a verified cache is never overwritten; the pins of the committed fixture."""
+verified against its sha256 pin before use; a verified cache is never overwritten; the pins of the committed fixture;
+the full SciFact mirror (../shared/data/scifact) against the repository's pins, skipped, saying why, when it is absent
+(CI clones have only the committed fixture)."""
 
 import hashlib
 import json
@@ -9,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, FIXTURE, serve_folder
-from rerank_study import acquire
+from conftest import DATA, FIXTURE, ROOT, full_mirror, serve_folder
+from rerank_study import acquire, beir
 from rerank_study.errors import MissingInputError, PinMismatchError
 
 NAMES = ["corpus.jsonl", "queries.jsonl", "qrels/train.tsv", "qrels/test.tsv"]
@@ -132,3 +134,17 @@ def test_download_path_with_a_local_http_server(tmp_path):
         prov = acquire.acquire(NAMES[:3], zpins, tmp_path / "c2", url=f"{base}/scifact.zip", download_dir=dl)
         assert (dl / "scifact.zip").exists()
         assert all("downloaded" in v["source"] for v in prov.values())
+
+
+# ----------------------------------- on the full SciFact mirror (skips, saying why, when it is absent) --
+@pytest.mark.full_data
+def test_full_mirror_matches_every_pin(tmp_path):
+    mirror = full_mirror()
+    pins = acquire.DataPins.load(ROOT / "lockfiles" / "data_pins.json")
+    prov = acquire.acquire(["corpus.jsonl", "queries.jsonl", "qrels/train.tsv"], pins, tmp_path, mirror=mirror)
+    assert all(v["verified_by"] == "sha256" for v in prov.values())
+    assert len(beir.read_corpus(tmp_path / "corpus.jsonl")) == 5183
+    assert len(beir.read_queries(tmp_path / "queries.jsonl")) == 1109
+    qrels = beir.read_qrels(tmp_path / "qrels/train.tsv")
+    assert len(qrels) == 809 and sum(len(v) for v in qrels.values()) == 919
+    assert beir.qrels_content_sha256(qrels) == pins.pin("qrels/train.tsv")["content_sha256"]
