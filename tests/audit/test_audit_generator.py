@@ -1,20 +1,12 @@
-"""The audit's standard-library re-implementations of what it anchors on, tested against the
-libraries they mirror: numpy's default_rng(seed).integers (element by element) and PyYAML on the
-project's config files."""
-
-import json
-import subprocess
-import sys
+"""The audit's standard-library generator, tested against the library it mirrors: numpy's
+default_rng(seed).integers, element by element, on the bootstrap's shapes, every range and odd shapes."""
 
 import numpy as np
 import pytest
-import yaml
 
-from conftest import AUDIT, DATA, ROOT, audit_module
+from conftest import audit_module
 
 rng = audit_module("rng")
-yamlsubset = audit_module("yamlsubset")
-problems = audit_module("problems")
 
 
 @pytest.mark.parametrize("seed", [0, 1, 110, 111, 2**32 + 5, 2**63 + 7, 2**127 + 12345])
@@ -39,39 +31,3 @@ def test_default_rng_integers_equal_numpy_for_every_range_and_odd_shapes(high, s
     mine = rng.DefaultRng(20261130)
     assert mine.integers_matrix(high, *shape) == first
     assert mine.integers_matrix(5, *shape) == second
-
-
-@pytest.mark.parametrize("path", [ROOT / "config" / "config.yaml", DATA / "fixture_config.yaml"])
-def test_the_audits_yaml_reader_equals_pyyaml_on_the_project_configs(path):
-    assert yamlsubset.read_simple_yaml(path) == yaml.safe_load(path.read_text())
-
-
-@pytest.mark.parametrize("text", ["a:\n  - 1\n", "a: &x 1\n", "a: [1, [2]]\n", "a: {b: {c: 1}}\n", "just text\n"])
-def test_the_audits_yaml_reader_refuses_what_it_does_not_understand(tmp_path, text):
-    p = tmp_path / "c.yaml"
-    p.write_text(text)
-    with pytest.raises(problems.Unreadable):
-        yamlsubset.read_simple_yaml(p)
-
-
-def read_yaml(path):
-    """The audit's --read-yaml: what its reader reads from a file, as canonical JSON (the library's check)."""
-    return subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), "--read-yaml", str(path)], capture_output=True,
-                          text=True)
-
-
-@pytest.mark.parametrize("path", [ROOT / "config" / "config.yaml", DATA / "fixture_config.yaml",
-                                  *sorted((ROOT / "config" / "studies").glob("*.yaml"))])
-def test_read_yaml_prints_canonical_json_equal_to_pyyaml(path):
-    proc = read_yaml(path)
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == yaml.safe_load(path.read_text()) == yamlsubset.read_simple_yaml(path)
-    assert proc.stdout == json.dumps(json.loads(proc.stdout), sort_keys=True, separators=(",", ":")) + "\n"
-
-
-def test_read_yaml_names_the_line_it_refuses(tmp_path):
-    p = tmp_path / "c.yaml"
-    p.write_text("a:\n  b: 1\n  c: &x 2\n")
-    proc = read_yaml(p)
-    assert proc.returncode == 1 and proc.stdout == ""
-    assert proc.stderr.strip() == f"{p}:3: unsupported YAML value '&x 2'"
