@@ -107,6 +107,33 @@ def dev_run(fixture_workdir) -> Path:
     return fixture_workdir / "results" / "dev-standin"
 
 
+# ----------------------------------------- the sealed confirmation: freezing a protocol on the fixture --
+def freeze_cmd(wd, *extra, command="freeze", dev_run=None):
+    return [sys.executable, str(ROOT / "scripts/confirm.py"), command, "--dev-run",
+            str(dev_run or wd / "results/dev-standin"), "--configfile", str(DATA / "fixture_config.yaml"),
+            "--lockdir", str(wd / "lockfiles"), "--results", str(wd / "results"), "--resources", str(wd / "resources"),
+            *extra]
+
+
+def run_freeze(wd, *extra, dev_run=None):
+    """``scripts/confirm.py freeze`` on a fixture work folder (its development run by default)."""
+    return subprocess.run(freeze_cmd(wd, *extra, dev_run=dev_run), capture_output=True, text=True)
+
+
+@pytest.fixture(scope="session")
+def frozen(dev_run, fixture_workdir, tmp_path_factory):
+    """A copy of the fixture work folder (dev run done) with a TEST-ONLY protocol frozen, once per session. Its
+    users read it as freshly frozen, except ``opened`` (tests/workflow/test_confirm_openings.py), which opens its
+    sealed judgements: the files of the readers (test_confirm_freeze.py, test_confirm_guard.py) sort before it."""
+    wd = tmp_path_factory.mktemp("confirm")
+    for sub in ("lockfiles", "resources", "results"):
+        shutil.copytree(fixture_workdir / sub, wd / sub, symlinks=True)
+    out = run_freeze(wd, "--allow-standin-for-testing")
+    assert out.returncode == 0, out.stderr
+    sha = (wd / "lockfiles/protocol.sha256").read_text().split()[0]
+    return wd, sha
+
+
 def read_json(p: Path):
     return json.loads(Path(p).read_text(encoding="utf-8"))
 

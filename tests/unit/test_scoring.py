@@ -1,7 +1,7 @@
 """Cross-encoder scoring: bit-identical to sentence-transformers' CrossEncoder.predict under the
 documented batching (per query, token-length-sorted chunks of 16); the same bits at 1, 2 and 4 torch
 threads in the enforced numeric mode; tokenise once; the batch plan; shards; the shape audit; the relevance column
-of a model with one or several logits; the cache."""
+of a model with one or several logits; the cache (fresh scoring never reads it and proves each entry equal)."""
 
 import json
 import subprocess
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import FIXTURE, ROOT
+from conftest import DATA, FIXTURE, ROOT, read_json
 from rerank_study import beir, models, scoring
 from rerank_study.errors import PipelineError
 from rerank_study.scoring import relevance_column
@@ -239,6 +239,41 @@ def test_score_run_infers_then_reads_the_cache_and_never_loads_weights_for_cache
     # scoring without a cache (the verifier's path) gives the same rows
     fresh, counts3 = scoring.score_run(ranked, {"35": qs[0]}, doc_text, tok, load, SETTINGS, "m", {"v": 1}, None)
     assert fresh == rows and counts3.pairs_inferred == 37
+
+
+def test_fresh_scoring_never_reads_the_cache_and_proves_each_entry_equal(tmp_path):
+    from rerank_study import beir, models, scoring
+
+    pins = read_json(ROOT / "lockfiles/model_pins.json")
+    models.build_standin(pins["bi_encoder"], pins["cross_encoder"], tmp_path / "m", 110, 0.02)
+    settings = scoring.ScoringSettings(512, "longest_first", 4, 110, "float32")
+    scoring.setup_torch(settings)
+    tok, model = scoring.load_cross_encoder(tmp_path / "m")
+    corpus = beir.read_corpus(DATA / "scifact_fixture/corpus.jsonl")
+    docs = {d: corpus[d].full_text[:300] for d in list(corpus)[:6]}  # 6 pairs = batches of 4 + 2
+    ranked, qtext = {"35": list(docs)}, {"35": beir.read_queries(DATA / "scifact_fixture/queries.jsonl")["35"]}
+    cache = scoring.ScoreCache(tmp_path / "cache")
+
+    def score(fresh):
+        return scoring.score_run(ranked, qtext, docs, tok, lambda: model, settings, "m", {"v": 1}, cache, fresh=fresh)
+
+    rows, counts = score(False)
+    assert (counts.pairs_inferred, counts.pairs_from_cache, counts.cache_entries_verified) == (6, 0, 0)
+    again, fresh = score(True)
+    assert (fresh.pairs_inferred, fresh.pairs_from_cache, fresh.cache_entries_verified) == (6, 0, 2)
+    assert [r["logit"] for r in again] == [r["logit"] for r in rows]
+    # a cache entry with a valid checksum but another score: used silently without fresh, refused with it
+    entry_path = next((tmp_path / "cache").rglob("*.json"))
+    entry = read_json(entry_path)
+    entry["logits"][1] = repr(float(entry["logits"][1]) + 0.5)
+    entry["sha256"] = scoring.ScoreCache.checksum(entry["key"], entry["logits"])
+    entry_path.write_text(json.dumps(entry))
+    cached_rows, c = score(False)
+    assert c.pairs_from_cache == 6 and [r["logit"] for r in cached_rows] != [r["logit"] for r in rows]
+    with pytest.raises(PipelineError) as err:
+        score(True)
+    assert "FRESH INFERENCE DIFFERS FROM THE SCORE CACHE: query 35 batch" in str(err.value)
+    assert str(entry_path) in str(err.value)
 
 
 # ------------------------------------------------------------------------- tokenise once --
