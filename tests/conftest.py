@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import json
 import os
 import shutil
@@ -106,6 +107,33 @@ def dev_run(fixture_workdir) -> Path:
     return fixture_workdir / "results" / "dev-standin"
 
 
+# ----------------------------------------- the sealed confirmation: freezing a protocol on the fixture --
+def freeze_cmd(wd, *extra, command="freeze", dev_run=None):
+    return [sys.executable, str(ROOT / "scripts/confirm.py"), command, "--dev-run",
+            str(dev_run or wd / "results/dev-standin"), "--configfile", str(DATA / "fixture_config.yaml"),
+            "--lockdir", str(wd / "lockfiles"), "--results", str(wd / "results"), "--resources", str(wd / "resources"),
+            *extra]
+
+
+def run_freeze(wd, *extra, dev_run=None):
+    """``scripts/confirm.py freeze`` on a fixture work folder (its development run by default)."""
+    return subprocess.run(freeze_cmd(wd, *extra, dev_run=dev_run), capture_output=True, text=True)
+
+
+@pytest.fixture(scope="session")
+def frozen(dev_run, fixture_workdir, tmp_path_factory):
+    """A copy of the fixture work folder (dev run done) with a TEST-ONLY protocol frozen, once per session. Its
+    users read it as freshly frozen, except ``opened`` (tests/workflow/test_confirm_openings.py), which opens its
+    sealed judgements: the files of the readers (test_confirm_freeze.py, test_confirm_guard.py) sort before it."""
+    wd = tmp_path_factory.mktemp("confirm")
+    for sub in ("lockfiles", "resources", "results"):
+        shutil.copytree(fixture_workdir / sub, wd / sub, symlinks=True)
+    out = run_freeze(wd, "--allow-standin-for-testing")
+    assert out.returncode == 0, out.stderr
+    sha = (wd / "lockfiles/protocol.sha256").read_text().split()[0]
+    return wd, sha
+
+
 def read_json(p: Path):
     return json.loads(Path(p).read_text(encoding="utf-8"))
 
@@ -140,3 +168,65 @@ def serve_folder(folder: Path):
         yield f"http://127.0.0.1:{httpd.server_port}"
     finally:
         httpd.shutdown()
+
+
+# ------------------------------------------- studies: the synthetic second study (tests/data/studies) --
+STUDY_DIR = DATA / "studies"
+SYNTH = DATA / "synthetic_beir"
+TINY_REPO = "rerank-study/tiny-bert-ce-2x128"
+
+
+def load_data_module(name):
+    """A builder script of the test data (``tests/data/<name>.py``), imported from its file."""
+    spec = importlib.util.spec_from_file_location(name, DATA / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _yaml_lines(data: dict, indent: int = 0) -> list[str]:
+    """Block mappings, flow lists, JSON-quoted strings: the subset config.yaml is written in."""
+    out = []
+    for key, val in data.items():
+        pad = " " * indent
+        if isinstance(val, dict):
+            out += [f"{pad}{key}:"] + _yaml_lines(val, indent + 2)
+        else:
+            out.append(f"{pad}{key}: {json.dumps(val)}")
+    return out
+
+
+def write_yaml(path: Path, data: dict) -> Path:
+    path.write_text("\n".join(_yaml_lines(data)) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory) -> dict[int, Path]:
+    """The seeded tiny rerankers (1 and 3 output logits), built once; their bytes equal the committed pins."""
+    root = tmp_path_factory.mktemp("tiny")
+    mod = load_data_module("make_tiny_reranker")
+    return {n: Path(mod.build(root / f"labels{n}", num_labels=n)["out_dir"]) for n in (1, 3)}
+
+
+def synthetic_study(tmp: Path, model_dir: Path, **overrides) -> Path:
+    """A writable copy of the synthetic study's lock folder and its study file (paths made absolute)."""
+    lock = tmp / "synthetic-lock"
+    if not lock.exists():
+        shutil.copytree(STUDY_DIR / "synthetic" / "lockfiles", lock)
+    import yaml
+
+    data = yaml.safe_load((STUDY_DIR / "synthetic.yaml").read_text(encoding="utf-8"))
+    data.update({"lockdir": str(lock), "data_mirror": str(SYNTH), "model_dir": str(model_dir)})
+    for key, val in overrides.items():
+        if val is None:  # the study file does not set it (a command-line value then applies)
+            data.pop(key, None)
+        elif isinstance(val, dict):
+            data.setdefault(key, {}).update(val)
+        else:
+            data[key] = val
+    return write_yaml(tmp / f"{data['study']['name']}.yaml", data)
+
+
+def studies_arg(*files: Path) -> str:
+    return "[" + ",".join(str(f) for f in files) + "]"

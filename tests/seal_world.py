@@ -4,6 +4,7 @@ development run cannot happen here; the evidence and power blocks are a harness,
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,6 +19,8 @@ FIXTURE_SPLITS = {"splits": {"dev_size": 8, "confirm_size": 6, "seed": 110}}
 HARNESS_POWER = {"alpha": 0.05, "power": 0.8, "n_development": 100, "n_confirmation": 300, "sd_eff": 0.17,
                  "grouped_variance_of_mean": 0.000289, "mde_confirmation": 0.0275, "formula": "harness"}
 HARNESS_EVIDENCE = {"run": "dev", "scorer": "pinned", "manifest_sha256": "0" * 64, "artefacts_sha256": {}}
+SEALED = "qrels/test.tsv"  # the fixture's (and SciFact's) sealed file: study.qrels_confirm
+TEST_SWITCHES = {"allow_standin_for_testing": "true", "allow_dirty_for_testing": "true"}
 
 
 def git(repo, *args):
@@ -79,6 +82,30 @@ def constructed_freeze(repo: Path, cfg: dict, lockdir: Path, commit: bool = True
     return sha
 
 
+def fixture_cfg(sha, **extra):
+    over = {**FIXTURE_SPLITS, "scorer": "stand-in", "unseal": sha, "allow_standin_for_testing": True,
+            "allow_dirty_for_testing": True}
+    return load_config(ROOT / "config/config.yaml", {**over, **extra})
+
+
+def sha256(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def copy_workdir(src: Path, dest: Path, results=("dev-standin",), link_resources: bool = True) -> Path:
+    """A work folder: the source's lock folder (copied), resources (linked, for read-only use, or
+    copied where Snakemake runs) and runs."""
+    dest.mkdir(parents=True)
+    shutil.copytree(src / "lockfiles", dest / "lockfiles")
+    if link_resources:
+        (dest / "resources").symlink_to(src / "resources")
+    else:
+        shutil.copytree(src / "resources", dest / "resources", symlinks=True)
+    for run in results:
+        shutil.copytree(src / "results" / run, dest / "results" / run)
+    return dest
+
+
 def look_at_sealed_file(repo: Path, sha: str, opening: int, check: bool = True, **config):
     """The DAG of the repository's own code, asked for the sealed judgements of an opening (no model needed):
     the only rule that runs on the sealed side is fetch_sealed_qrels."""
@@ -87,5 +114,6 @@ def look_at_sealed_file(repo: Path, sha: str, opening: int, check: bool = True, 
                          snakefile=repo / "Snakefile", check=check)
 
 
-__all__ = ["DATA", "FIXTURE", "GIT", "FIXTURE_SPLITS", "git", "commit_all", "code_copy", "genuine_repo", "repo_config",
-           "constructed_freeze", "look_at_sealed_file"]
+__all__ = ["DATA", "FIXTURE", "GIT", "FIXTURE_SPLITS", "SEALED", "TEST_SWITCHES", "git", "commit_all", "code_copy",
+           "genuine_repo", "repo_config", "constructed_freeze", "fixture_cfg", "sha256", "copy_workdir",
+           "look_at_sealed_file"]

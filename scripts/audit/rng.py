@@ -8,7 +8,7 @@ element."""
 # XSL-RR output, pcg64_next64/next32); numpy/random/_generator.pyx Generator.integers (Lemire, never
 # masked); numpy/random/src/distributions/distributions.c (random_bounded_uint64_fill,
 # buffered_bounded_lemire_uint32, bounded_lemire_uint64). Tested element by element against numpy
-# (tests/test_audit_rng.py). Only low=0, scalar high and dtype=int64 are supported.
+# (tests/audit/test_audit_generator.py). Only low=0, scalar high and dtype=int64 are supported.
 _M32 = 0xFFFFFFFF
 _M64 = 0xFFFFFFFFFFFFFFFF
 _M128 = (1 << 128) - 1

@@ -1,5 +1,5 @@
 # Pinned SciFact acquisition and the query splits. The confirmation qrels are NOT an output
-# here: the development DAG cannot reach them (see confirm.smk and tests/test_seal.py).
+# here: the development DAG cannot reach them (see confirm.smk and tests/workflow/test_seal_development_dag.py).
 
 
 rule fetch_data:

@@ -1,12 +1,13 @@
 """The frozen candidate table: fusion from ranks (hand-computed), drift between ranked lists,
-the committed gzip ranked lists. Expected values are computed by hand in each test."""
+the committed gzip ranked lists; a user's own TREC run as candidates (trec_eval's order and depth).
+Expected values are computed by hand in each test."""
 
 import gzip
 
 import pytest
 
 from rerank_study import candidates
-from rerank_study.errors import MalformedInputError
+from rerank_study.errors import MalformedInputError, PipelineError
 
 
 def test_fuse_scores_are_rrf_of_ranks_in_retriever_order_with_empty_cells_for_absent_documents():
@@ -79,3 +80,22 @@ def test_committed_ranked_lists_are_deterministic_gzip_and_reject_a_gap(tmp_path
     bad.write_bytes(gzip.compress(b"qid\trank\tdoc_id\n1\t1\td3\n1\t3\td1\n", mtime=0))
     with pytest.raises(MalformedInputError, match="line 3: rank 3 out of order"):
         candidates.read_ranked_lists_gz(bad)
+
+
+def test_user_run_in_trec_eval_order_and_depth(tmp_path):
+    run = tmp_path / "r.trec"
+    # rank column deliberately wrong: trec_eval orders by score desc, then doc id desc
+    run.write_text("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.9 t\nq1 Q0 d3 3 0.5 t\nq2 Q0 d9 1 1 t\n")
+    parsed = candidates.read_user_run(run)
+    assert [d for d, _ in candidates.run_order(parsed["q1"])] == ["d2", "d3", "d1"]
+    rows = candidates.trec_candidate_rows(parsed, ["q1"], {"q1": "dev"}, 2)
+    assert rows == [("q1", "dev", 1, "d2", "0.9"), ("q1", "dev", 2, "d3", "0.5")]
+    assert candidates.short_queries(parsed, ["q1", "q2", "q3"], 2) == [("q2", 1), ("q3", 0)]
+    with pytest.raises(ValueError, match="fewer than 2"):
+        candidates.trec_candidate_rows(parsed, ["q1", "q2"], {"q1": "dev", "q2": "dev"}, 2)
+    run.write_text("q1 Q0 d1 1 0.5 t\nq1 Q0 d1 2 0.4 t\n")
+    with pytest.raises(PipelineError, match="twice"):
+        candidates.read_user_run(run)
+    run.write_text("q1 Q0 d1 1 nan t\n")
+    with pytest.raises(PipelineError, match="finite"):
+        candidates.read_user_run(run)

@@ -1,4 +1,7 @@
-"""Atomic writes, exact floats, BEIR readers with file/line errors, pinned acquisition."""
+"""Pinned acquisition of the dataset files: from a mirror, a local zip or a download (a local HTTP server), each
+verified against its sha256 pin before use; a verified cache is never overwritten; the pins of the committed fixture;
+the full SciFact mirror (../shared/data/scifact) against the repository's pins, skipped, saying why, when it is absent
+(CI clones have only the committed fixture)."""
 
 import hashlib
 import json
@@ -8,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, FIXTURE, serve_folder
-from rerank_study import acquire, beir, fileio
+from conftest import DATA, FIXTURE, ROOT, full_mirror, serve_folder
+from rerank_study import acquire, beir
+from rerank_study.errors import MissingInputError, PinMismatchError
 from rerank_study.pins import DataPins
-from rerank_study.errors import MalformedInputError, MissingInputError, PinMismatchError
 
 NAMES = ["corpus.jsonl", "queries.jsonl", "qrels/train.tsv", "qrels/test.tsv"]
 
@@ -20,98 +23,6 @@ def sha(p):
     return hashlib.sha256(Path(p).read_bytes()).hexdigest()
 
 
-# ------------------------------------------------------------------------------ fileio --
-def test_atomic_write_leaves_nothing_on_failure(tmp_path):
-    target = tmp_path / "out.txt"
-    target.write_text("old")
-    with pytest.raises(RuntimeError):
-        with fileio.atomic_open(target) as fh:
-            fh.write("half")
-            raise RuntimeError("interrupted")
-    assert target.read_text() == "old"
-    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
-
-
-def test_atomic_path_renames_only_after_the_check(tmp_path):
-    target = tmp_path / "f.bin"
-    with pytest.raises(ValueError):
-        with fileio.atomic_path(target) as tmp:
-            tmp.write_bytes(b"bad")
-            raise ValueError("hash mismatch")
-    assert not target.exists() and list(tmp_path.iterdir()) == []
-
-
-def test_float_text_round_trips_exactly():
-    for x in (0.1, 1 / 3, -7.62939453125e-06, 1e-300, 0.03252313490743415):
-        assert float(fileio.fmt_float(x)) == x
-    with pytest.raises(ValueError):
-        fileio.fmt_float(float("nan"))
-
-
-def test_read_tsv_reports_line_of_truncated_row(tmp_path):
-    p = tmp_path / "t.tsv"
-    p.write_text("a\tb\n1\t2\n3")
-    with pytest.raises(MalformedInputError, match=r"line 3: last line is not terminated"):
-        fileio.read_tsv(p)
-    p.write_text("a\tb\n1\t2\t3\n")
-    with pytest.raises(MalformedInputError, match="line 2: 3 cells"):
-        fileio.read_tsv(p)
-
-
-# ------------------------------------------------------------------------------ readers --
-def test_fixture_reads_and_doc_text_convention():
-    corpus = beir.read_corpus(FIXTURE / "corpus.jsonl")
-    queries = beir.read_queries(FIXTURE / "queries.jsonl")
-    qrels = beir.read_qrels(FIXTURE / "qrels/train.tsv")
-    assert len(corpus) == 163 and len(queries) == 18 and len(qrels) == 12
-    d = corpus["31715818"]
-    assert d.full_text == (d.title + " " + d.text).strip()
-    assert qrels["35"] == {"5152028": 1, "11705328": 1}
-
-
-def test_reader_matches_beir_generic_data_loader(tmp_path):
-    """Upstream comparison: BEIR's own loader reads the same corpus, queries and qrels."""
-    from beir.datasets.data_loader import GenericDataLoader
-
-    corpus, queries, qrels = GenericDataLoader(data_folder=str(FIXTURE)).load(split="train")
-    ours = beir.read_corpus(FIXTURE / "corpus.jsonl")
-    assert {k: (v["title"], v["text"]) for k, v in corpus.items()} == {k: (d.title, d.text) for k, d in ours.items()}
-    assert qrels == beir.read_qrels(FIXTURE / "qrels/train.tsv")
-    our_q = beir.read_queries(FIXTURE / "queries.jsonl")
-    assert queries == {q: our_q[q] for q in qrels}
-
-
-@pytest.mark.parametrize("content,match", [
-    ('{"_id": "1", "title": "t", "text": "x"}\n{"_id": "2", "title": "t"', "line 2: last line is not terminated"),
-    ('{"_id": "1", "title": "t", "text": "x"}\n{"_id": 2, "title": "t", "text": "x"}\n', "line 2: key '_id' must be a string"),
-    ('{"_id": "1", "title": "t", "text": "x"}\nnot json\n', "line 2: invalid JSON"),
-    ('{"_id": "1", "title": "t", "text": "x"}\n{"_id": "1", "title": "t", "text": "y"}\n', "line 2: duplicate document id"),
-])
-def test_malformed_corpus_lines_name_file_and_line(tmp_path, content, match):
-    p = tmp_path / "corpus.jsonl"
-    p.write_text(content)
-    with pytest.raises(MalformedInputError, match=match) as exc:
-        beir.read_corpus(p)
-    assert str(p) in str(exc.value)
-
-
-def test_malformed_qrels(tmp_path):
-    p = tmp_path / "q.tsv"
-    p.write_bytes(b"query-id\tcorpus-id\tscore\r\n1\t2\tone\r\n")
-    with pytest.raises(MalformedInputError, match="line 2: score 'one' is not an integer"):
-        beir.read_qrels(p)
-    p.write_bytes(b"qid\tdoc\tscore\r\n")
-    with pytest.raises(MalformedInputError, match="line 1: header"):
-        beir.read_qrels(p)
-
-
-def test_queries_metadata_is_discarded():
-    # SciFact query metadata carries evidence doc ids (for sealed claims too); the reader drops it
-    queries = beir.read_queries(FIXTURE / "queries.jsonl")
-    assert all(isinstance(v, str) for v in queries.values())
-
-
-# ------------------------------------------------------------------------- acquisition --
 @pytest.fixture
 def pins():
     return DataPins.load(DATA / "lockfiles" / "data_pins.json")
@@ -224,3 +135,17 @@ def test_download_path_with_a_local_http_server(tmp_path):
         prov = acquire.acquire(NAMES[:3], zpins, tmp_path / "c2", url=f"{base}/scifact.zip", download_dir=dl)
         assert (dl / "scifact.zip").exists()
         assert all("downloaded" in v["source"] for v in prov.values())
+
+
+# ----------------------------------- on the full SciFact mirror (skips, saying why, when it is absent) --
+@pytest.mark.full_data
+def test_full_mirror_matches_every_pin(tmp_path):
+    mirror = full_mirror()
+    pins = DataPins.load(ROOT / "lockfiles" / "data_pins.json")
+    prov = acquire.acquire(["corpus.jsonl", "queries.jsonl", "qrels/train.tsv"], pins, tmp_path, mirror=mirror)
+    assert all(v["verified_by"] == "sha256" for v in prov.values())
+    assert len(beir.read_corpus(tmp_path / "corpus.jsonl")) == 5183
+    assert len(beir.read_queries(tmp_path / "queries.jsonl")) == 1109
+    qrels = beir.read_qrels(tmp_path / "qrels/train.tsv")
+    assert len(qrels) == 809 and sum(len(v) for v in qrels.values()) == 919
+    assert beir.qrels_content_sha256(qrels) == pins.pin("qrels/train.tsv")["content_sha256"]

@@ -1,10 +1,10 @@
-"""Tie rule, RRF, blend and TREC runs against hand-computed expectations."""
+"""Tie rule, RRF, blend and rank-derived scores against hand-computed expectations."""
 
 import re
 
 import pytest
 
-from rerank_study import ranking, trec
+from rerank_study import ranking
 
 
 def test_tie_rule_is_score_desc_then_doc_id_string_desc():
@@ -79,17 +79,6 @@ def test_rerank_query_rejects_missing_logit():
 def test_duplicate_in_ranking_refused():
     with pytest.raises(ValueError, match="duplicate"):
         ranking.ranks_from_order(["a", "b", "a"])
-
-
-def test_trec_round_trip(tmp_path):
-    ranked = {"q2": ["d9", "d10", "d1"], "q1": ["a"]}
-    path = tmp_path / "run.trec"
-    trec.write_run(path, ranked, "tag", query_order=["q1", "q2"])
-    text = path.read_text()
-    assert text.splitlines()[0] == "q1 Q0 a 1 1 tag"
-    assert text.splitlines()[1:] == ["q2 Q0 d9 1 3 tag", "q2 Q0 d10 2 2 tag", "q2 Q0 d1 3 1 tag"]
-    back = trec.read_run(path)
-    assert {q: [d for d, _, _ in v] for q, v in back.items()} == ranked
 
 
 def test_trec_rank_derived_scores_survive_pytrec_eval_resorting():

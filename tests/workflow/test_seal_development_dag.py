@@ -1,4 +1,5 @@
-"""Sealing: no development rule can reach the confirmation qrels (structural, tested on the DAG)."""
+"""Sealing: no development rule can reach the confirmation qrels (structural, tested on the DAG; in development mode,
+also next to a frozen protocol and its openings, no rule that reads them exists)."""
 
 import re
 
@@ -30,3 +31,9 @@ def test_only_the_confirmation_code_names_the_sealed_file():
         if re.search(r"test\.tsv", path.read_text()):  # the sealed file is found by its pinned role, never by name
             offenders.append(rel)
     assert offenders == [], f"development code mentions the sealed confirmation qrels: {offenders}"
+
+
+def test_development_mode_has_no_rule_that_reads_the_sealed_qrels(frozen):
+    wd, _ = frozen
+    proc = run_snakemake(wd, "--list-rules", check=False)
+    assert "fetch_sealed_qrels" not in proc.stdout and "run_inputs" in proc.stdout

@@ -1,17 +1,18 @@
 """Cross-encoder scoring: bit-identical to sentence-transformers' CrossEncoder.predict under the
 documented batching (per query, token-length-sorted chunks of 16); the same bits at 1, 2 and 4 torch
-threads in the enforced numeric mode; tokenise once; the batch plan; shards; the shape audit; the cache."""
+threads in the enforced numeric mode; tokenise once; the batch plan; shards; the shape audit; the relevance column
+of a model with one or several logits; the cache (fresh scoring never reads it and proves each entry equal)."""
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
-from conftest import FIXTURE, ROOT
-from rerank_study import beir, models, numerics, scoring
+from conftest import DATA, FIXTURE, ROOT, read_json
+from rerank_study import beir, models, scoring
 from rerank_study.errors import PipelineError
+from rerank_study.scoring import relevance_column
 
 MODEL_PINS = json.loads((ROOT / "lockfiles" / "model_pins.json").read_text())
 SETTINGS = scoring.ScoringSettings(max_length=512, truncation="longest_first", batch_size=16, seed=110,
@@ -134,6 +135,14 @@ def test_shape_audit(loaded, pairs):
     assert shapes["logits"] == [2, 1]
 
 
+def test_relevance_column_of_one_or_several_logits():
+    assert relevance_column(None, [4, 1]) == 0 and relevance_column(2, [4, 3]) == 2
+    with pytest.raises(ValueError, match="label_index"):
+        relevance_column(None, [4, 3])
+    with pytest.raises(ValueError, match="not a column"):
+        relevance_column(3, [4, 3])
+
+
 def test_scoring_twice_is_bitwise_stable(loaded, pairs):
     _, tok, model = loaded
     qs, ds = pairs
@@ -232,6 +241,41 @@ def test_score_run_infers_then_reads_the_cache_and_never_loads_weights_for_cache
     assert fresh == rows and counts3.pairs_inferred == 37
 
 
+def test_fresh_scoring_never_reads_the_cache_and_proves_each_entry_equal(tmp_path):
+    from rerank_study import beir, models, scoring
+
+    pins = read_json(ROOT / "lockfiles/model_pins.json")
+    models.build_standin(pins["bi_encoder"], pins["cross_encoder"], tmp_path / "m", 110, 0.02)
+    settings = scoring.ScoringSettings(512, "longest_first", 4, 110, "float32")
+    scoring.setup_torch(settings)
+    tok, model = scoring.load_cross_encoder(tmp_path / "m")
+    corpus = beir.read_corpus(DATA / "scifact_fixture/corpus.jsonl")
+    docs = {d: corpus[d].full_text[:300] for d in list(corpus)[:6]}  # 6 pairs = batches of 4 + 2
+    ranked, qtext = {"35": list(docs)}, {"35": beir.read_queries(DATA / "scifact_fixture/queries.jsonl")["35"]}
+    cache = scoring.ScoreCache(tmp_path / "cache")
+
+    def score(fresh):
+        return scoring.score_run(ranked, qtext, docs, tok, lambda: model, settings, "m", {"v": 1}, cache, fresh=fresh)
+
+    rows, counts = score(False)
+    assert (counts.pairs_inferred, counts.pairs_from_cache, counts.cache_entries_verified) == (6, 0, 0)
+    again, fresh = score(True)
+    assert (fresh.pairs_inferred, fresh.pairs_from_cache, fresh.cache_entries_verified) == (6, 0, 2)
+    assert [r["logit"] for r in again] == [r["logit"] for r in rows]
+    # a cache entry with a valid checksum but another score: used silently without fresh, refused with it
+    entry_path = next((tmp_path / "cache").rglob("*.json"))
+    entry = read_json(entry_path)
+    entry["logits"][1] = repr(float(entry["logits"][1]) + 0.5)
+    entry["sha256"] = scoring.ScoreCache.checksum(entry["key"], entry["logits"])
+    entry_path.write_text(json.dumps(entry))
+    cached_rows, c = score(False)
+    assert c.pairs_from_cache == 6 and [r["logit"] for r in cached_rows] != [r["logit"] for r in rows]
+    with pytest.raises(PipelineError) as err:
+        score(True)
+    assert "FRESH INFERENCE DIFFERS FROM THE SCORE CACHE: query 35 batch" in str(err.value)
+    assert str(entry_path) in str(err.value)
+
+
 # ------------------------------------------------------------------------- tokenise once --
 def test_one_tokenisation_gives_the_joint_tokenizer_call_inputs_and_the_token_counts(loaded, pairs):
     """PairEncoder (each text tokenised once, pairs joined by the tokenizer's own truncation + template) ==
@@ -295,57 +339,8 @@ def test_gather_shards_concatenates_in_canonical_order_and_refuses_a_foreign_sha
         scoring.gather_shards(ranked, short)
 
 
-# ---------------------------------------------------------------------- the numeric mode --
-NUMERIC_CHILD = r"""
-import json, os, sys
-sys.path.insert(0, sys.argv[1] + "/workflow")
-for k in ("MKL_CBWR", "MKL_DYNAMIC", "OMP_DYNAMIC"):
-    os.environ.pop(k, None)
-from rerank_study import numerics
-import torch
-if sys.argv[2] == "compute-first":  # MKL computes in its default mode before the scoring setup
-    torch.mm(torch.ones(64, 64), torch.ones(64, 64))
-try:
-    mode = numerics.enforce_cnr()
-except numerics.NumericModeError as exc:
-    print(json.dumps({"error": str(exc)}))
-    sys.exit(0)
-torch.mm(torch.ones(64, 64), torch.ones(64, 64))
-print(json.dumps(mode))
-"""
-
-
-@pytest.mark.parametrize("case", ["fresh", "compute-first"])
-def test_the_numeric_mode_is_switched_on_and_verified_by_mkl_or_the_run_stops(case):
-    """enforce_cnr asks MKL itself; MKL_VERBOSE (MKL's own log of every call) must say CNR:AUTO,STRICT and
-    no dynamic thread adjustment. Once MKL has computed in its default mode, the switch is refused and the
-    scoring stops with the fix."""
-    env = {k: v for k, v in os.environ.items() if k not in numerics.CNR_ENV} | {"MKL_VERBOSE": "1"}
-    out = subprocess.run([sys.executable, "-c", NUMERIC_CHILD, str(ROOT), case], capture_output=True, text=True,
-                         env=env)
-    assert out.returncode == 0, out.stderr[-2000:]
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    calls = [line for line in out.stdout.splitlines() if line.startswith("MKL_VERBOSE SGEMM")]
-    if case == "fresh":
-        assert result["mkl_cnr"] == "AUTO,STRICT" and result["switched_in_process"] is True
-        assert result["omp_dynamic"] is False
-        assert calls and all("CNR:AUTO,STRICT" in c and "Dyn:0" in c for c in calls), calls
-    else:
-        assert "NUMERIC MODE" in result["error"] and "MKL_CBWR=AUTO,STRICT" in result["error"]
-        assert calls and "CNR:OFF" in calls[0]
-
-
-def test_configure_process_sets_the_environment_before_torch():
-    env: dict = {}
-    got = numerics.configure_process(env)
-    assert env == {"MKL_CBWR": "AUTO,STRICT", "MKL_DYNAMIC": "FALSE", "OMP_DYNAMIC": "FALSE"}
-    assert got["env"] == env and got["mmap_threshold_bytes"] in (256 * 1024, None)
-    assert numerics.cnr_name(2 | 0x10000) == "AUTO,STRICT" and numerics.cnr_name(1) == "OFF"
-    assert numerics.cnr_name(3) == "COMPATIBLE" and numerics.cnr_name(None) == "unknown"
-
-
 def test_useful_flops_formula_by_hand():
     # one layer, h = 2, f = 3, n = 1: 2*1*(4*4 + 2*2*3) + 4*1*1*2 = 2*28 + 8 = 64
     assert scoring.useful_flops(1, layers=1, hidden=2, intermediate=3) == 64
-    # the model (6 x 384, FFN 1536) at 351 tokens: 8.59 GFLOP (the issue's 43.5 TFLOP / 5000 pairs ~ 8.7)
+    # the model (6 x 384, FFN 1536) at 351 tokens: 8.59 GFLOP (an estimate of 43.5 TFLOP for 5000 pairs: ~ 8.7 each)
     assert scoring.useful_flops(351) == pytest.approx(8.588e9, rel=1e-3)

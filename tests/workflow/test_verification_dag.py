@@ -1,28 +1,14 @@
-"""A cache that cannot lie quietly: the verifier re-infers sampled batches from scratch, a validly
-re-checksummed but altered cache entry is caught, config types are strict, a tampered model copy
-names what to delete. Plus the sample rule by hand."""
+"""A cache that cannot lie quietly, on the fixture's smoke run: the verifier's record (sampled batches re-inferred
+from scratch), a validly re-checksummed but altered cache entry caught by re-inference, a tampered copy of the run's
+stand-in model names what to delete."""
 
-import hashlib
 import json
 import shutil
 
 import pytest
 
 from conftest import read_json, run_snakemake
-from rerank_study import scoring, verification
-from rerank_study.config import load_config
-from rerank_study.errors import ConfigError
-
-from conftest import ROOT
-
-
-def test_sample_rule_by_hand():
-    batches = [("1", 0), ("1", 1), ("2", 0), ("3", 0)]
-    key = {b: hashlib.sha256(f"110\t{b[0]}\t{b[1]}".encode()).hexdigest() for b in batches}
-    by_key = sorted(batches, key=key.get)
-    assert verification.sample_batches(batches, 110, 2) == by_key[:2]
-    assert verification.sample_batches(batches + batches, 110, None) == by_key  # every batch, once
-    assert verification.sample_batches(batches, 110, 99) == by_key
+from rerank_study import scoring
 
 
 def test_verification_record_of_a_run(smoke_run):
@@ -47,13 +33,6 @@ def test_an_altered_but_rechecksummed_cache_entry_is_caught_by_re_inference(smok
     assert proc.returncode != 0
     assert "RE-INFERENCE DIFFERS" in proc.stderr and "Delete the score cache" in proc.stderr
     assert not (wd / "results/smoke-standin/audit.json").exists()
-
-
-def test_a_non_integer_bootstrap_size_stops_at_validation():
-    with pytest.raises(ConfigError, match=r"config key 'bootstrap.B': 100.0 is not of type 'integer'"):
-        load_config(ROOT / "config" / "config.yaml", {"bootstrap": {"B": 100.0}})
-    with pytest.raises(ConfigError, match="config key 'verify.batches'"):
-        load_config(ROOT / "config" / "config.yaml", {"verify": {"batches": True}})
 
 
 def test_a_tampered_model_copy_says_what_to_delete(smoke_run, fixture_workdir, tmp_path):

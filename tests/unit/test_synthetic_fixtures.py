@@ -9,7 +9,6 @@ groups larger than one query), the TREC run's shape, and the tiny reranker's fil
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import re
 import shutil
@@ -18,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "tests" / "data"
+from conftest import DATA, ROOT, load_data_module
+
 BEIR = DATA / "synthetic_beir"
 STUDY = DATA / "studies" / "synthetic"
 LOCK = STUDY / "lockfiles"
@@ -27,13 +26,6 @@ N_DOCS, N_QUERIES, N_DEV, N_TEST, TOP_K = 80, 36, 24, 12, 20
 PAIRS = [("what is a comet orbit", "Comet Orbit. The comet orbit crosses the solar eclipse."),
          ("honey from the beehive", "Beehive Honey. Wax and honey of the colony."),
          ("chess endgame", "Rook and pawn in the endgame of a tournament.")]
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, DATA / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def sha(path) -> str:
@@ -64,7 +56,7 @@ def pins(name: str) -> dict:
 
 # -------------------------------------------------------------------------------- the dataset --
 def test_dataset_regenerates_to_the_committed_bytes(tmp_path):
-    written = _load("make_synthetic_study").build(tmp_path)
+    written = load_data_module("make_synthetic_study").build(tmp_path)
     assert set(written) == {"synthetic_beir/corpus.jsonl", "synthetic_beir/queries.jsonl",
                             "synthetic_beir/qrels/dev.tsv", "synthetic_beir/qrels/test.tsv",
                             "studies/synthetic/lockfiles/candidates/run.trec", "studies/synthetic/lockfiles/data_pins.json",
@@ -168,7 +160,7 @@ def test_trec_run_shape():
 # ------------------------------------------------------------------------ the tiny reranker --
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    mod = _load("make_tiny_reranker")
+    mod = load_data_module("make_tiny_reranker")
     root = tmp_path_factory.mktemp("tiny")
     return mod, {n: mod.build(root / f"labels{n}", num_labels=n) for n in (1, 3)}
 
@@ -247,7 +239,7 @@ def test_tiny_reranker_loads_and_scores(tiny, n):
 
 
 def test_tiny_reranker_refuses_a_tokenizer_file_that_differs_from_its_pin(tmp_path):
-    mod = _load("make_tiny_reranker")
+    mod = load_data_module("make_tiny_reranker")
     src = tmp_path / "src"
     shutil.copytree(mod.tokenizer_source(), src, ignore=shutil.ignore_patterns("*.safetensors"))
     with open(src / "tokenizer_config.json", "a") as fh:

@@ -1,4 +1,4 @@
-"""Config validation names the bad key; the shipped config is valid."""
+"""Config validation names the bad key (types are strict); the shipped config is valid."""
 
 import copy
 
@@ -64,3 +64,10 @@ def test_command_line_boolean_strings():
     assert c["smoke"] is True and run_name(c) == "smoke-standin" and run_shape(c) == (5, 10)
     with pytest.raises(ConfigError, match="config key 'smoke'"):
         validate_config(cfg(smoke="maybe"))
+
+
+def test_a_non_integer_bootstrap_size_stops_at_validation():
+    with pytest.raises(ConfigError, match=r"config key 'bootstrap.B': 100.0 is not of type 'integer'"):
+        load_config(ROOT / "config" / "config.yaml", {"bootstrap": {"B": 100.0}})
+    with pytest.raises(ConfigError, match="config key 'verify.batches'"):
+        load_config(ROOT / "config" / "config.yaml", {"verify": {"batches": True}})

@@ -1,0 +1,79 @@
+"""The audit's structure, read from its source: standard library only and nothing from the project (which never
+imports it), small modules and functions, its checks registered once by name in order, every audit function
+SOURCE_MAP.md cites defined."""
+
+import ast
+import sys
+from pathlib import Path
+
+from conftest import AUDIT, ROOT, audit_module
+
+MODULES = sorted(AUDIT.glob("*.py"))
+SIBLINGS = {p.stem for p in MODULES}
+
+
+def imported_modules(path: Path) -> set[str]:
+    """The top-level names a module imports absolutely (a relative import is named '.')."""
+    mods = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            mods |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            mods.add(node.module.split(".")[0] if node.level == 0 else ".")
+    return mods
+
+
+def test_audit_imports_only_the_standard_library_and_its_own_modules_and_nothing_from_the_project():
+    assert (AUDIT / "__main__.py").is_file() and len(MODULES) > 10
+    for path in MODULES:
+        mods = imported_modules(path)
+        assert "." not in mods, f"relative import in the audit: {path.name}"
+        assert mods <= set(sys.stdlib_module_names) | SIBLINGS, (path.name, mods - set(sys.stdlib_module_names))
+        assert "rerank_study" not in path.read_text(encoding="utf-8").replace("rerank_study/", ""), path.name
+    shadowing = sorted(SIBLINGS & set(sys.stdlib_module_names) - {"__main__"})
+    assert shadowing == [], f"audit modules named as standard-library modules: {shadowing}"
+
+
+def test_audit_modules_stay_small_enough_to_read():
+    """No module over 400 lines, no function over 60: each can be read in one sitting."""
+    for path in MODULES:
+        text = path.read_text(encoding="utf-8")
+        assert len(text.splitlines()) <= 400, path.name
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                assert node.end_lineno - node.lineno + 1 <= 60, f"{path.name}: {node.name}"
+
+
+def test_the_checks_are_registered_once_by_name_in_order():
+    registry = audit_module("registry")
+    names = [name for name, _ in registry.CHECKS]
+    assert names == ["settings", "manifest_hashes", "lockfile_pins", "analysed_queries", "candidates", "pairs",
+                     "scorer_label", "blend", "runs", "qrels", "per_query", "groups", "bootstrap_indices",
+                     "replicates", "summary", "verification", "shape_check", "frozen_candidates", "report", "seal",
+                     "protocol"]
+    assert len({fn for _, fn in registry.CHECKS}) == len(names)
+
+
+def test_the_library_never_imports_the_audit():
+    """The project runs the audit (rule audit; studies.check_audit_reads: ``--read-yaml``), never imports it."""
+    for path in [*(ROOT / "workflow").rglob("*.py"), *(ROOT / "scripts").glob("*.py")]:
+        text = path.read_text(encoding="utf-8")
+        assert not imported_modules(path) & (SIBLINGS - {"__main__"}), path
+        assert not ("spec_from_file_location" in text and "audit" in text), path
+
+
+def test_every_audit_function_source_map_cites_exists():
+    """SOURCE_MAP cites the audit's functions by name ("audit `ndcg`", "audit `Expected.orders`")."""
+    import re
+
+    cited = set()
+    for m in re.finditer(r"audit ((?:`[\w.]+`(?:, )?)+)", (ROOT / "SOURCE_MAP.md").read_text(encoding="utf-8")):
+        cited |= set(re.findall(r"`([\w.]+)`", m.group(1)))
+    defined = set()
+    for path in MODULES:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                defined |= {node.name} | {f"{node.name}.{f.name}" for f in node.body if isinstance(f, ast.FunctionDef)}
+            elif isinstance(node, ast.FunctionDef):
+                defined.add(node.name)
+    assert len(cited) > 10 and cited <= defined, sorted(cited - defined)

@@ -1,0 +1,174 @@
+"""Openings of the frozen fixture's sealed judgements through the DAG (everything labelled TEST-ONLY): every look is
+recorded (a 'started' ledger line before the judgements are copied), also one that targets an intermediate file; an
+unfinished opening blocks freezing and re-freezing and shows in status; fresh inference at every opening, proven
+equal to the cache; the report says what was opened, its hash, when, the ledger line and the protocol; the audit of a
+confirmation run compares with the protocol's pins, not re-pinned lockfiles.
+
+``opened`` writes into the session's ``frozen`` world, which the freeze and guard tests read as freshly frozen: their
+files (test_confirm_freeze.py, test_confirm_guard.py) sort before this one."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import DATA, ROOT, freeze_cmd, read_json, run_freeze, run_snakemake
+from seal_world import SEALED, TEST_SWITCHES, copy_workdir, sha256
+from rerank_study.seal import locations
+from rerank_study.seal import ledger as seal_ledger
+
+
+def status(wd) -> str:
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts/confirm.py"), "status", "--configfile",
+                           str(DATA / "fixture_config.yaml"), "--lockdir", str(wd / "lockfiles"), "--results",
+                           str(wd / "results"), "--resources", str(wd / "resources")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _sealed_run(sha, n):
+    return f"results/confirm-{sha[:12]}-test-{n}"
+
+
+@pytest.fixture(scope="module")
+def opened(frozen):
+    """1. a look at intermediate files of opening 1 (no 'confirm' target); 2. a full opening (2);
+    3. a re-opening (3). What the ledger and status said after each step is kept."""
+    wd, sha = frozen
+    on = {**TEST_SWITCHES, "unseal": sha}
+    seen = {}
+    run_snakemake(wd, config=on, targets=(f"{wd / _sealed_run(sha, 1)}/inputs/qrels.tsv",
+                                          f"{wd / _sealed_run(sha, 1)}/groups.tsv"))
+    lock, aside = wd / "lockfiles", wd / "aside"
+    aside.mkdir()
+    for name in (locations.PROTOCOL, locations.PROTOCOL_SHA, locations.PREREG):  # the protocol moved aside ...
+        shutil.move(lock / name, aside / name)
+    refrozen = run_freeze(wd, "--allow-standin-for-testing")  # ... and a new one frozen after the look
+    for name in (locations.PROTOCOL, locations.PROTOCOL_SHA, locations.PREREG):
+        shutil.move(aside / name, lock / name)
+    seen["after_look"] = {"ledger": seal_ledger.read_ledger(wd / "lockfiles"), "status": status(wd), "freeze": refrozen,
+                          "refreeze": subprocess.run(freeze_cmd(wd, "--reason", "tidy", command="refreeze"),
+                                                     capture_output=True, text=True),
+                          "replay": subprocess.run([sys.executable, str(ROOT / "workflow/scripts/fetch_sealed_qrels.py"),
+                                                    str(wd / _sealed_run(sha, 1) / "logs/fetch_sealed_qrels.job.json")],
+                                                   capture_output=True, text=True,
+                                                   env=dict(os.environ, PYTHONPATH=str(ROOT / "workflow"))),
+                          "plan": run_snakemake(wd, "-n", config=on, targets=("confirm",)).stdout}
+    run_snakemake(wd, config=on, targets=("confirm",))
+    seen["first_bytes"] = {p: p.read_bytes() for p in (wd / _sealed_run(sha, 2)).rglob("*") if p.is_file()}
+    run_snakemake(wd, config=on, targets=("confirm",))
+    return wd, sha, seen
+
+
+def test_a_look_at_an_intermediate_file_is_recorded_before_the_judgements_are_copied(opened):
+    wd, sha, seen = opened
+    look = seen["after_look"]
+    started = look["ledger"][-1]
+    assert [e["event"] for e in look["ledger"]] == ["frozen", "started"]
+    assert (started["opening"], started["run"]) == (1, f"confirm-{sha[:12]}-test-1")
+    assert started["sealed_file"] == SEALED and started["protocol_sha256"] == sha
+    assert started["sealed_sha256"] == read_json(wd / "lockfiles/data_pins.json")["files"][SEALED]["sha256"]
+    assert started["time"] and started["method_sha256"] and seal_ledger.FIXTURE_LABEL in started["labels"]
+    run1 = wd / _sealed_run(sha, 1)
+    assert (run1 / "inputs/qrels.tsv").exists() and (run1 / "groups.tsv").exists()
+    assert not (run1 / "summary.json").exists() and not (run1 / "OPENING.json").exists()
+    assert read_json(run1 / "OPENING_STARTED.json")["line"] == 2
+    # status shows the unfinished look; it blocks freezing and re-freezing; a replayed fetch job is refused
+    assert "openings recorded in any ledger: 1 (0 completed, 1 started but not completed)" in look["status"]
+    assert "opening 1 of" in look["status"] and "NOT COMPLETED" in look["status"]
+    for proc, what in ((look["freeze"], "REFUSED to freeze a protocol"), (look["refreeze"], "REFUSED to re-freeze")):
+        assert proc.returncode == 1 and what in proc.stderr and "NEVER COMPLETED" in proc.stderr, proc.stderr
+    assert look["replay"].returncode != 0 and "is already started" in look["replay"].stderr
+    # the next opening is number 2, never 1 again
+    assert f"confirm-{sha[:12]}-test-2" in look["plan"] and f"confirm-{sha[:12]}-test-1/" not in look["plan"]
+
+
+def test_opening_is_recorded_and_a_reopening_reproduces_it_from_fresh_inference(opened):
+    wd, sha, seen = opened
+    first, second = wd / _sealed_run(sha, 2), wd / _sealed_run(sha, 3)
+    summary = read_json(first / "summary.json")
+    assert summary["n_queries"] == 6 and summary["bootstrap"]["seed"] == 111
+    audit = read_json(first / "audit.json")
+    # against the protocol: its sha256, 6 pins (corpus, queries, sealed qrels, 2 splits, candidates), the
+    # scorer and the method hash (a stand-in opening: no weights pin); its settings: anchored to it
+    assert audit["ok"] is True and audit["checks"]["protocol"]["checked"] == 9
+    assert audit["checks"]["settings"]["checked"] > 0
+    assert read_json(first / "manifest.json")["kind"] == "confirmation"
+    ledger = seal_ledger.read_ledger(wd / "lockfiles")
+    assert [(e["event"], e.get("opening")) for e in ledger] == [
+        ("frozen", None), ("started", 1), ("started", 2), ("completed", 2), ("started", 3), ("completed", 3)]
+    done2, done3 = ledger[3], ledger[5]
+    assert done2["started_line"] == 3 and done3["started_line"] == 5
+    for key in ("time", "code_commit", "method_sha256", "model_identity", "data_sha256", "candidates_sha256",
+                "summary_sha256", "audit_sha256"):
+        assert done2[key], key
+    assert "reproduces_opening" not in done2  # opening 1 never completed: nothing to reproduce
+    assert done3["reproduces_opening"] == 2 and done3["reproduced_byte_identical"] is True and done3["differences"] == []
+    assert read_json(second / "OPENING.json")["reproduces_opening"] == 2
+    # fresh inference: both openings inferred every pair; the re-opening proved every cached batch equal (a measurement)
+    batches = 6 * 4  # 6 confirmation queries x 50 candidates in chunks of 16
+    for d, verified in ((done2, 0), (done3, batches)):  # opening 2 found no cached confirmation batch
+        assert d["scoring"]["fresh_inference"] is True
+        assert d["scoring"]["pairs_inferred"] == d["scoring"]["pairs"] == 300 and d["scoring"]["pairs_from_cache"] == 0
+        assert d["scoring"]["cache_entries_verified"] == verified
+    # the first result was never overwritten
+    assert {p: p.read_bytes() for p in first.rglob("*") if p.is_file()} == seen["first_bytes"]
+    text = status(wd)
+    assert "openings recorded in any ledger: 3 (2 completed, 1 started but not completed)" in text
+    assert "reproduced byte-identical True" in text
+
+
+def test_report_states_what_was_opened_when_and_under_which_protocol(opened):
+    wd, sha, _ = opened
+    run = wd / _sealed_run(sha, 2)
+    report = (run / "report.md").read_text()
+    summary = read_json(run / "summary.json")
+    started = seal_ledger.read_ledger(wd / "lockfiles")[2]
+    pins = read_json(wd / "lockfiles/data_pins.json")
+    assert "Confirmation analysis — opening 2" in report and "TEST-ONLY STAND-IN" in report
+    prim = summary["comparisons"][summary["primary"]]
+    outcome = "REACHED" if prim["mean_reaches_threshold"] else "NOT REACHED"
+    assert f"the practical threshold 0.01 is **{outcome}**" in report
+    assert f"= **{prim['mean']:.6f}**" in report
+    # what, its hash, the data URL, when, the ledger line, the protocol
+    assert f"**`{SEALED}`**, sha256 `{pins['files'][SEALED]['sha256']}`" in report
+    assert pins["zip"]["url"] in report
+    assert f"Opened at **{started['time']}**" in report and "line 3" in report
+    assert json.dumps(started, sort_keys=True, ensure_ascii=True) in report
+    assert f"| protocol sha256 | `{sha}` |" in report
+    assert "started and never completed: 1 (started" in report
+    assert "SEALED: not an input" not in report
+    assert "| sealed confirmation judgements OPENED |" in report
+    # the development report still says the truth about the development run
+    assert "SEALED: not an input of any development rule" in (wd / "results/dev-standin/report.md").read_text()
+    assert "0.665" in report and "0.6451" in report  # published retriever numbers, for context
+
+
+def test_audit_of_a_confirmation_run_compares_with_the_protocol_not_repinned_lockfiles(opened, tmp_path):
+    wd, sha, _ = opened
+    name = _sealed_run(sha, 2).split("/")[1]
+    cp = copy_workdir(wd, tmp_path / "w", results=(name,))
+    run, lock = cp / "results" / name, cp / "lockfiles"
+    # what repin=candidates would do: another candidate table (dev rows only changed), pinned and used
+    table = (lock / "candidates/candidates.tsv").read_text().splitlines(keepends=True)
+    dev_q = (lock / "splits/dev.txt").read_text().split()[0]
+    i = next(k for k, line in enumerate(table) if line.startswith(f"{dev_q}\t"))
+    table[i], table[i + 1] = table[i + 1], table[i]
+    (lock / "candidates/candidates.tsv").write_text("".join(table))
+    new = sha256(lock / "candidates/candidates.tsv")
+    pins = read_json(lock / "derived_pins.json")
+    pins["candidates"]["sha256"] = new
+    (lock / "derived_pins.json").write_text(json.dumps(pins, indent=2))
+    m = read_json(run / "manifest.json")
+    next(a for a in m["artefacts"] if a["key"] == "candidates")["sha256"] = new
+    (run / "manifest.json").write_text(json.dumps(m, indent=2, sort_keys=True) + "\n")
+    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(ROOT / "scripts/audit"), str(run), "--lockdir",
+                           str(lock), "--out", str(tmp_path / "audit.json")], capture_output=True, text=True)
+    result = read_json(tmp_path / "audit.json")
+    assert proc.returncode == 1 and result["failed_checks"] == ["protocol"], result["failed_checks"]
+    failure = result["checks"]["protocol"]["first_failures"][0]
+    assert failure["item"] == "pin candidates" and failure["found"] == new
+    assert failure["expected"] == read_json(wd / "lockfiles/protocol.json")["candidates"]["sha256"]
