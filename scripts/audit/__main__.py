@@ -42,7 +42,7 @@ from pathlib import Path
 sys.dont_write_bytecode = True
 sys.pycache_prefix = os.path.join(os.devnull, "pycache")  # a folder that cannot exist: nothing read or written
 
-from anchors import DEFAULT_CONFIG, Anchor  # noqa: E402
+from anchors import DEFAULT_CONFIG, Anchor, committed_lockdir  # noqa: E402
 from bookkeeping import MAX_FAILURES_SHOWN, Audit  # noqa: E402
 from expected import Expected  # noqa: E402
 from problems import Unauditable, Unreadable  # noqa: E402
@@ -53,17 +53,23 @@ from yamlsubset import canonical_json  # noqa: E402
 
 
 def audit_run(rundir: Path, lockdir: Path | None, au: Audit, config_anchor: Path = DEFAULT_CONFIG,
-              study_anchor: Path | None = None) -> dict:
+              study_anchor: Path | None = None, config_files: tuple = ()) -> dict:
     """Every check on the run folder (recorded in ``au``); returns audit.json's ``info``."""
     t0 = time.perf_counter()
+    source = "--lockdir"
+    if lockdir is None:  # the committed lock folder, never the one the run names
+        lockdir, source = committed_lockdir(config_anchor, study_anchor), "the committed config / study file"
     run = RunFiles(rundir, lockdir)
-    want = Expected(run, Anchor(run.kind, run.lockdir, config_anchor, study_anchor, run.manifest_settings))
+    want = Expected(run, Anchor(run.kind, run.lockdir, config_anchor, study_anchor, run.manifest_settings, source,
+                                config_files))
     run_checks(au, run, want)
     info = {"run": run.manifest.get("run"), "kind": run.kind, "scorer": run.scorer,
             "anchor": {"config": str(config_anchor), "config_sha256": sha256_of(config_anchor),
+                       "config_files": [{"path": str(p), "sha256": sha256_of(p)} for p in config_files],
                        **({"study_file": str(study_anchor), "study_file_sha256": sha256_of(study_anchor)}
                           if study_anchor else {})},
-            "manifest_sha256": sha256_of(run.manifest_path)}  # which manifest this audit vouches for
+            "manifest_sha256": sha256_of(run.manifest_path),  # which manifest this audit vouches for
+            "lockdir": {"path": str(lockdir), "given_by": source}}
     for key, fn in (("queries", lambda: len(run.analysed)), ("pairs", lambda: len(run.pair_rows)),
                     ("groups", lambda: len(want.groups)), ("replicates", lambda: want.settings["bootstrap_B"])):
         try:
@@ -77,11 +83,16 @@ def audit_run(rundir: Path, lockdir: Path | None, au: Audit, config_anchor: Path
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("rundir", type=Path, nargs="?")
-    ap.add_argument("--lockdir", type=Path, default=None, help="lockfile folder (default: the manifest's)")
+    ap.add_argument("--lockdir", type=Path, default=None,
+                    help="lockfile folder (default: the one the committed config names, or the study file's; never "
+                         "the folder a run names for itself)")
     ap.add_argument("--out", type=Path, default=None, help="where to write audit.json (default: RUNDIR/audit.json)")
     ap.add_argument("--config", type=Path, default=DEFAULT_CONFIG,
                     help="the committed config a development run is anchored to (default: this checkout's "
                          "config/config.yaml); a confirmation opening is anchored to <lockdir>/protocol.json")
+    ap.add_argument("--configfile", type=Path, action="append", default=[],
+                    help="a config file the run's invocation gave (snakemake --configfile), merged over --config in "
+                         "order; the DAG's audit rule passes them")
     ap.add_argument("--study", type=Path, default=None,
                     help="another study: its name (config/studies/<name>.yaml) or its study file; the file's values over "
                          "the committed config are the development run's anchor (a run of a study needs it: the "

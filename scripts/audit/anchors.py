@@ -12,7 +12,8 @@ from problems import Unreadable
 from readers import read_json
 from yamlsubset import read_simple_yaml
 
-DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "config" / "config.yaml"  # the committed config
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_CONFIG = REPO / "config" / "config.yaml"  # the committed config
 
 
 def merged(base: dict, over: dict) -> dict:
@@ -47,6 +48,18 @@ def settings_from_protocol(protocol: dict, cfg: dict) -> dict:
             "verify_batches": None, "verify_seed": cfg["verify"]["seed"]}
 
 
+def committed_lockdir(config_anchor: Path, study_anchor: Path | None) -> Path:
+    """The lock folder the committed anchors name: a study file's ``lockdir`` (relative to the file's folder), else
+    config.yaml's (relative to the repository)."""
+    if study_anchor is not None:
+        study = read_simple_yaml(study_anchor)
+        if "lockdir" in study:
+            path = Path(study["lockdir"])
+            return path if path.is_absolute() else (study_anchor.parent / path).resolve()
+    path = Path(read_simple_yaml(config_anchor)["lockdir"])
+    return path if path.is_absolute() else (config_anchor.resolve().parents[1] / path).resolve()
+
+
 def pinned_role(files: dict, role: str) -> str:
     """The one data file a lock folder pins with ``role`` (qrels_dev / qrels_confirm: the study's qrels files)."""
     names = [n for n, pin in files.items() if pin.get("role") == role]
@@ -61,9 +74,11 @@ class Anchor:
     prefix of the split (n_queries set); the anchor then gives that prefix."""
 
     def __init__(self, kind: str, lockdir: Path, config_anchor: Path, study_anchor: Path | None,
-                 manifest_settings: dict):
+                 manifest_settings: dict, lockdir_source: str = "--lockdir", config_files: tuple = ()):
         self.kind = kind
+        self.config_files = tuple(config_files)  # merged over config.yaml, as snakemake --configfile merges them
         self.lockdir = lockdir
+        self.lockdir_source = lockdir_source  # --lockdir, or the committed config / study file
         self.config_anchor = config_anchor
         self.study_anchor = study_anchor  # a study file: its values override the committed config's
         self.manifest_settings = manifest_settings
@@ -74,8 +89,11 @@ class Anchor:
 
     @cached_property
     def config(self) -> dict:
-        """The committed config (a development run's anchor), with a study file's values over it."""
+        """The committed config (a development run's anchor), the config files the invocation gave over it (in
+        order), and a study file's values over those."""
         cfg = read_simple_yaml(self.config_anchor)
+        for extra in self.config_files:
+            cfg = merged(cfg, read_simple_yaml(extra))
         return merged(cfg, read_simple_yaml(self.study_anchor)) if self.study_anchor else cfg
 
     @cached_property

@@ -6,12 +6,14 @@ than one name: ``check_rankings`` records 'blend' and 'ce_ranks'; ``check_summar
 from __future__ import annotations
 
 import checks_inputs
+import checks_layout
 import checks_provenance
 import checks_report_and_seal
 import checks_scores
 import checks_statistics
 
 CHECKS = (
+    ("layout", checks_layout.check_layout),
     ("settings", checks_provenance.check_settings),
     ("manifest_hashes", checks_provenance.check_manifest_hashes),
     ("lockfile_pins", checks_provenance.check_lockfile_pins),

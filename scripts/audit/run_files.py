@@ -8,12 +8,13 @@ import json
 from functools import cached_property
 from pathlib import Path
 
+import layout
 from problems import Unauditable, Unreadable
 from readers import docs_by_query, markdown_tables, read_ids, read_json, read_qrels, read_run, read_table, resolve
 
 
 class RunFiles:
-    def __init__(self, rundir: Path, lockdir: Path | None):
+    def __init__(self, rundir: Path, lockdir: Path):
         self.rundir = rundir
         manifest_path = rundir / "manifest.json"
         if not manifest_path.exists():
@@ -25,12 +26,17 @@ class RunFiles:
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise Unauditable(f"{manifest_path} is not a run manifest: {type(exc).__name__}: {exc}") from None
         self.manifest_path = manifest_path
-        self.lockdir = lockdir if lockdir is not None else resolve(self.manifest["lockdir"], rundir)
+        self.lockdir = lockdir  # the audit's anchor (never the folder the run names: check_layout compares them)
         self.kind = self.manifest.get("kind", "development")
         self.scorer = self.manifest.get("scorer")
         self._trec_runs: dict[str, dict] = {}
 
     def path(self, key: str) -> Path:
+        """Where an artefact is: a run artefact at its DOCUMENTED path (whatever the manifest says: check_layout
+        compares them), an input outside the run folder where the manifest says (its sha256 is checked against
+        the pins)."""
+        if key in layout.RUN_ARTEFACTS:
+            return self.rundir / layout.RUN_ARTEFACTS[key][0]
         if key not in self.art:
             raise Unreadable(self.manifest_path, f"the manifest lists no artefact {key!r}")
         return resolve(self.art[key]["path"], self.rundir)

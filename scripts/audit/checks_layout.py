@@ -1,0 +1,61 @@
+"""Checks of the layout: the manifest lists exactly the documented artefacts (keys, paths, roles, whether they are
+reproducible), the run folder holds nothing the layout does not name, the run names the lock folder the audit
+is anchored to, and the splits have the committed sizes. Signature: see checks_provenance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import layout
+from anchors import pinned_role
+from readers import resolve
+
+
+def _check_entries(run, au, f: str, want_keys: list[str]) -> None:
+    for a in run.manifest["artefacts"]:
+        key = a.get("key")
+        if key not in want_keys:
+            continue
+        au.check("layout", a.get("role") == layout.role_of(key), f, f"{key} role", layout.role_of(key), a.get("role"))
+        if key in layout.RUN_ARTEFACTS:
+            path, _, deterministic = layout.RUN_ARTEFACTS[key]
+            au.check("layout", a.get("path") == path, f, f"{key} path", path, a.get("path"))
+            au.check("layout", a.get("deterministic") is deterministic, f, f"{key} deterministic", deterministic,
+                     a.get("deterministic"))
+            au.check("layout", a.get("scope") == "run", f, f"{key} scope", "run", a.get("scope"))
+        else:
+            inside = resolve(a.get("path", ""), run.rundir).resolve().is_relative_to(run.rundir.resolve())
+            au.check("layout", a.get("scope") == "input" and a.get("deterministic") is True and not inside, f,
+                     f"{key} (an input)", "scope input, deterministic, outside the run folder",
+                     f"scope {a.get('scope')}, deterministic {a.get('deterministic')}, path {a.get('path')}")
+
+
+def _check_files(run, want, au) -> None:
+    sealed = pinned_role(want.anchor.lock("data_pins.json")["files"], "qrels_confirm") if run.kind == "confirmation" \
+        else None
+    for p in sorted(run.rundir.rglob("*")):
+        if p.is_file() or p.is_symlink():
+            rel = p.relative_to(run.rundir).as_posix()
+            if rel.startswith(".audit.json"):  # this audit's own output, being written
+                continue
+            au.check("layout", layout.allowed_file(rel, run.kind, sealed), str(p), "a file of the run folder",
+                     "a file the documented layout names", "not in the documented layout")
+
+
+def check_layout(run, want, au) -> None:
+    f = str(run.manifest_path)
+    keys = [a.get("key") for a in run.manifest["artefacts"]]
+    want_keys = layout.manifest_keys(run.kind)
+    au.check("layout", sorted(keys) == sorted(want_keys) and len(keys) == len(set(keys)), f, "artefact keys",
+             f"the documented {len(want_keys)}",
+             f"missing {sorted(set(want_keys) - set(keys))}, extra {sorted(set(keys) - set(want_keys))}, "
+             f"repeated {sorted(k for k in set(keys) if keys.count(k) > 1)}")
+    _check_entries(run, au, f, want_keys)
+    _check_files(run, want, au)
+    named = resolve(run.manifest.get("lockdir", ""), run.rundir).resolve()
+    au.check("layout", named == Path(want.anchor.lockdir).resolve(), f, "lock folder",
+             f"{want.anchor.lockdir} (the audit's anchor: {want.anchor.lockdir_source})", str(named))
+    splits = want.anchor.config["splits"]
+    for name, ids, size in (("split_dev", run.split_dev, splits["dev_size"]),
+                            ("split_confirm", run.split_confirm, splits["confirm_size"])):
+        au.check("layout", len(ids) == size, str(run.path(name)), f"{name} size", size, len(ids))

@@ -1,0 +1,80 @@
+"""The documented layout of a run folder (docs/outputs.md), kept here independently of the pipeline's own table
+(rerank_study.layout; a test holds the two equal): every artefact a manifest must list - key, path inside the run
+folder, role, whether its bytes are reproducible - and every other file a run folder may hold. The manifest does
+not decide what is audited: a manifest that lists another set, another path or another role fails, and so does a
+file in the run folder that the layout does not name."""
+
+from __future__ import annotations
+
+import re
+
+# the inputs outside the run folder (key, role); plus the analysed judgements: qrels_dev (a development run) or
+# qrels_confirm (an opening)
+INPUTS = (("corpus", "corpus"), ("queries", "queries"), ("split_dev", "split_dev"),
+          ("split_confirm", "split_confirm"), ("candidates", "candidates"))
+QRELS_OF_KIND = {"development": "qrels_dev", "confirmation": "qrels_confirm"}
+
+# key: (path inside the run folder, role, deterministic)
+RUN_ARTEFACTS = {
+    "run_queries": ("inputs/queries.txt", "analysed_queries", True),
+    "run_candidates": ("inputs/candidates.tsv", "candidates", True),
+    "run_qrels": ("inputs/qrels.tsv", "qrels_run", True),
+    "groups": ("groups.tsv", "groups", True),
+    "groups_meta": ("groups.json", "groups", True),
+    "pairs": ("pairs.tsv", "pairs", True),
+    "shape_check": ("shape_check.json", "shape_check", True),
+    "verification": ("verification.json", "verification", True),
+    "rankings": ("rankings.tsv", "rankings", True),
+    "run_rrf": ("runs/rrf.trec", "runs", True),
+    "run_ce": ("runs/ce.trec", "runs", True),
+    "run_blend": ("runs/blend.trec", "runs", True),
+    "per_query": ("per_query.tsv", "per_query", True),
+    "grouped_indices": ("bootstrap/grouped_indices.tsv", "bootstrap_indices", True),
+    "query_indices": ("bootstrap/query_indices.tsv", "bootstrap_indices", True),
+    "replicates": ("bootstrap/replicates.tsv", "replicates", True),
+    "summary": ("summary.json", "summary", True),
+    "forest_plot": ("figures/forest.png", "figure", True),
+    "delta_plot": ("figures/primary_delta.png", "figure", True),
+    "report": ("report.md", "report", False),
+    "scoring_measurements": ("measurements/scoring.json", "measurements", False),
+    "verification_measurements": ("measurements/verification.json", "measurements", False),
+    "report_measurements": ("measurements/report.json", "measurements", False),
+}
+
+# the run's other files: the manifest and the audit themselves, conveniences, an opening's records, the
+# reproduction check, and the jobs' logs, benchmarks and intermediate shards
+RUN_FILES = ("manifest.json", "audit.json", "pairs.parquet", "per_query.parquet", "reproduction.md",
+             "reproduction.json", "OPENING_STARTED.json", "OPENING.json")
+RULE = r"[a-z_]+"
+OTHER_FILES = (
+    re.compile(rf"logs/{RULE}\.(log|job\.json)"),
+    re.compile(rf"logs/score_shard/\d+-of-\d+\.(log|job\.json)"),
+    re.compile(rf"benchmarks/{RULE}\.tsv"),
+    re.compile(r"benchmarks/score_shard/\d+-of-\d+\.tsv"),
+    re.compile(r"shards/score-of-\d+/\d+\.tsv"),
+    re.compile(r"measurements/score-of-\d+/\d+\.json"),
+)
+SEALED_FOLDER = "sealed"  # an opening only: sealed/<the sealed file's pinned name>
+
+
+def manifest_keys(kind: str) -> list[str]:
+    """Every key a manifest of a run of ``kind`` lists, in the pipeline's order."""
+    return [k for k, _ in INPUTS] + [QRELS_OF_KIND[kind]] + list(RUN_ARTEFACTS)
+
+
+def role_of(key: str) -> str:
+    for k, role in INPUTS:
+        if k == key:
+            return role
+    if key in QRELS_OF_KIND.values():
+        return key
+    return RUN_ARTEFACTS[key][1]
+
+
+def allowed_file(rel: str, kind: str, sealed_name: str | None) -> bool:
+    """Whether a file of the run folder (posix path relative to it) is part of the documented layout."""
+    if rel in RUN_FILES or any(rel == path for path, _, _ in RUN_ARTEFACTS.values()):
+        return True
+    if kind == "confirmation" and sealed_name and rel == f"{SEALED_FOLDER}/{sealed_name}":
+        return True
+    return any(p.fullmatch(rel) for p in OTHER_FILES)

@@ -1,0 +1,34 @@
+"""The audit's own copy of the documented layout equals the pipeline's table (rerank_study.layout), and a
+manifest, a run folder or a lock folder that does not follow it is refused (tests/audit/test_audit_corruptions.py
+runs the corruptions on real runs)."""
+
+from __future__ import annotations
+
+from conftest import audit_module
+from rerank_study import layout
+
+
+def test_the_audit_layout_is_the_pipelines():
+    audit_layout = audit_module("layout")
+    assert audit_layout.INPUTS == layout.INPUTS
+    assert set(audit_layout.QRELS_OF_KIND.values()) == set(layout.QRELS_KEYS)
+    assert audit_layout.RUN_ARTEFACTS == {a.key: (a.path, a.role, a.deterministic) for a in layout.RUN_ARTEFACTS}
+    assert set(audit_layout.RUN_FILES) == set(layout.RUN_FILES.values())
+    assert audit_layout.SEALED_FOLDER == layout.SEALED_FOLDER
+    for kind, qrels in audit_layout.QRELS_OF_KIND.items():
+        assert audit_layout.manifest_keys(kind) == layout.manifest_keys(qrels)
+        for key in audit_layout.manifest_keys(kind):
+            assert audit_layout.role_of(key) == layout.role_of(key)[0]
+
+
+def test_only_documented_files_belong_to_a_run_folder():
+    allowed = audit_module("layout").allowed_file
+    for rel in ("report.md", "pairs.tsv", "logs/score.log", "logs/score_shard/0-of-4.job.json",
+                "benchmarks/score_shard/3-of-4.tsv", "shards/score-of-4/3.tsv", "measurements/score-of-1/0.json",
+                "audit.json", "pairs.parquet"):
+        assert allowed(rel, "development", None), rel
+    for rel in ("report-honest.md", "inputs/extra.tsv", "runs/rrf.trec.bak", "sealed/qrels/test.tsv",
+                "logs/../report.md", "figures/other.png"):
+        assert not allowed(rel, "development", None), rel
+    assert allowed("sealed/qrels/test.tsv", "confirmation", "qrels/test.tsv")
+    assert not allowed("sealed/qrels/train.tsv", "confirmation", "qrels/test.tsv")
