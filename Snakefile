@@ -26,6 +26,17 @@ os.environ["PYTHONPATH"] = os.pathsep.join([_LIB] + [p for p in os.environ.get("
                                                       if p and p != _LIB])
 
 from snakemake.exceptions import WorkflowError
+
+if workflow.config_settings.overwrite_config.get("unseal"):
+    # an opening: before anything of the project is imported, this process's module path and loaded modules must come
+    # from the interpreter, the environment and this checkout only (no launch folder shadowing the standard library)
+    from rerank_study.seal.environment import interpreter_problems
+
+    if interpreter_problems(workflow.basedir):
+        raise WorkflowError("REFUSED: this process can load code from outside the interpreter, the environment and the "
+                            "checkout:\n  - " + "\n  - ".join(interpreter_problems(workflow.basedir)) + "\nStart "
+                            "the opening with the environment's own snakemake (.venv/bin/snakemake), not python -m.")
+
 from rerank_study import studies as _studies
 from rerank_study.errors import PipelineError
 

@@ -61,23 +61,24 @@ def make_lockdir(dest: Path, frozen: bool = True) -> Path:
 
 
 def run_snakemake(workdir: Path, *args: str, config: dict | None = None, check: bool = True,
-                  targets: tuple[str, ...] = (), fixture: bool = True,
-                  snakefile: Path = ROOT / "Snakefile") -> subprocess.CompletedProcess:
+                  targets: tuple[str, ...] = (), fixture: bool = True, snakefile: Path = ROOT / "Snakefile",
+                  launcher: tuple = (), env: dict | None = None, cwd=None) -> subprocess.CompletedProcess:
     """Snakemake on the committed fixture (its config overrides and data), or with ``fixture=False``
     on the project's own config (the caller then names the data and the lockfiles); ``snakefile``:
-    another checkout's code."""
+    another checkout's code; ``launcher``: another way to start snakemake (e.g. python -m snakemake); ``env``:
+    variables added to the environment; ``cwd``: the folder it is started from."""
     cfg = {"resources": str(workdir / "resources"), "results": str(workdir / "results"),
            "lockdir": str(workdir / "lockfiles"), "scorer": "stand-in"}
     if fixture:
         cfg["data_mirror"] = str(FIXTURE)
     cfg.update(config or {})
-    cmd = [str(SNAKEMAKE), "-s", str(snakefile), "--directory", str(workdir), "--cores", "2",
+    cmd = [*(launcher or [str(SNAKEMAKE)]), "-s", str(snakefile), "--directory", str(workdir), "--cores", "2",
            *(["--configfile", str(DATA / "fixture_config.yaml")] if fixture else []), *args,
            "--config", *[f"{k}={v}" for k, v in cfg.items()]]
     if targets:
         cmd += ["--", *targets]
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONHASHSEED="0")
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONHASHSEED="0", **(env or {}))
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}")
     return proc

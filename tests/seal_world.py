@@ -106,12 +106,13 @@ def copy_workdir(src: Path, dest: Path, results=("dev-standin",), link_resources
     return dest
 
 
-def look_at_sealed_file(repo: Path, sha: str, opening: int, check: bool = True, **config):
+def look_at_sealed_file(repo: Path, sha: str, opening: int, check: bool = True, args: tuple = (), run_kw=None,
+                        **config):
     """The DAG of the repository's own code, asked for the sealed judgements of an opening (no model needed):
     the only rule that runs on the sealed side is fetch_sealed_qrels."""
     target = repo / "results" / f"confirm-{sha[:12]}-{opening}" / "sealed" / "qrels" / "test.tsv"
-    return run_snakemake(repo, config={"unseal": sha, "scorer": "pinned", **config}, targets=(str(target),),
-                         snakefile=repo / "Snakefile", check=check)
+    return run_snakemake(repo, *args, config={"unseal": sha, "scorer": "pinned", **config}, targets=(str(target),),
+                         snakefile=repo / "Snakefile", check=check, **(run_kw or {}))
 
 
 __all__ = ["DATA", "FIXTURE", "GIT", "FIXTURE_SPLITS", "SEALED", "TEST_SWITCHES", "git", "commit_all", "code_copy",

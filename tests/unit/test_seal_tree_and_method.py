@@ -46,22 +46,37 @@ def test_a_clean_tree_and_each_way_of_not_being_one(tmp_path):
     (repo / "out/y").write_text("configured output folder\n")
     assert tree.tree_state(repo, output_folders=[repo / "out"]).dirty == []
     assert tree.tree_state(repo).dirty == ["out/y (not committed)"]
+    # an output folder inside a code folder exempts nothing (it would be importable from the jobs' path)
+    (repo / "workflow/json").mkdir()
+    (repo / "workflow/json/__init__.py").write_text("x = 1\n")
+    assert tree.tree_state(repo, output_folders=[repo / "out", repo / "workflow/json"]).dirty == [
+        "workflow/json/__init__.py (not committed)"]
 
 
 def test_not_a_repository(tmp_path):
     assert tree.tree_state(tmp_path).is_repo is False
 
 
-def test_the_method_is_every_tracked_file_but_docs_seal_records_and_other_studies(tmp_path):
+def test_the_method_is_every_tracked_file_but_the_seals_own_records_in_their_format(tmp_path):
     repo = _repo(tmp_path)
     files = method.method_files(repo)
-    assert sorted(files) == ["run.sh", "workflow/a.py"]
+    # documentation and other studies' folders ARE part of it (a Snakefile can include any text file); the empty
+    # ledger (JSON lines) is not
+    assert sorted(files) == ["README.md", "lockfiles/studies/other/pins.json", "run.sh", "workflow/a.py"]
     assert files["workflow/a.py"] == hashlib.sha256(b"a = 1\n").hexdigest()
-    # a study's own lock folder is part of ITS method; an untracked file is not (the opening refuses it)
-    assert "lockfiles/studies/other/pins.json" in method.method_files(repo, lockdir=repo / "lockfiles/studies/other")
+    # a "ledger" that is not JSON lines can carry code: it is part of the method
+    (repo / "lockfiles/confirmation_ledger.jsonl").write_text("import os\n")
+    assert "lockfiles/confirmation_ledger.jsonl" in method.method_files(repo)
+    (repo / "lockfiles/confirmation_ledger.jsonl").write_text('{"event": "frozen"}\n')
+    assert "lockfiles/confirmation_ledger.jsonl" not in method.method_files(repo)
+    # a preregistration note is left out only when it is exactly the note its protocol generates
+    (repo / "lockfiles/PREREGISTRATION.md").write_text("include this\n")
+    git(repo, "add", "lockfiles/PREREGISTRATION.md")
+    assert "lockfiles/PREREGISTRATION.md" in method.method_files(repo)
+    # an untracked file is not part of it (the opening refuses it); a staged one is
     (repo / "workflow/b.py").write_text("b = 2\n")
     assert "workflow/b.py" not in method.method_files(repo)
-    git(repo, "add", "workflow/b.py")  # staged: tracked
+    git(repo, "add", "workflow/b.py")
     assert "workflow/b.py" in method.method_files(repo)
     # the bytes on disk, not the commit
     (repo / "workflow/a.py").write_text("a = 2\n")
@@ -69,9 +84,8 @@ def test_the_method_is_every_tracked_file_but_docs_seal_records_and_other_studie
 
 
 def test_a_copy_without_git_walks_the_files(tmp_path):
-    (tmp_path / "c/workflow/__pycache__").mkdir(parents=True)
+    (tmp_path / "c/workflow").mkdir(parents=True)
     (tmp_path / "c/workflow/a.py").write_text("a\n")
-    (tmp_path / "c/workflow/__pycache__/a.pyc").write_bytes(b"x")
     (tmp_path / "c/.venv").mkdir()
     (tmp_path / "c/.venv/x.py").write_text("x\n")
     assert sorted(method.method_files(tmp_path / "c")) == ["workflow/a.py"]

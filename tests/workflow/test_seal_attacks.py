@@ -223,7 +223,7 @@ def test_a_change_hidden_from_git_status_is_found_by_content(tmp_path):
 
 
 # ------------------------------------------------------------------------------ 5. a discarded look --
-def test_a_look_whose_ledger_line_was_discarded_stops_the_next_opening_until_the_line_is_restored(tmp_path):
+def test_a_look_whose_ledger_line_was_rewritten_away_stops_the_next_opening_until_the_line_is_restored(tmp_path):
     repo, cfg = _frozen_world(tmp_path)
     sha, lock = cfg["unseal"], repo / "lockfiles"
     look_at_sealed_file(repo, sha, 1)
@@ -231,8 +231,10 @@ def test_a_look_whose_ledger_line_was_discarded_stops_the_next_opening_until_the
     assert started["event"] == "started" and started["opening"] == 1 and started["pushed"]["code_commit_on_a_remote"] is False
     trace = traces.trace_path(repo, lock)
     assert trace.is_relative_to(repo / ".git") and json.loads(trace.read_text().splitlines()[-1])["opening"] == 1
-    # the attack: the ledger line discarded, the results folder moved away
-    git(repo, "checkout", "--", "lockfiles/confirmation_ledger.jsonl")
+    # the started line was committed at once (the ledger cannot be checked out to a state without it); the attack
+    # now has to rewrite history: the commit dropped from the branch, the results folder moved away
+    assert git(repo, "log", "-1", "--format=%s").stdout.startswith("seal: opening 1 of protocol")
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
     shutil.move(repo / "results", tmp_path / "moved-away")
     assert [e["event"] for e in ledger.read_ledger(lock)] == ["frozen"]
     with pytest.raises(SealError, match=r"a look left traces that the ledgers do not know") as refused:

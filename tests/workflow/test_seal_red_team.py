@@ -17,7 +17,7 @@ from rerank_study import beir
 from rerank_study.errors import SealError
 from rerank_study.fileio import write_json
 from rerank_study.seal import freeze as seal_freeze
-from rerank_study.seal import guard, locations, registry
+from rerank_study.seal import guard, ledger, locations, registry, tree
 from seal_world import commit_all, constructed_freeze, genuine_repo, git, look_at_sealed_file, repo_config
 
 pytestmark = pytest.mark.slow  # runs snakemake
@@ -57,16 +57,19 @@ def test_a_tracked_symbolic_link_is_refused_and_the_method_hashes_what_it_points
         before(cfg, repo / "lockfiles", repo, read_json(repo / "lockfiles/protocol.json"))
 
 
-def test_an_output_folder_inside_the_code_exempts_only_itself(tmp_path):
+def test_an_output_folder_inside_the_code_exempts_nothing(tmp_path):
+    """results=workflow/<name> would make an untracked package importable from every job's path: an output folder is
+    left out of the walk only at the top level of the checkout."""
     repo, cfg = _frozen(tmp_path)
-    (repo / "workflow/datetime.py").write_text("raise SystemExit('shadowed')\n")
-    out = repo / "workflow" / "out"
-    with pytest.raises(SealError, match=r"workflow/datetime.py \(not committed\)"):
-        guard.check_unseal(dict(cfg, results=str(out)), repo / "lockfiles", repo)
-    (repo / "workflow/datetime.py").unlink()
+    out = repo / "workflow" / "json"
     out.mkdir()
-    (out / "generated.txt").write_text("an output\n")
-    assert guard.check_unseal(dict(cfg, results=str(out)), repo / "lockfiles", repo)["opening"] == 1
+    (out / "__init__.py").write_text("raise SystemExit('shadowed')\n")
+    with pytest.raises(SealError, match=r"workflow/json/__init__.py \(not committed\)"):
+        guard.check_unseal(dict(cfg, results=str(out)), repo / "lockfiles", repo)
+    shutil.rmtree(out)
+    (repo / "out").mkdir()
+    (repo / "out" / "generated.txt").write_text("an output\n")
+    assert guard.check_unseal(dict(cfg, results=str(repo / "out")), repo / "lockfiles", repo)["opening"] == 1
 
 
 def test_an_edited_content_hash_neither_renames_the_sealed_set_nor_frees_it_for_a_new_protocol(tmp_path):
@@ -186,3 +189,92 @@ def test_the_corpus_sketch_estimates_jaccard():
     half = registry.corpus_sketch(ids[:500] + [f"x{i}" for i in range(500)])  # true Jaccard 500/1500 = 1/3
     assert abs(registry.sketch_similarity(registry.corpus_sketch(ids), half) - 1 / 3) < 0.15
     assert registry.sketch_similarity([], registry.corpus_sketch(ids)) == 0.0
+
+
+# ------------------------------------------------------------------------------------- the second round --
+def _no_look(repo: Path) -> None:
+    assert [e["event"] for e in ledger.read_ledger(repo / "lockfiles")] == ["frozen"]
+    assert not (repo / "resources/cache/sealed").exists()
+
+
+def test_a_launch_folder_on_the_module_path_is_refused_before_the_guard_imports_anything(tmp_path):
+    """`python -m snakemake` puts the folder it is started from first on sys.path: a statistics.py there would
+    replace the standard library's for the guard itself."""
+    import sys
+
+    repo, cfg = _frozen(tmp_path)
+    launch = tmp_path / "launch"
+    launch.mkdir()
+    (launch / "statistics.py").write_text("raise SystemExit('shadowed')\n")
+    proc = look_at_sealed_file(repo, cfg["unseal"], 1, check=False,
+                               run_kw={"launcher": (sys.executable, "-m", "snakemake"), "cwd": launch})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "can load code from outside the interpreter" in out and str(launch) in out, out[-2000:]
+    _no_look(repo)
+
+
+@pytest.mark.parametrize("variable", ["BASH_ENV", "PYTHONWARNINGS", "PYTHONSTARTUP", "LD_PRELOAD"])
+def test_a_variable_that_adds_code_to_a_process_is_refused(tmp_path, variable):
+    repo, cfg = _frozen(tmp_path)
+    hook = tmp_path / "hook.sh"
+    hook.write_text("export PYTHONPATH=/tmp/elsewhere:$PYTHONPATH\n")
+    proc = look_at_sealed_file(repo, cfg["unseal"], 1, check=False, run_kw={"env": {variable: str(hook)}})
+    assert proc.returncode != 0 and f"{variable}=" in proc.stdout + proc.stderr and "adds code to a process" in \
+        proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-2000:]
+    _no_look(repo)
+
+
+def test_the_jobs_of_an_opening_get_an_allowlisted_environment():
+    from rerank_study.seal import environment
+
+    env, removed = environment.job_environment({"HOME": "/h", "BASH_ENV": "/x", "LC_ALL": "C", "MKL_CBWR": "AUTO",
+                                                "SOME_TOOL": "1", "PATH": "/evil:/usr/bin", "PYTHONPATH": "w"})
+    assert set(env) == {"HOME", "LC_ALL", "MKL_CBWR", "PATH", "PYTHONPATH"} and removed == ["BASH_ENV", "SOME_TOOL"]
+    assert "/evil" not in env["PATH"]
+
+
+def test_an_invocation_that_chooses_a_jobs_shell_is_refused(tmp_path):
+    repo, cfg = _frozen(tmp_path)
+    proc = look_at_sealed_file(repo, cfg["unseal"], 1, check=False,
+                               args=("--set-resources", "fetch_sealed_qrels:shell_exec=/bin/sh"))
+    assert proc.returncode != 0 and "chooses the shell of a job" in proc.stdout + proc.stderr
+    _no_look(repo)
+
+
+def test_a_documentation_file_the_snakefile_includes_is_part_of_the_method(tmp_path):
+    def hooks(r):
+        (r / "docs").mkdir(exist_ok=True)
+        (r / "docs/hooks.md").write_text("# nothing yet\n")
+        with open(r / "Snakefile", "a", encoding="utf-8") as fh:
+            fh.write('\ninclude: "docs/hooks.md"\n')
+
+    repo = genuine_repo(tmp_path / "w")
+    hooks(repo)
+    commit_all(repo, "a prepared include")
+    cfg = repo_config(repo)
+    sha = constructed_freeze(repo, cfg, repo / "lockfiles")
+    (repo / "docs/hooks.md").write_text("import os\n")
+    commit_all(repo, "the hook, after freezing")
+    with pytest.raises(SealError, match=r"the method changed .*docs/hooks.md \(changed\)"):
+        guard.check_unseal(dict(cfg, unseal=sha), repo / "lockfiles", repo)
+
+
+def test_a_look_is_committed_at_once_so_a_fresh_clone_counts_it(tmp_path):
+    repo, cfg = _frozen(tmp_path)
+    look_at_sealed_file(repo, cfg["unseal"], 1)
+    assert tree.tree_state(repo, (cfg["results"], cfg["resources"])).dirty == []  # nothing left to commit by hand
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True)
+    ccfg = dict(repo_config(clone), unseal=cfg["unseal"])
+    assert guard.check_unseal(ccfg, clone / "lockfiles", clone)["opening"] == 2
+
+
+def test_lookalike_letters_and_punctuation_do_not_make_another_query():
+    same = registry.text_sha256
+    base = "Anti-TNF therapy decreases life quality."
+    for variant in ("Anti-TNF therapy decreases life quality",          # the trailing period dropped
+                    "Anti\u2010TNF therapy decreases life quality.",   # another hyphen (U+2010)
+                    "Anti-TNF therapy dеcreases life quality.",        # a Cyrillic е in "decreases"
+                    "Anti-TNF therapy — decreases life quality!"):     # a dash and another mark
+        assert same(variant) == same(base), variant
+    assert same(base) != same("Anti-TNF therapy increases life quality.")  # another word is another query

@@ -15,12 +15,20 @@ QRELS_DEV, QRELS_SEALED = _studies.qrels_names(STUDY)  # a one-qrels dataset: it
 RES = config["resources"]
 OUT = config["results"]
 if CONFIRM:
-    # every job of the opening compiles its Python code (the installed environment's too) into a fresh, private
-    # byte-code folder: no .pyc file on disk before the opening is ever read by it
+    from rerank_study.seal import environment as _environment
+
+    _checked(_guards.check_no_problems, "this process can load code from outside the interpreter, the environment and "
+             "the checkout", _environment.interpreter_problems(workflow.basedir))  # (again, everything imported now)
+    # every job of the opening gets an allowlisted environment (no shell start-up file, no loader or interpreter
+    # variable) and compiles its Python code (the installed environment's too) into a fresh, private byte-code
+    # folder: no .pyc file on disk before the opening is ever read by it; the shell is /bin/bash itself
     import tempfile as _tempfile
 
-    os.environ["PYTHONPYCACHEPREFIX"] = _tempfile.mkdtemp(prefix="rerank-opening-pycache-")
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    _JOB_ENV, _REMOVED = _environment.job_environment(dict(os.environ))
+    os.environ.clear()
+    os.environ.update(_JOB_ENV, PYTHONPYCACHEPREFIX=_tempfile.mkdtemp(prefix="rerank-opening-pycache-"))
+    UNSEAL["start"]["job_environment"] = {"kept": sorted(_JOB_ENV), "removed": _REMOVED}
+    shell.executable("/bin/bash")
 # the run: confirm-<protocol sha256[:12]>-<n> (or ...-test-<n>: a labelled test opening), else dev / smoke
 RUN = UNSEAL["run"] if CONFIRM else run_name(config)
 RUNDIR = f"{OUT}/{RUN}"

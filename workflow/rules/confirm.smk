@@ -44,6 +44,7 @@ if CONFIRM:
             P["opening"],
         params:
             lockdir=LOCK,
+            root=workflow.basedir,  # the repository: the completed line is committed there
             run=RUN,
             unseal={k: UNSEAL[k] for k in ("sha256", "opening", "previous", "git", "labels", "method_sha256")},
         log:

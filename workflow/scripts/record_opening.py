@@ -63,6 +63,8 @@ def main(sm):
         entry["reproduced_byte_identical"] = not differences
         entry["differences"] = differences
     ledger.append_ledger(sm.params.lockdir, entry)
+    entry["ledger_commit"] = ledger.commit_ledger(sm.params.root, sm.params.lockdir,
+                                                  f"seal: opening {u['opening']} of protocol {u['sha256'][:12]} completed")
     write_json(sm.output[0], entry)
     if differences:
         raise PipelineError(f"RE-OPENING {u['opening']} DID NOT REPRODUCE opening {first['opening']}: artefacts differ: "
@@ -71,9 +73,8 @@ def main(sm):
         log.warning("RE-OPENING %d REPRODUCED opening %d byte for byte (%d deterministic artefacts, scores inferred "
                     "fresh); the first result was not touched", u["opening"], u["previous"][0]["opening"], len(arte))
     else:
-        log.warning("CONFIRMATION OPENED (opening %d of protocol %s) and recorded in %s/%s: commit the ledger now "
-                    "(git add lockfiles && git commit) and push it", u["opening"], u["sha256"], sm.params.lockdir,
-                    LEDGER)
+        log.warning("CONFIRMATION OPENED (opening %d of protocol %s), recorded in %s/%s and committed: push it now "
+                    "(git push), and tag it", u["opening"], u["sha256"], sm.params.lockdir, LEDGER)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,12 @@
   code to a job (``PYTHONPATH`` beyond ``workflow/``, ``PYTHONHOME``, ``PYTHONSTARTUP``, ``PYTHONUSERBASE``,
   ``LD_PRELOAD``);
 * Snakemake's folder of temporary rule scripts (``.snakemake/scripts``, first on every script job's path) holds
-  nothing a job could import.
+  nothing a job could import;
+* this process's module search path and loaded modules come only from the interpreter, the environment and the
+  checkout (``interpreter_problems``: run first thing by the Snakefile of an opening, and again once everything
+  is imported; the guard's own in-process callers, tests and confirm.py, are not openings), and every file of the
+  environment's bin folder is a RECORD's;
+* the jobs get an allowlisted environment (``job_environment``: no shell start-up file, no loader variable).
 """
 
 from __future__ import annotations
@@ -27,9 +32,21 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from .tree import GENERATED
+
 HOOKS = ("sitecustomize.py", "usercustomize.py")
 INSTALLER = "pip"
-PYTHON_VARS = ("PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "LD_PRELOAD")
+# interpreter variables an opening's processes may be started with (any other PYTHON* variable, and the loader's
+# and the shells' start-up variables, can add code to a process: refused)
+PYTHON_VARS_ALLOWED = ("PYTHONPATH", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX",
+                       "PYTHONUNBUFFERED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONNOUSERSITE")
+CODE_VARS = ("LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "BASH_ENV", "ENV")
+# the environment every job of an opening gets (an allowlist: everything else is removed before any job starts)
+JOB_ENV = ("HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TMP", "TEMP", "TERM", "PWD", "HOSTNAME",
+           "PYTHONPATH", "PYTHONPYCACHEPREFIX", "PYTHONHASHSEED", "PYTHONUNBUFFERED", "PYTHONIOENCODING",
+           "TOKENIZERS_PARALLELISM", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE")
+JOB_ENV_PREFIXES = ("LC_", "MKL_", "OMP_", "KMP_", "OPENBLAS_", "HF_", "TRANSFORMERS_", "SLURM_", "SNAKEMAKE_")
+VENV_OWN = ("python", "python3", "python3.11", "activate", "activate.csh", "activate.fish", "Activate.ps1")
 TEMP_SCRIPT = re.compile(r"^tmp[A-Za-z0-9_]+\.[A-Za-z0-9_]+\.py$")  # Snakemake's tmpXXXX.<rule script>.py
 
 
@@ -136,12 +153,73 @@ def _hook_problems(root) -> list[str]:
 
 
 def _variable_problems(root) -> list[str]:
-    out = [f"{v}={os.environ[v]!r} is set (it adds code to every job)" for v in PYTHON_VARS if os.environ.get(v)]
+    out = [f"{v}={os.environ[v]!r} is set (it adds code to a process)" for v in sorted(os.environ)
+           if (v.startswith("PYTHON") and v not in PYTHON_VARS_ALLOWED) or v in CODE_VARS]
     extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
              if p and Path(p).resolve() != (Path(root) / "workflow").resolve()]
     if extra:
         out.append(f"PYTHONPATH holds {extra} beyond {Path(root) / 'workflow'}")
     return out
+
+
+def job_environment(environ: dict) -> tuple[dict, list[str]]:
+    """The environment of an opening's jobs: only the allowlisted variables, PATH the interpreter's folder and the
+    system's; returns it and the names removed (recorded in the started line)."""
+    keep = {k: v for k, v in environ.items() if k in JOB_ENV or k.startswith(JOB_ENV_PREFIXES)}
+    keep["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"])
+    return keep, sorted(set(environ) - set(keep) - {"PATH"})
+
+
+def _pth_paths(site: Path) -> set[Path]:
+    """The folders the .pth files of site-packages add to sys.path (their plain-path lines)."""
+    out = set()
+    for pth in site.glob("*.pth"):
+        for line in pth.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.strip() and not line.startswith(("#", "import ", "import\t")):
+                out.add(Path(line.strip()).resolve())
+    return out
+
+
+def allowed_path_entries(root) -> set[Path]:
+    paths = sysconfig.get_paths()
+    site = Path(paths["purelib"])
+    allowed = {Path(paths[k]).resolve() for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    allowed |= {Path(paths["stdlib"]).resolve() / "lib-dynload", Path(root).resolve(), (Path(root) / "workflow").resolve(),
+                Path(sys.executable).parent.resolve(), Path(paths["stdlib"]).resolve().parent / "python311.zip"}
+    return allowed | _pth_paths(site)
+
+
+def _in_checkout(path: Path, root) -> bool:
+    """A folder of the checkout outside its generated folders: every file there is tracked, or refused by the tree
+    check (Snakemake puts the folders of the Snakefile and the included rule files on the path)."""
+    root = Path(root).resolve()
+    return path.is_relative_to(root) and (path == root or path.relative_to(root).parts[0] not in GENERATED)
+
+
+def interpreter_problems(root) -> list[str]:
+    """This process's module search path and the modules it has loaded: nothing from outside the interpreter's
+    library, the environment and the checkout (a folder ``python -m`` or a launcher put first on the path would
+    shadow the standard library for the guard itself)."""
+    allowed = allowed_path_entries(root)
+    out = [f"sys.path holds {p!r}: a folder outside the interpreter, the environment and the checkout"
+           for p in sys.path if p and Path(p).exists() and Path(p).resolve() not in allowed
+           and not _in_checkout(Path(p).resolve(), root)
+           and not (Path(p).name == "pip-deployments" and not any(Path(p).iterdir()))]
+    out += [f"sys.path holds {p!r} (the current folder)" for p in sys.path if p == ""]
+    roots = [a for a in allowed if a.is_dir()]
+    for name, mod in sorted(sys.modules.items()):
+        f = getattr(mod, "__file__", None)
+        if f and not any(Path(f).resolve().is_relative_to(r) for r in roots) and not _in_checkout(Path(f).resolve(), root):
+            out.append(f"module {name} was loaded from {f}, outside the interpreter, the environment and the checkout")
+    return out
+
+
+def _bin_problems(listed: set) -> list[str]:
+    """The environment's own bin folder (first on a console script's path): every file a RECORD lists, or the
+    interpreter and activation scripts venv made."""
+    folder = Path(sys.executable).parent
+    return [f"{p} is in the environment's bin folder but no RECORD lists it" for p in sorted(folder.iterdir())
+            if p.is_file() and os.path.normpath(p) not in listed and p.name not in VENV_OWN]
 
 
 def _script_folder_problems(root) -> list[str]:
@@ -164,7 +242,7 @@ def _installed_problems(root: str) -> tuple[str, ...]:
     out = _venv_problems() + _version_problems(dists, lock_versions(root), optional_versions(root))
     for d in dists:
         out += _record_problems(d, site, listed)
-    return tuple(out + _unlisted(site, listed))
+    return tuple(out + _unlisted(site, listed) + _bin_problems(listed))
 
 
 def environment_problems(root) -> list[str]:

@@ -166,3 +166,26 @@ def record_start(lockdir, entry: dict, other_lines: Callable[[], list[Line]], be
                             f"started (see {Path(lockdir) / LEDGER}; the next opening is number {expected}). Each look "
                             "is recorded once: start a new opening with snakemake confirm.")
     return append_locked(Path(lockdir) / LEDGER, entry, check)
+
+
+FALLBACK_IDENTITY = ("-c", "user.name=rerank-study seal", "-c", "user.email=seal@rerank-study.invalid")
+
+
+def commit_ledger(root, lockdir, message: str) -> str | None:
+    """Commit the ledger of a repository lock folder at once (only that file), so a look is in the history - and in
+    every later clone - before a sealed byte is copied. Returns the commit (None: not a repository lock folder, e.g.
+    a test fixture). A failed commit stops: the look stays recorded in the ledger file and the trace."""
+    from . import locations as loc
+    from . import tree
+
+    if not (loc.is_repository_lockdir(lockdir, root) and tree.is_repo(root)):
+        return None
+    rel = f"{loc.relative(lockdir, root)}/{LEDGER}"
+    who = () if tree.git(root, "config", "user.email").stdout.strip() else FALLBACK_IDENTITY
+    for args in (("add", "--", rel), (*who, "commit", "--quiet", "--no-verify", "-m", message, "--only", "--", rel)):
+        done = tree.git(root, *args)
+        if done.returncode != 0:
+            raise SealError(f"REFUSED: the ledger line could not be committed ({' '.join(args[:1])}: "
+                            f"{done.stderr.strip()[-300:]}); it stays in {Path(root) / rel} and the trace file. Fix "
+                            "the repository (git status), then commit the ledger by hand.")
+    return tree.head_commit(root)

@@ -1,64 +1,76 @@
 """The frozen method: every file of the checkout that can run, hashed from the bytes on disk.
 
 The method is every tracked file of the repository (its index; in a copy that is not a git checkout, every
-file the file-system walk finds outside the generated folders), read from disk, except a
-short list that cannot execute and changes without changing a result:
+file the file-system walk finds outside the generated folders), read from disk. A file is left out by what it
+IS, never by its name alone: only the seal's own records, and only when their content is the record's format,
+which carries no code:
 
-* documentation: ``*.md`` files (README, SOURCE_MAP, docs/, provenance notes, the preregistration text);
-* the seal's own records in any lock folder (protocol, its sha256, the ledger, a fixture's trace file);
-* byte-code caches (``__pycache__``): never read by an opening (every job runs with a fresh cache folder), and
-  refused beside the code before one (``tree``);
-* other studies' lock folders and study files: another experiment's data, read only when that study is named
-  (the seal registry reads their pins for the seal itself).
+* a ledger (``confirmation_ledger.jsonl``) or a fixture's trace file whose every line is a JSON object;
+* a protocol (``protocol.json``) that is one JSON object, and its ``protocol.sha256`` line;
+* a preregistration note (``PREREGISTRATION.md``) that is exactly the note its lock folder's protocol generates
+  (``prereg.preregistration_note``).
 
-So the library, rule scripts, rules, Snakefile, schema, config, user tools (the audit among them), the lock
-files, the reference results, the tests and their data are all part of it: a change anywhere is named.
+Everything else - library, rule scripts, rules, Snakefile, schema, config, the user tools (the audit among
+them), the lock files, other studies' folders, the reference results, the tests and their data, and the
+documentation (a Snakefile can ``include:`` any text file) - is part of it: a change anywhere is named.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 from pathlib import Path, PurePosixPath
 
 from . import locations as loc
 from . import tree
+from .prereg import preregistration_note
 
-DOC_SUFFIX = ".md"
-STUDY_FILES = "config/studies"
-
-
-def _other_study(rel: str, own: set[str]) -> bool:
-    """A path inside another study's lock folder or another study's file."""
-    p = PurePosixPath(rel)
-    for folder in (loc.STUDY_LOCKDIRS, STUDY_FILES):
-        base = PurePosixPath(folder)
-        if base in p.parents:
-            top = (base / p.relative_to(base).parts[0]).as_posix()
-            return top not in own
-    return False
+SHA_LINE = re.compile(r"^[0-9a-f]{64}  protocol\.json\n$")
 
 
-def excluded(rel: str, own: set[str]) -> str | None:
-    """Why a path is not part of the method (None: it is)."""
-    p = PurePosixPath(rel)
-    if p.suffix == DOC_SUFFIX:
-        return "documentation"
-    if p.name in loc.SEAL_RECORDS:
-        return "a seal record"
-    if "__pycache__" in p.parts:
-        return "byte-code cache"
-    if _other_study(rel, own):
-        return "another study"
+def _json_lines(path: Path) -> bool:
+    try:
+        return all(isinstance(json.loads(line), dict) for line in path.read_text(encoding="utf-8").splitlines()
+                   if line.strip())
+    except (ValueError, UnicodeDecodeError):
+        return False
+
+
+def _json_object(path: Path):
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _generated_note(path: Path) -> bool:
+    """The preregistration note is the one its protocol generates (so it carries nothing else)."""
+    protocol = _json_object(path.parent / loc.PROTOCOL)
+    sha_file = path.parent / loc.PROTOCOL_SHA
+    if protocol is None or not sha_file.is_file():
+        return False
+    try:
+        return path.read_text(encoding="utf-8") == preregistration_note(protocol, sha_file.read_text().split()[0])
+    except (KeyError, TypeError, IndexError, ValueError):
+        return False
+
+
+def excluded(root, rel: str) -> str | None:
+    """Why a path is not part of the method (None: it is): a seal record in its record's format."""
+    name, path = PurePosixPath(rel).name, Path(root) / rel
+    if not path.is_file() or path.is_symlink():
+        return None
+    if name in (loc.LEDGER, loc.TRACES) and _json_lines(path):
+        return "a ledger of JSON lines"
+    if name == loc.PROTOCOL and _json_object(path) is not None:
+        return "a protocol (one JSON object)"
+    if name == loc.PROTOCOL_SHA and SHA_LINE.match(path.read_text(encoding="utf-8", errors="replace")):
+        return "the protocol's sha256 line"
+    if name == loc.PREREG and _generated_note(path):
+        return "the note the protocol generates"
     return None
-
-
-def own_paths(root, lockdir=None, study_file=None) -> set[str]:
-    """The study's own lock folder and study file, relative to ``root`` (kept when they are other studies')."""
-    own = set()
-    for p in (lockdir, study_file):
-        if p:
-            own.add(loc.relative(p, root))
-    return own
 
 
 def candidate_paths(root, output_folders=()) -> list[str]:
@@ -71,13 +83,13 @@ def candidate_paths(root, output_folders=()) -> list[str]:
 
 
 def method_files(root, lockdir=None, study_file=None, output_folders=()) -> dict[str, str]:
-    """{relative path: sha256 of the bytes on disk} of every method file, sorted ("missing" for a tracked
-    file deleted from disk)."""
+    """{relative path: sha256 of the bytes on disk} of every method file, sorted ("missing" for a tracked file
+    deleted from disk). (``lockdir`` and ``study_file`` are accepted for the callers' sake: the method is the same
+    for every study.)"""
     root = Path(root)
-    own = own_paths(root, lockdir, study_file)
     out = {}
     for rel in candidate_paths(root, output_folders):
-        if excluded(rel, own) is None:
+        if excluded(root, rel) is None:
             path = root / rel
             if path.is_file():  # (a symbolic link: the bytes it points to; the opening refuses the link itself)
                 out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -113,5 +125,6 @@ def method_changes(frozen_files: dict, current_files: dict) -> list[str]:
 
 
 COVERS = ("every tracked file of the repository (a copy without git: every file outside "
-          + ", ".join(sorted(tree.GENERATED)) + " and the output folders), from the bytes on disk, except *.md documentation, the seal's records (" + ", ".join(loc.SEAL_RECORDS) + "), __pycache__, and "
-          f"other studies' folders under {loc.STUDY_LOCKDIRS}/ and {STUDY_FILES}/")
+          + ", ".join(sorted(tree.GENERATED)) + " and the output folders), from the bytes on disk, except the seal's "
+          "own records in their record format (ledgers and traces of JSON lines, a protocol JSON object and its sha256 "
+          "line, the preregistration note its protocol generates)")

@@ -7,6 +7,7 @@ and requires equality, naming every setting or method file that differs.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from .. import layout, scoring
@@ -105,7 +106,8 @@ def write_protocol(lockdir, protocol: dict) -> str:
     sha = sha256_text(text)
     atomic_write_text(lockdir / loc.PROTOCOL, text)
     atomic_write_text(lockdir / loc.PROTOCOL_SHA, f"{sha}  {loc.PROTOCOL}\n")
-    atomic_write_text(lockdir / loc.PREREG, preregistration_note(protocol, sha))
+    # the note of the protocol AS WRITTEN (canonical: sorted keys), so that it can be regenerated from the file
+    atomic_write_text(lockdir / loc.PREREG, preregistration_note(json.loads(text), sha))
     return sha
 
 

@@ -30,22 +30,28 @@ from ..errors import SealError
 from ..fileio import read_json, sha256_file, sha256_text
 from . import locations as loc
 
-TEXT_RULE = ("sha256 of the query text in Unicode NFKC, without format characters (zero-width, BOM...) and "
-             "combining marks (accents), control characters as spaces, case-folded, runs of whitespace collapsed "
-             "to one space, stripped")
+TEXT_RULE = ("sha256 of the query text in Unicode NFKC, without format characters (zero-width, BOM...), combining "
+             "marks (accents), punctuation and symbols (control characters, punctuation and symbols as spaces), "
+             "Cyrillic and Greek look-alikes of Latin letters folded to them, case-folded, whitespace collapsed")
+# common Cyrillic and Greek letters that look like Latin ones (after case-folding)
+LOOKALIKES = str.maketrans({"а": "a", "в": "b", "е": "e", "ё": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p",
+                            "с": "c", "т": "t", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ј": "j", "ԁ": "d", "һ": "h",
+                            "ӏ": "l", "ԛ": "q", "ԝ": "w", "α": "a", "β": "b", "ε": "e", "η": "n", "ι": "i", "κ": "k",
+                            "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u", "χ": "x", "ω": "w"})
 SKETCH_SIZE = 128  # the corpus sketch: the 128 smallest 16-hex prefixes of sha256(document id)
 SAME_CORPUS = 0.5  # two corpora are one when their sketches estimate a Jaccard similarity of at least this
 
 
 def normalised_text(text: str) -> str:
-    """What a query says, as a reader (and a BERT-style tokenizer) sees it: invisible and accent marks dropped."""
+    """What a query says, as a reader sees it: invisible characters, accents, punctuation and symbols dropped,
+    look-alike letters folded (a copy that changes only such characters is the same query)."""
     out = []
     for ch in unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text)):
         cat = unicodedata.category(ch)
         if cat in ("Mn", "Cf"):
             continue
-        out.append(" " if cat == "Cc" or ch.isspace() else ch)
-    return " ".join("".join(out).casefold().split())
+        out.append(" " if cat == "Cc" or cat[0] in "PS" or ch.isspace() else ch)
+    return " ".join("".join(out).casefold().translate(LOOKALIKES).split())
 
 
 def text_sha256(text: str) -> str:

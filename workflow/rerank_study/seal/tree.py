@@ -6,7 +6,7 @@
 * **hidden**: index flags that make git itself overlook a change (``skip-worktree``, ``assume-unchanged``);
 * **untracked**: a walk of the file system (not git's view, so ``.gitignore`` and ``.git/info/exclude`` hide
   nothing) lists every file that HEAD does not hold, outside the generated folders (``GENERATED`` and the
-  configured results/resources folders when they hold no tracked file);
+  configured results/resources folders when they are top-level folders holding no tracked file);
 * a tracked **symbolic link** is refused: the seal cannot vouch for what it points to.
 """
 
@@ -123,9 +123,9 @@ def walk(root, skip: Iterable[str] = ()) -> list[str]:
 
 
 def generated_folders(root, folders: Iterable, tracked: Iterable[str] = ()) -> list[str]:
-    """The configured output folders (results, resources) inside ``root``, as relative paths, that hold no tracked
-    file: only those are left out of the walk (an output folder inside the code, e.g. results=workflow/out,
-    exempts itself and nothing above it)."""
+    """The configured output folders (results, resources) that the walk leaves out: a TOP-LEVEL folder of the
+    checkout that holds no tracked file. An output folder anywhere deeper (e.g. results=workflow/<name>, which
+    would be importable from every job's path) is not left out: its files are untracked files beside the code."""
     tracked = list(tracked)
     out = []
     for f in folders:
@@ -133,7 +133,7 @@ def generated_folders(root, folders: Iterable, tracked: Iterable[str] = ()) -> l
             rel = Path(f).resolve().relative_to(Path(root).resolve()).as_posix()
         except ValueError:
             continue
-        if rel not in (".", "") and not any(t == rel or t.startswith(rel + "/") for t in tracked):
+        if "/" not in rel and rel not in (".", "") and not any(t == rel or t.startswith(rel + "/") for t in tracked):
             out.append(rel)
     return out
 
