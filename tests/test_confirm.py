@@ -610,13 +610,13 @@ def test_audit_of_a_confirmation_run_compares_with_the_protocol_not_repinned_loc
 
 # --------------------------------------------------------- 7: fresh inference, proven equal --
 def test_fresh_scoring_never_reads_the_cache_and_proves_each_entry_equal(tmp_path):
-    from rerank_study import beir, models, scoring
+    from rerank_study import beir, models, scoring, scoring_model
 
     pins = read_json(ROOT / "lockfiles/model_pins.json")
     models.build_standin(pins["bi_encoder"], pins["cross_encoder"], tmp_path / "m", 110, 0.02)
     settings = scoring.ScoringSettings(512, "longest_first", 4, 110, "float32")
-    scoring.setup_torch(settings)
-    tok, model = scoring.load_cross_encoder(tmp_path / "m")
+    scoring_model.setup_torch(settings)
+    tok, model = scoring_model.load_cross_encoder(tmp_path / "m")
     corpus = beir.read_corpus(DATA / "scifact_fixture/corpus.jsonl")
     docs = {d: corpus[d].full_text[:300] for d in list(corpus)[:6]}  # 6 pairs = batches of 4 + 2
     ranked, qtext = {"35": list(docs)}, {"35": beir.read_queries(DATA / "scifact_fixture/queries.jsonl")["35"]}

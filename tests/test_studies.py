@@ -23,7 +23,7 @@ from conftest import DATA, FIXTURE, ROOT, audit_module, make_lockdir, read_json,
 from rerank_study import candidates, studies
 from rerank_study.config import load_config
 from rerank_study.errors import PipelineError
-from rerank_study.scoring import relevance_column
+from rerank_study.scoring_model import relevance_column
 
 STUDY_DIR = DATA / "studies"
 SYNTH = DATA / "synthetic_beir"
