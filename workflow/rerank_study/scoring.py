@@ -31,7 +31,9 @@ from __future__ import annotations
 import json
 import logging
 import math
+import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
@@ -247,6 +249,60 @@ def _batch_logits(key: str, n: int, cache: ScoreCache | None, infer: Callable[[]
     return fresh_logits, False
 
 
+class _RunScorer:
+    """The state of one ``score_run``: the pair encoder, the model (``load_model()`` called at most
+    once, on first use), the counts; scores one query at a time."""
+
+    def __init__(self, tok, load_model: Callable[[], object], settings: ScoringSettings, identity: str,
+                 versions: dict, cache: ScoreCache | None, progress, fresh: bool):
+        self.tok, self.load_model, self.settings = tok, load_model, settings
+        self.identity, self.versions, self.cache = identity, versions, cache
+        self.progress, self.fresh = progress, fresh
+        self.counts = ScoringCounts()
+        self.encoder = PairEncoder(tok, settings.max_length, settings.truncation)
+        self.state: dict = {}
+
+    def model(self):
+        """The model, loaded on first use (the load time counted)."""
+        if "model" not in self.state:
+            t0 = time.perf_counter()
+            self.state["model"] = self.load_model()
+            self.counts.model_load_seconds += time.perf_counter() - t0
+        return self.state["model"]
+
+    def infer(self, qs, ds, features, lengths, idx) -> list[float]:
+        """The logits of one batch from the model, timed and counted (pairs, real and padded tokens, FLOPs)."""
+        m = self.model()
+        t0 = time.perf_counter()
+        out = score_rows(self.tok, m, qs, ds, [features[i] for i in idx])
+        counts = self.counts
+        counts.inference_seconds += time.perf_counter() - t0
+        counts.pairs_inferred += len(idx)
+        counts.tokens_inferred += sum(lengths[i] for i in idx)
+        counts.padded_tokens_inferred += len(idx) * max(lengths[i] for i in idx)
+        counts.useful_flops_inferred += sum(useful_flops(lengths[i]) for i in idx)
+        return out
+
+    def query_rows(self, qid: str, qtext: str, docs: Sequence[str], dtexts: Sequence[str]) -> list[dict]:
+        """One query's rows in candidate order: tokenised once, its batches (``batch_plan``) taken from
+        the cache or inferred (``_batch_logits``); ``progress(n)`` after each batch."""
+        features, stats = self.encoder.pairs([qtext] * len(docs), dtexts)
+        lengths = [len(f["input_ids"]) for f in features]
+        batch_of = [0] * len(docs)
+        logit_of = [0.0] * len(docs)
+        for b, idx in enumerate(batch_plan(lengths, self.settings.batch_size)):
+            qs, ds = [qtext] * len(idx), [dtexts[i] for i in idx]
+            infer = partial(self.infer, qs, ds, features, lengths, idx)
+            logits, _ = _batch_logits(batch_cache_key(self.identity, self.settings, self.versions, qs, ds), len(idx),
+                                      self.cache, infer, self.counts, fresh=self.fresh, where=(qid, b))
+            for i, lg in zip(idx, logits):
+                batch_of[i], logit_of[i] = b, lg
+            if self.progress is not None:
+                self.progress(len(idx))
+        return [{"qid": qid, "doc_id": d, "r0": i + 1, "logit": logit_of[i], "batch": batch_of[i], **stats[i]}
+                for i, d in enumerate(docs)]
+
+
 def score_run(ranked: Mapping[str, Sequence[str]], query_text: Mapping[str, str], doc_text: Mapping[str, str],
               tok, load_model: Callable[[], object], settings: ScoringSettings, identity: str, versions: dict,
               cache: ScoreCache | None, progress=None, *, fresh: bool = False,
@@ -261,52 +317,13 @@ def score_run(ranked: Mapping[str, Sequence[str]], query_text: Mapping[str, str]
     ``fresh`` (a confirmation opening): the cache is never a source of logits; every batch is
     inferred, and where a cache entry exists its logits must equal the fresh ones byte for byte
     (else PipelineError naming the batch and the file); those entries are counted as verified."""
-    import time
-
-    counts = ScoringCounts()
-    state: dict = {}
-    encoder = PairEncoder(tok, settings.max_length, settings.truncation)
+    run = _RunScorer(tok, load_model, settings, identity, versions, cache, progress, fresh)
     rows: list[dict] = []
-
-    def model():
-        if "model" not in state:
-            t0 = time.perf_counter()
-            state["model"] = load_model()
-            counts.model_load_seconds += time.perf_counter() - t0
-        return state["model"]
-
     for qid, docs in ranked.items():
-        qtext = query_text[qid]
-        dtexts = [doc_text[d] for d in docs]
-        features, stats = encoder.pairs([qtext] * len(docs), dtexts)
-        lengths = [len(f["input_ids"]) for f in features]
-        batch_of = [0] * len(docs)
-        logit_of = [0.0] * len(docs)
-        for b, idx in enumerate(batch_plan(lengths, settings.batch_size)):
-            qs, ds = [qtext] * len(idx), [dtexts[i] for i in idx]
-
-            def infer(qs=qs, ds=ds, idx=idx):
-                m = model()
-                t0 = time.perf_counter()
-                out = score_rows(tok, m, qs, ds, [features[i] for i in idx])
-                counts.inference_seconds += time.perf_counter() - t0
-                counts.pairs_inferred += len(idx)
-                counts.tokens_inferred += sum(lengths[i] for i in idx)
-                counts.padded_tokens_inferred += len(idx) * max(lengths[i] for i in idx)
-                counts.useful_flops_inferred += sum(useful_flops(lengths[i]) for i in idx)
-                return out
-
-            logits, _ = _batch_logits(batch_cache_key(identity, settings, versions, qs, ds), len(idx), cache, infer,
-                                      counts, fresh=fresh, where=(qid, b))
-            for i, lg in zip(idx, logits):
-                batch_of[i], logit_of[i] = b, lg
-            if progress is not None:
-                progress(len(idx))
-        for i, d in enumerate(docs):
-            rows.append({"qid": qid, "doc_id": d, "r0": i + 1, "logit": logit_of[i], "batch": batch_of[i], **stats[i]})
+        rows += run.query_rows(qid, query_text[qid], docs, [doc_text[d] for d in docs])
         if after_query is not None:
             after_query()
     expected = sum(len(v) for v in ranked.values())
     if len(rows) != expected:
         raise PipelineError(f"scored {len(rows)} pairs for {expected} candidates: nothing was published")
-    return rows, counts
+    return rows, run.counts
