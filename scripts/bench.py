@@ -45,16 +45,16 @@ sys.path.insert(0, sys.argv[1] + "/workflow")
 from rerank_study import numerics
 PROCESS = numerics.configure_process()
 import torch
-from rerank_study import beir, candidates, models, pins, scoring
+from rerank_study import beir, candidates, models, pins, scoring, scoring_batches, scoring_model
 ARGS = json.loads(sys.argv[2])
 S = scoring.ScoringSettings(512, "longest_first", 16, 110, "float32")
-MODE = scoring.setup_torch(S, threads=ARGS["threads"])
+MODE = scoring_model.setup_torch(S, threads=ARGS["threads"])
 folder = ARGS["models"] + "/bench-standin"
 mp = pins.load_model_pins(sys.argv[1] + "/lockfiles")
 if not os.path.exists(folder + "/MODEL.json"):
     models.build_standin(mp["bi_encoder"], mp["cross_encoder"], folder, 110, 0.02)
-tok = scoring.load_tokenizer(folder)
-model = scoring.load_model(folder)
+tok = scoring_model.load_tokenizer(folder)
+model = scoring_model.load_model(folder)
 queries = beir.read_queries(ARGS["data"] + "/queries.jsonl")
 ranked_all = candidates.read_candidates(sys.argv[1] + "/lockfiles/candidates/candidates.tsv")
 dev = open(sys.argv[1] + "/lockfiles/splits/dev.txt").read().split()
@@ -101,12 +101,12 @@ def before():  # the earlier batching: per query, candidate order, chunks of 16,
     for q, docs in ranked.items():
         dt = [doc_text[d] for d in docs]
         for s in range(0, len(dt), 16):
-            out += scoring.score_batch(tok, model, [queries[q]] * len(dt[s:s + 16]), dt[s:s + 16], S)
+            out += scoring_model.score_batch(tok, model, [queries[q]] * len(dt[s:s + 16]), dt[s:s + 16], S)
     return out
 
 
 pairs = [[queries[q], doc_text[d]] for q in ranked for d in ranked[q]]
-feats, stats = scoring.encode_pairs(tok, [p[0] for p in pairs], [p[1] for p in pairs], 512)
+feats, stats = scoring_batches.encode_pairs(tok, [p[0] for p in pairs], [p[1] for p in pairs], 512)
 lengths = [len(f["input_ids"]) for f in feats]
 useful = sum(scoring.useful_flops(n) for n in lengths)
 
@@ -118,7 +118,7 @@ def padded_tokens(batches):
 off, plans = 0, {"ours": [], "before": []}
 for q in ranked:
     n = len(ranked[q])
-    plans["ours"] += [[off + i for i in b] for b in scoring.batch_plan(lengths[off:off + n], 16)]
+    plans["ours"] += [[off + i for i in b] for b in scoring_batches.batch_plan(lengths[off:off + n], 16)]
     plans["before"] += [list(range(off + s, off + min(s + 16, n))) for s in range(0, n, 16)]
     off += n
 glob = np.argsort([-(len(p[0]) + len(p[1])) for p in pairs]).tolist()  # predict's global character sort
@@ -163,13 +163,13 @@ STRESS_CHILD = COMMON + r"""
 import random
 import numpy as np
 
-enc = scoring.PairEncoder(tok, 512)
+enc = scoring_batches.PairEncoder(tok, 512)
 
 
 def token_sorted(q):
     docs = [doc_text[d] for d in ranked[q]]
     feats, _ = enc.pairs([queries[q]] * len(docs), docs)
-    plan = scoring.batch_plan([len(f["input_ids"]) for f in feats], 16)
+    plan = scoring_batches.batch_plan([len(f["input_ids"]) for f in feats], 16)
     return [[(queries[q], docs[i]) for i in b] for b in plan]
 
 
@@ -187,7 +187,7 @@ def score_all(threads):
     torch.set_num_threads(threads)
     out = []
     for b in batches:
-        out += scoring.score_batch(tok, model, [p[0] for p in b], [p[1] for p in b], S)
+        out += scoring_model.score_batch(tok, model, [p[0] for p in b], [p[1] for p in b], S)
     return np.asarray(out, dtype=np.float32).view(np.uint32)
 
 
@@ -210,7 +210,7 @@ def p_alloc():
 
 def p_other():
     b = rng.choice(others)[: rng.randint(1, 16)]
-    scoring.score_batch(tok, model, [p[0] for p in b], [p[1] for p in b], S)
+    scoring_model.score_batch(tok, model, [p[0] for p in b], [p[1] for p in b], S)
 
 
 def p_threads():

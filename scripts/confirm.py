@@ -32,7 +32,8 @@ from rerank_study.errors import PipelineError  # noqa: E402
 from rerank_study.seal import freeze, locations, status  # noqa: E402
 
 
-def main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line: the command and its options."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("command", choices=["freeze", "refreeze", "status"])
     ap.add_argument("--dev-run", type=Path, help="the finished development run folder (manifest.json + audit.json)")
@@ -51,7 +52,11 @@ def main(argv=None) -> int:
                          "(default: the config's, relative to the current folder)")
     ap.add_argument("--allow-standin-for-testing", action="store_true",
                     help="TEST SUITE ONLY: freeze from a STAND-IN development run into a test-fixture lock folder")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def base_config(args) -> dict:
+    """config/config.yaml with the --configfile files and --lockdir applied (before any study)."""
     import yaml
 
     overrides = {}
@@ -59,7 +64,32 @@ def main(argv=None) -> int:
         overrides = deep_update(overrides, yaml.safe_load(f.read_text()))
     if args.lockdir:
         overrides["lockdir"] = str(args.lockdir)
-    cfg = load_config(ROOT / "config" / "config.yaml", overrides)
+    return load_config(ROOT / "config" / "config.yaml", overrides)
+
+
+def run_command(args, cfg: dict, lockdir: Path) -> None:
+    """freeze, refreeze or status, printing what was done and what to do next."""
+    if args.command == "freeze":
+        out = freeze.freeze(cfg, lockdir, args.dev_run, ROOT, args.allow_standin_for_testing)
+        pw = out["protocol"]["power"]
+        print(f"FROZEN {lockdir / locations.PROTOCOL}\nsha256 {out['sha256']}\n"
+              f"MDE of the {pw['n_confirmation']}-query confirmation set: {pw['mde_confirmation']:.6f}\n"
+              f"commit lockfiles/ (protocol, PREREGISTRATION.md and the ledger), then: "
+              f"snakemake confirm --cores 4 --config unseal={out['sha256']}"
+              + (f" studies=[{args.study}]" if args.study else ""))
+    elif args.command == "refreeze":
+        out = freeze.refreeze(cfg, lockdir, ROOT, args.reason, args.dev_run)
+        print(f"RE-FROZEN {lockdir / locations.PROTOCOL}\nsha256 {out['sha256']} (was "
+              f"{out['protocol']['refrozen_from']})\nchanged method files: {', '.join(out['changed_files'])}\n"
+              f"commit lockfiles/, then: snakemake confirm --cores 4 --config unseal={out['sha256']}")
+    else:
+        print(status.describe(lockdir, ROOT, cfg))
+
+
+def main(argv=None) -> int:
+    ap = parser()
+    args = ap.parse_args(argv)
+    cfg = base_config(args)
     try:
         if args.study:
             cfg = studies.study_config(cfg, studies.study_file(args.study, ROOT))
@@ -74,21 +104,7 @@ def main(argv=None) -> int:
     try:
         if args.command in ("freeze", "refreeze") and not args.dev_run:
             ap.error(f"{args.command} needs --dev-run (the finished development run folder)")
-        if args.command == "freeze":
-            out = freeze.freeze(cfg, lockdir, args.dev_run, ROOT, args.allow_standin_for_testing)
-            pw = out["protocol"]["power"]
-            print(f"FROZEN {lockdir / locations.PROTOCOL}\nsha256 {out['sha256']}\n"
-                  f"MDE of the {pw['n_confirmation']}-query confirmation set: {pw['mde_confirmation']:.6f}\n"
-                  f"commit lockfiles/ (protocol, PREREGISTRATION.md and the ledger), then: "
-                  f"snakemake confirm --cores 4 --config unseal={out['sha256']}"
-                  + (f" studies=[{args.study}]" if args.study else ""))
-        elif args.command == "refreeze":
-            out = freeze.refreeze(cfg, lockdir, ROOT, args.reason, args.dev_run)
-            print(f"RE-FROZEN {lockdir / locations.PROTOCOL}\nsha256 {out['sha256']} (was "
-                  f"{out['protocol']['refrozen_from']})\nchanged method files: {', '.join(out['changed_files'])}\n"
-                  f"commit lockfiles/, then: snakemake confirm --cores 4 --config unseal={out['sha256']}")
-        else:
-            print(status.describe(lockdir, ROOT, cfg))
+        run_command(args, cfg, lockdir)
     except PipelineError as exc:
         print(str(exc), file=sys.stderr)
         return 1

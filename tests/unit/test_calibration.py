@@ -21,6 +21,8 @@ import pytest
 
 from rerank_study import bootstrap as bs
 from rerank_study import calibration as cal
+from rerank_study import calibration_inputs as cin
+from rerank_study import calibration_intervals as civ
 from rerank_study import evalstats as es
 
 PCT = (2.5, 97.5)
@@ -47,7 +49,7 @@ def grouped_data(seed, G, K=2, max_size=4):
 def small_settings(**kw):
     base = dict(seed=11, S=30, B_inner=50, R=200, S_power=10, power_n=(20, 40), n_audit=3)
     base.update(kw)
-    return cal.CalibrationSettings(**base)
+    return cin.CalibrationSettings(**base)
 
 
 def type7(sorted_xs, p):
@@ -68,10 +70,10 @@ def test_hand_calculation_cluster_se_and_jackknife_acceleration():
     deltas = [0.1, 0.4, 0.2, 0.5]
     positions = [[0], [1], [2, 3]]
     sums, sizes = bs.group_sums(deltas, positions)
-    theta = cal.ratio(sums, sizes)
+    theta = civ.ratio(sums, sizes)
     assert theta == pytest.approx(0.3, rel=1e-15)
-    assert cal.sample_se(sums, sizes, theta) == pytest.approx(0.075, rel=1e-13)
-    assert cal.sample_se(sums, sizes, theta) ** 2 == pytest.approx(es.grouped_variance_of_mean(deltas, positions),
+    assert civ.sample_se(sums, sizes, theta) == pytest.approx(0.075, rel=1e-13)
+    assert civ.sample_se(sums, sizes, theta) ** 2 == pytest.approx(es.grouped_variance_of_mean(deltas, positions),
                                                                   rel=1e-13)
     # Jackknife (leave one group out): θ_(0) = 1.1/3 = 11/30, θ_(1) = 0.8/3 = 8/30, θ_(2) = 0.5/2 = 1/4.
     # Mean = (11/30 + 8/30 + 1/4)/3 = 53/180. U_j = (G−1)(mean − θ_(j)) = 2(...):
@@ -79,23 +81,23 @@ def test_hand_calculation_cluster_se_and_jackknife_acceleration():
     # Σ U³ = (−2197 + 125 + 512)/90³ = −1560/90³;  Σ U² = (169 + 25 + 64)/90² = 258/90².
     # a = (1/6) Σ U³ / (Σ U²)^{3/2} (scipy's /n³ and /n² cancel) = (1/6)(−1560)/258^{3/2}
     #   = −260 / (258 √258) ≈ −0.0627397.
-    jack = cal.jackknife(sums, sizes)
+    jack = civ.jackknife(sums, sizes)
     expected_jack = [Fraction(11, 30), Fraction(8, 30), Fraction(1, 4)]
     assert jack.tolist() == pytest.approx([float(x) for x in expected_jack], rel=1e-14)
     mean = sum(expected_jack) / 3
     assert mean == Fraction(53, 180)
     u = [2 * (mean - x) for x in expected_jack]
     assert u == [Fraction(-13, 90), Fraction(5, 90), Fraction(8, 90)]
-    assert cal.acceleration(jack) == pytest.approx(-260 / (258 * math.sqrt(258)), rel=1e-12)
+    assert civ.acceleration(jack) == pytest.approx(-260 / (258 * math.sqrt(258)), rel=1e-12)
 
 
 def test_acceleration_of_the_mean_is_the_skewness_formula():
     # Efron & Tibshirani (1993) eq. 14.15 for the mean of n values: the jackknife gives
     # a = Σ (x − x̄)³ / (6 (Σ (x − x̄)²)^{3/2}), independent of n.
     x = np.random.default_rng(3).exponential(1.0, 25)
-    jack = cal.jackknife(x, np.ones(25, dtype=np.int64))
+    jack = civ.jackknife(x, np.ones(25, dtype=np.int64))
     dev = x - x.mean()
-    assert cal.acceleration(jack) == pytest.approx((dev ** 3).sum() / (6 * (dev ** 2).sum() ** 1.5), rel=1e-9)
+    assert civ.acceleration(jack) == pytest.approx((dev ** 3).sum() / (6 * (dev ** 2).sum() ** 1.5), rel=1e-9)
 
 
 # ---------------------------------------------------- cluster SE vs statsmodels --
@@ -112,8 +114,8 @@ def test_cluster_se_and_cluster_t_equal_statsmodels_cluster_ols():
     fit = sm.OLS(d, np.ones((N, 1))).fit(cov_type="cluster", cov_kwds={"groups": labels}, use_t=True)
     raw = sm.OLS(d, np.ones((N, 1))).fit(cov_type="cluster", cov_kwds={"groups": labels, "use_correction": False})
     sums, sizes = bs.group_sums(d.tolist(), positions)
-    theta = cal.ratio(sums, sizes)
-    se = cal.sample_se(sums, sizes, theta)
+    theta = civ.ratio(sums, sizes)
+    se = civ.sample_se(sums, sizes, theta)
     # statsmodels CRV1 (sandwich_covariance.cov_cluster, use_correction=True by default) multiplies
     # the uncorrected Σ_g (Σ_{q∈g} e_q)² / N² by G/(G−1) · (N−1)/(N−k), k = 1 parameter here, so the
     # factor is G/(G−1) · (N−1)/(N−1) = G/(G−1): exactly our small-sample factor.
@@ -121,7 +123,7 @@ def test_cluster_se_and_cluster_t_equal_statsmodels_cluster_ols():
     assert raw.bse[0] ** 2 == pytest.approx(se ** 2 * (G - 1) / G, rel=1e-12)
     # With use_t, statsmodels' cluster inference uses G − 1 degrees of freedom: the same interval.
     lo, hi = fit.conf_int(alpha=0.05)[0]
-    ours = cal.cluster_t_interval(theta, se, cal.t_quantile(G, PCT))
+    ours = civ.cluster_t_interval(theta, se, civ.t_quantile(G, PCT))
     assert ours == pytest.approx((lo, hi), rel=1e-12)
     assert fit.params[0] == pytest.approx(theta, rel=1e-13)
 
@@ -141,13 +143,13 @@ def test_cluster_t_covers_95_percent_of_normal_samples():
     # normal samples of G = 30; 99.9 % Wilson band.
     rng = np.random.default_rng(2024)
     G, M, mu = 30, 4000, 0.3
-    q = cal.t_quantile(G, PCT)
+    q = civ.t_quantile(G, PCT)
     sizes = np.ones(G, dtype=np.int64)
     covered = 0
     for _ in range(M):
         x = rng.normal(mu, 1.0, G)
-        theta = cal.ratio(x, sizes)
-        lo, hi = cal.cluster_t_interval(theta, cal.sample_se(x, sizes, theta), q)
+        theta = civ.ratio(x, sizes)
+        lo, hi = civ.cluster_t_interval(theta, civ.sample_se(x, sizes, theta), q)
         covered += lo <= mu <= hi
     low, high = cal.wilson_interval(covered, M, 0.001)
     assert low <= 0.95 <= high, (covered / M, low, high)
@@ -159,8 +161,8 @@ def test_cluster_t_coverage_under_the_empirical_population_of_normal_data():
     # interval is then ~exactly 95 % (the only departure: the population is discrete, O(1/G²)), so
     # 0.95 must lie in the 99 % Wilson band of S = 2000 outer samples.
     x = [0.2 + NormalDist().inv_cdf((i + 0.5) / 30) for i in range(30)]
-    data = cal.prepare({"a": x}, [[i] for i in range(30)])
-    tally, _ = cal.simulate(data, cal.CalibrationSettings(seed=3, S=2000, B_inner=20, n_audit=0), "coverage")
+    data = cin.prepare({"a": x}, [[i] for i in range(30)])
+    tally, _ = cal.simulate(data, cin.CalibrationSettings(seed=3, S=2000, B_inner=20, n_audit=0), "coverage")
     covered = tally.counts[0]["cluster_t"]["contains"]
     low, high = cal.wilson_interval(covered, 2000, 0.01)
     assert low <= 0.95 <= high, (covered / 2000, low, high)
@@ -199,8 +201,8 @@ def test_percentile_interval_undercovers_skewed_data_as_a_brute_force_simulation
     positions = partition(sizes)
     values = rng.lognormal(0.0, 1.5, sum(sizes)).tolist()
     S, B = 1500, 200
-    data = cal.prepare({"a": values}, positions)
-    tally, _ = cal.simulate(data, cal.CalibrationSettings(seed=8, S=S, B_inner=B, n_audit=0), "coverage")
+    data = cin.prepare({"a": values}, positions)
+    tally, _ = cal.simulate(data, cin.CalibrationSettings(seed=8, S=S, B_inner=B, n_audit=0), "coverage")
     ours = tally.counts[0]["percentile"]["contains"] / S
     theirs = brute_force_percentile_coverage(values, positions, S, B, seed=8) / S
     se_diff = math.sqrt(ours * (1 - ours) / S + theirs * (1 - theirs) / S)
@@ -256,11 +258,11 @@ def test_bca_agrees_with_scipy_bootstrap_on_ungrouped_data():
     sizes = np.ones(n, dtype=np.int64)
     idx = np.random.default_rng(13).integers(0, n, size=(B, n), dtype=np.int64)
     reps = bs.ratio_replicates(x, sizes, idx)
-    theta = cal.ratio(x, sizes)
-    ours, diag = cal.bca_interval(reps, theta, cal.jackknife(x, sizes), PCT)
+    theta = civ.ratio(x, sizes)
+    ours, diag = civ.bca_interval(reps, theta, civ.jackknife(x, sizes), PCT)
     ref = bootstrap((x,), np.mean, n_resamples=B, method="BCa", confidence_level=0.95,
                     rng=np.random.default_rng(14)).confidence_interval
-    levels, _ = cal.bca_percentiles(reps, theta, cal.jackknife(x, sizes), PCT)
+    levels, _ = civ.bca_percentiles(reps, theta, civ.jackknife(x, sizes), PCT)
     for end, theirs, p in zip(ours, (ref.low, ref.high), levels):
         p = p / 100
         lo_q, hi_q = np.quantile(reps, [max(p - 0.01, 0), min(p + 0.01, 1)])
@@ -268,7 +270,7 @@ def test_bca_agrees_with_scipy_bootstrap_on_ungrouped_data():
         mc_se = math.sqrt(p * (1 - p) / B) / density
         assert abs(end - theirs) <= 4.5 * math.sqrt(2) * mc_se, (end, theirs, mc_se)
     # informative: BCa moved away from the percentile interval by more than the tolerance
-    pct = cal.percentile_interval(reps, PCT)
+    pct = civ.percentile_interval(reps, PCT)
     assert ours[1] - pct[1] > 0.01 and diag["a"] > 0 and diag["z0"] is not None
 
 
@@ -294,18 +296,18 @@ def test_grouped_bca_equals_scipy_bca_on_the_same_replicates():
         sums, sizes = bs.group_sums(deltas["c0"], positions)
         idx = np.random.default_rng(seed).integers(0, 25, size=(4000, 25), dtype=np.int64)
         reps = bs.ratio_replicates(sums, sizes, idx)
-        ours, _ = cal.bca_interval(reps, cal.ratio(sums, sizes), cal.jackknife(sums, sizes), PCT)
+        ours, _ = civ.bca_interval(reps, civ.ratio(sums, sizes), civ.jackknife(sums, sizes), PCT)
         ref = bootstrap((sums, sizes.astype(float)), ratio_stat, paired=True, vectorized=True, n_resamples=0,
                         method="BCa", bootstrap_result=SimpleNamespace(bootstrap_distribution=reps))
         assert ours == pytest.approx((ref.confidence_interval.low, ref.confidence_interval.high), rel=1e-12, abs=1e-15)
         if seed == 4:
-            assert np.count_nonzero(reps == cal.ratio(sums, sizes)) > 200
+            assert np.count_nonzero(reps == civ.ratio(sums, sizes)) > 200
 
 
 def test_percentile_of_score_counts_ties_half():
     # scipy's 'mean' kind: (#{< 2} + #{≤ 2}) / (2B) = (1 + 3) / 8 = 0.5
-    assert cal.percentile_of_score(np.array([1.0, 2.0, 2.0, 3.0]), 2.0) == 0.5
-    assert cal.percentile_of_score(np.array([1.0, 2.0, 2.0, 3.0]), 0.0) == 0.0
+    assert civ.percentile_of_score(np.array([1.0, 2.0, 2.0, 3.0]), 2.0) == 0.5
+    assert civ.percentile_of_score(np.array([1.0, 2.0, 2.0, 3.0]), 0.0) == 0.0
 
 
 # ------------------------------------------------- vectorised == naive loops --
@@ -325,19 +327,19 @@ def test_vectorised_sample_equals_naive_loops_bit_for_bit():
     # over the drawn groups: numpy's axis-0 reduction of a C-contiguous array is element by element;
     # elementwise ops are correctly rounded and never fused; np.percentile is the same call).
     deltas, positions = grouped_data(21, G=30, K=3)
-    data = cal.prepare(deltas, positions)
+    data = cin.prepare(deltas, positions)
     settings = small_settings(B_inner=300)
     args = one_coverage_sample(data, settings, 4)
-    fast = cal.sample_intervals(*args, settings.percentiles)
-    slow = cal.naive_sample_intervals(*args, settings.percentiles)
+    fast = civ.sample_intervals(*args, settings.percentiles)
+    slow = civ.naive_sample_intervals(*args, settings.percentiles)
     assert fast == slow
     assert cal.coverage_sample(data, settings, 4) == fast
     sums, sizes, query_deltas, g_idx, q_idx = args
     idx_t = np.ascontiguousarray(g_idx.T)
     for k in range(3):
-        reps = cal.drawn_totals(sums[k], idx_t) / cal.drawn_totals(sizes, idx_t)
+        reps = civ.drawn_totals(sums[k], idx_t) / civ.drawn_totals(sizes, idx_t)
         assert np.array_equal(reps, bs.ratio_replicates(sums[k], sizes, g_idx))
-        qreps = cal.drawn_totals(query_deltas[k], np.ascontiguousarray(q_idx.T)) / query_deltas.shape[1]
+        qreps = civ.drawn_totals(query_deltas[k], np.ascontiguousarray(q_idx.T)) / query_deltas.shape[1]
         assert np.array_equal(qreps, bs.query_replicates(query_deltas[k], q_idx))
 
 
@@ -349,9 +351,9 @@ def test_drawn_totals_is_sequential_for_every_shape():
         n = rng.integers(1, 6, G)
         idx = rng.integers(0, G, (B, G))
         idx_t = np.ascontiguousarray(idx.T)
-        assert np.array_equal(cal.drawn_totals(s, idx_t) / cal.drawn_totals(n, idx_t), bs.ratio_replicates(s, n, idx))
+        assert np.array_equal(civ.drawn_totals(s, idx_t) / civ.drawn_totals(n, idx_t), bs.ratio_replicates(s, n, idx))
     with pytest.raises(ValueError, match="C-contiguous"):
-        cal.drawn_totals(s, idx.T)
+        civ.drawn_totals(s, idx.T)
 
 
 def test_bootstrap_se_is_the_evalstats_grouped_variance():
@@ -359,7 +361,7 @@ def test_bootstrap_se_is_the_evalstats_grouped_variance():
     d = deltas["c0"]
     sums, sizes = bs.group_sums(d, positions)
     draw = [3, 3, 0, 11, 5, 7, 7, 7, 1, 2, 9, 4]
-    se = cal.cluster_se(sums[draw][:, None], sizes[draw][:, None], bs.ratio_replicates(sums, sizes, np.array([draw])))
+    se = civ.cluster_se(sums[draw][:, None], sizes[draw][:, None], bs.ratio_replicates(sums, sizes, np.array([draw])))
     expanded = [d[i] for g in draw for i in positions[g]]  # the drawn groups' queries, a copy per draw
     exp_positions = partition([len(positions[g]) for g in draw])
     assert se[0] ** 2 == pytest.approx(es.grouped_variance_of_mean(expanded, exp_positions), rel=1e-12)
@@ -370,9 +372,9 @@ def test_bootstrap_se_is_the_evalstats_grouped_variance():
 def test_degenerate_replicates_are_dropped_and_counted_never_nan():
     theta, reps = 0.5, np.array([0.4, 0.5, 0.6, 0.7, 0.3])
     se_reps = np.array([0.0, 0.1, 1e-20, 0.2, 0.1])
-    iv, dropped = cal.bootstrap_t_interval(theta, 0.1, reps, se_reps, tol=1e-12, percentiles=PCT)
+    iv, dropped = civ.bootstrap_t_interval(theta, 0.1, reps, se_reps, tol=1e-12, percentiles=PCT)
     assert dropped == 2 and iv is not None and all(math.isfinite(v) for v in iv)
-    assert cal.bootstrap_t_interval(theta, 0.1, reps, np.zeros(5), 1e-12, PCT) == (None, 5)
+    assert civ.bootstrap_t_interval(theta, 0.1, reps, np.zeros(5), 1e-12, PCT) == (None, 5)
     # all-zero Δ: every replicate is 0 (se* = 0, dropped), a = 0/0 (BCa undefined); counted, JSON
     # without NaN; percentile and cluster-t are the point [0, 0].
     deltas = {"zero": [0.0] * 12}
@@ -399,10 +401,10 @@ def test_an_auditor_recomputes_single_outer_simulations_from_the_documented_draw
     deltas, positions = grouped_data(2, G=14, K=2)
     settings = small_settings(S=8, n_audit=8)
     out = cal.calibrate(deltas, positions, settings=settings)
-    data = cal.prepare(deltas, positions)
+    data = cin.prepare(deltas, positions)
     # coverage sample 6 alone, from default_rng([seed, 1, 6]), by the loop reference
     rec = out["audit"]["coverage"][6]
-    redo = cal.naive_sample_intervals(*one_coverage_sample(data, settings, 6), settings.percentiles)
+    redo = civ.naive_sample_intervals(*one_coverage_sample(data, settings, 6), settings.percentiles)
     assert rec == cal.audit_record(6, redo) and rec["s"] == 6
     # null simulation 5: signs from default_rng([seed, 2, 5]); a group's queries flip together
     rng = np.random.default_rng([settings.seed, 2, 5])
@@ -412,7 +414,7 @@ def test_an_auditor_recomputes_single_outer_simulations_from_the_documented_draw
     order = [i for g in positions for i in g]
     flipped = np.array([[deltas[c][i] * signs[g] for g in range(data.G) for i in positions[g]] for c in deltas])
     assert order == list(range(data.N))
-    redo = cal.naive_sample_intervals(data.sums * signs, data.sizes, flipped, g_idx, q_idx, settings.percentiles)
+    redo = civ.naive_sample_intervals(data.sums * signs, data.sizes, flipped, g_idx, q_idx, settings.percentiles)
     assert out["audit"]["null"][5] == cal.audit_record(5, redo)
     # power: n = 40, simulation 2, default_rng([seed, 3, 40, 2]); m = round(40 · G/N)
     m = cal.power_groups(40, data.G, data.N)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from rerank_study import repro_aggregate as ra
 from rerank_study import repro_measures as rm
 from rerank_study.metrics import ndcg_at
 from rerank_study.ranking import order_by_score
@@ -149,7 +150,7 @@ def tiny_run(values_ce, values_rrf, rank):
 
 
 def test_tiny_aggregate_is_json_and_says_what_failed():
-    res = rm.measure_reproduction(tiny_run(O_CE, O_RRF, TINY_O_RANK), tiny_run(R_CE, R_RRF, TINY_R_RANK),
+    res = ra.measure_reproduction(tiny_run(O_CE, O_RRF, TINY_O_RANK), tiny_run(R_CE, R_RRF, TINY_R_RANK),
                                   methods=["ce", "rrf"], comparisons={"ce-rrf": ("ce", "rrf")}, primary="ce-rrf")
     assert json.loads(json.dumps(res, allow_nan=False)) == res
     ce = res["methods"]["ce"]
@@ -317,12 +318,12 @@ def test_aggregate_refuses_inconsistent_inputs():
     good_o, good_r = tiny_run(O_CE, O_RRF, TINY_O_RANK), tiny_run(R_CE, R_RRF, TINY_R_RANK)
     kw = dict(methods=["ce", "rrf"], comparisons={"ce-rrf": ("ce", "rrf")})
     with pytest.raises(ValueError, match="primary"):
-        rm.measure_reproduction(good_o, good_r, primary="blend-ce", **kw)
+        ra.measure_reproduction(good_o, good_r, primary="blend-ce", **kw)
     with pytest.raises(ValueError, match="is not rrf - ce"):
-        rm.measure_reproduction(good_o, good_r, methods=["ce", "rrf"], comparisons={"ce-rrf": ("rrf", "ce")},
+        ra.measure_reproduction(good_o, good_r, methods=["ce", "rrf"], comparisons={"ce-rrf": ("rrf", "ce")},
                                 primary="ce-rrf")
     with pytest.raises(ValueError, match="not measured"):
-        rm.measure_reproduction(good_o, good_r, methods=["ce"], comparisons={"ce-rrf": ("ce", "rrf")},
+        ra.measure_reproduction(good_o, good_r, methods=["ce"], comparisons={"ce-rrf": ("ce", "rrf")},
                                 primary="ce-rrf")
 
 
@@ -331,7 +332,7 @@ def test_aggregate_lists_undefined_effects():
     flat = {"values": {"ce": o_ce, "rrf": dict(o_ce)}, "rankings": {m: {"q1": ["a", "b"], "q2": ["b", "a"]}
                                                                     for m in ("ce", "rrf")},
             "deltas": {"ce-rrf": {"q1": 0.0, "q2": 0.0}}}
-    res = rm.measure_reproduction(flat, flat, methods=["ce", "rrf"], comparisons={"ce-rrf": ("ce", "rrf")},
+    res = ra.measure_reproduction(flat, flat, methods=["ce", "rrf"], comparisons={"ce-rrf": ("ce", "rrf")},
                                   primary="ce-rrf")
     assert res["comparisons"]["ce-rrf"]["er"] is None and res["failed"] == [] and res["worst_band"] == "OK"
     assert res["undefined"] == ["comparisons.ce-rrf.er: the original's mean Δ is 0"]
@@ -412,7 +413,7 @@ def test_perturbed_reproduction_against_independent_implementations(kind):
     orig, rep = _perturbed_runs(kind)
     changed = sum(orig["rankings"][m][q] != rep["rankings"][m][q] for m in ("ce", "rrf") for q in orig["values"][m])
     assert changed > 0  # the perturbation does move documents
-    res = rm.measure_reproduction(orig, rep, methods=["ce", "rrf"], comparisons={"ce-rrf": ("ce", "rrf")},
+    res = ra.measure_reproduction(orig, rep, methods=["ce", "rrf"], comparisons={"ce-rrf": ("ce", "rrf")},
                                   primary="ce-rrf")
     assert json.loads(json.dumps(res, allow_nan=False)) == res
     for m in ("ce", "rrf"):

@@ -10,9 +10,9 @@ import sys
 import pytest
 
 from conftest import DATA, FIXTURE, ROOT, read_json
-from rerank_study import beir, models, scoring
+from rerank_study import beir, models, scoring, scoring_batches, scoring_model
 from rerank_study.errors import PipelineError
-from rerank_study.scoring import relevance_column
+from rerank_study.scoring_model import relevance_column
 
 MODEL_PINS = json.loads((ROOT / "lockfiles" / "model_pins.json").read_text())
 SETTINGS = scoring.ScoringSettings(max_length=512, truncation="longest_first", batch_size=16, seed=110,
@@ -23,8 +23,8 @@ SETTINGS = scoring.ScoringSettings(max_length=512, truncation="longest_first", b
 def loaded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("standin")
     models.build_standin(MODEL_PINS["bi_encoder"], MODEL_PINS["cross_encoder"], folder, 110, 0.02)
-    scoring.setup_torch(SETTINGS)
-    tok, model = scoring.load_cross_encoder(folder)
+    scoring_model.setup_torch(SETTINGS)
+    tok, model = scoring_model.load_cross_encoder(folder)
     return folder, tok, model
 
 
@@ -42,13 +42,13 @@ sys.path.insert(0, sys.argv[1] + "/workflow")
 from rerank_study import numerics
 numerics.configure_process()  # as the scoring scripts do, before torch
 import torch
-from rerank_study import beir, scoring
+from rerank_study import beir, scoring, scoring_model
 S = scoring.ScoringSettings(512, "longest_first", 16, 110, "float32")
-mode = scoring.setup_torch(S, threads=4)
+mode = scoring_model.setup_torch(S, threads=4)
 folder, fixture = sys.argv[2], sys.argv[1] + "/tests/data/scifact_fixture"
 docs = [d.full_text for d in beir.read_corpus(fixture + "/corpus.jsonl").values()][:37]
 q = beir.read_queries(fixture + "/queries.jsonl")["35"]
-tok, model = scoring.load_cross_encoder(folder)
+tok, model = scoring_model.load_cross_encoder(folder)
 ranked = {"35": [f"d{i}" for i in range(len(docs))]}
 doc_text = dict(zip(ranked["35"], docs))
 rows, _ = scoring.score_run(ranked, {"35": q}, doc_text, tok, lambda: model, S, "m", {}, None)
@@ -68,7 +68,7 @@ threads = {}
 for t in (1, 2, 4):  # the same batches, in this process, at 1, 2 and 4 threads (and the smoke shape: 10 rows)
     torch.set_num_threads(t)
     threads[t] = [repr(x) for idx in batches + [list(range(10))]
-                  for x in scoring.score_batch(tok, model, [q] * len(idx), [docs[i] for i in idx], S)]
+                  for x in scoring_model.score_batch(tok, model, [q] * len(idx), [docs[i] for i in idx], S)]
 print(json.dumps({"ours": [repr(r["logit"]) for r in rows], "batch": [r["batch"] for r in rows],
                   "upstream": [repr(up[i]) for i in range(len(docs))], "plan": batches,
                   "whole": [repr(x) for x in whole], "threads": threads, "mode": mode["mkl_cnr"],
@@ -116,7 +116,7 @@ def test_scores_are_the_same_bits_at_1_2_and_4_threads_in_the_enforced_numeric_m
 def test_token_stats_and_truncation_flag(loaded, pairs):
     _, tok, _ = loaded
     qs, ds = pairs
-    stats = scoring.token_stats(tok, qs, ds, 512)
+    stats = scoring_batches.token_stats(tok, qs, ds, 512)
     for q, d, s in zip(qs, ds, stats):
         assert s["query_tokens"] == len(tok.tokenize(q)) and s["doc_tokens"] == len(tok.tokenize(d))
         assert s["total_tokens"] == s["query_tokens"] + s["doc_tokens"] + 3  # [CLS] q [SEP] d [SEP]
@@ -129,7 +129,7 @@ def test_token_stats_and_truncation_flag(loaded, pairs):
 def test_shape_audit(loaded, pairs):
     _, tok, model = loaded
     qs, ds = pairs
-    shapes = scoring.shape_check(tok, model, qs[:2], ds[:2], SETTINGS)
+    shapes = scoring_model.shape_check(tok, model, qs[:2], ds[:2], SETTINGS)
     assert shapes["input_ids"] == [2, 512]
     assert shapes["last_hidden_state"] == [2, 512, 384]
     assert shapes["logits"] == [2, 1]
@@ -146,8 +146,8 @@ def test_relevance_column_of_one_or_several_logits():
 def test_scoring_twice_is_bitwise_stable(loaded, pairs):
     _, tok, model = loaded
     qs, ds = pairs
-    a = scoring.score_batch(tok, model, qs[:16], ds[:16], SETTINGS)
-    b = scoring.score_batch(tok, model, qs[:16], ds[:16], SETTINGS)
+    a = scoring_model.score_batch(tok, model, qs[:16], ds[:16], SETTINGS)
+    b = scoring_model.score_batch(tok, model, qs[:16], ds[:16], SETTINGS)
     assert a == b
 
 
@@ -233,7 +233,7 @@ def test_score_run_infers_then_reads_the_cache_and_never_loads_weights_for_cache
     assert [r["logit"] for r in again] == [r["logit"] for r in rows]
     direct = {}
     for idx in plan:
-        for i, x in zip(idx, scoring.score_batch(tok, model, [qs[0]] * len(idx), [ds[i] for i in idx], SETTINGS)):
+        for i, x in zip(idx, scoring_model.score_batch(tok, model, [qs[0]] * len(idx), [ds[i] for i in idx], SETTINGS)):
             direct[i] = x
     assert [r["logit"] for r in rows] == [direct[i] for i in range(37)]
     # scoring without a cache (the verifier's path) gives the same rows
@@ -247,8 +247,8 @@ def test_fresh_scoring_never_reads_the_cache_and_proves_each_entry_equal(tmp_pat
     pins = read_json(ROOT / "lockfiles/model_pins.json")
     models.build_standin(pins["bi_encoder"], pins["cross_encoder"], tmp_path / "m", 110, 0.02)
     settings = scoring.ScoringSettings(512, "longest_first", 4, 110, "float32")
-    scoring.setup_torch(settings)
-    tok, model = scoring.load_cross_encoder(tmp_path / "m")
+    scoring_model.setup_torch(settings)
+    tok, model = scoring_model.load_cross_encoder(tmp_path / "m")
     corpus = beir.read_corpus(DATA / "scifact_fixture/corpus.jsonl")
     docs = {d: corpus[d].full_text[:300] for d in list(corpus)[:6]}  # 6 pairs = batches of 4 + 2
     ranked, qtext = {"35": list(docs)}, {"35": beir.read_queries(DATA / "scifact_fixture/queries.jsonl")["35"]}
@@ -286,7 +286,7 @@ def test_one_tokenisation_gives_the_joint_tokenizer_call_inputs_and_the_token_co
     _, tok, _ = loaded
     qs, ds = pairs
     before = (tok.backend_tokenizer.truncation, tok.backend_tokenizer.padding)
-    feats, stats = scoring.encode_pairs(tok, qs, ds, 512)
+    feats, stats = scoring_batches.encode_pairs(tok, qs, ds, 512)
     assert (tok.backend_tokenizer.truncation, tok.backend_tokenizer.padding) == before  # private copies only
     ref = tok(qs, ds, truncation="longest_first", max_length=512)
     for k in ("input_ids", "token_type_ids", "attention_mask"):
@@ -304,12 +304,12 @@ def test_one_tokenisation_gives_the_joint_tokenizer_call_inputs_and_the_token_co
 # ------------------------------------------------------------------------------ the plan --
 def test_batch_plan_sorts_by_token_length_descending_then_rank_ascending():
     # hand-made: lengths by candidate index 0..5; 9 and 9 tie -> lower index first; 7, 5, 5, 2
-    assert scoring.batch_plan([5, 9, 9, 2, 7, 5], 2) == [[1, 2], [4, 0], [5, 3]]
-    assert scoring.batch_plan([5, 9, 9, 2, 7, 5], 4) == [[1, 2, 4, 0], [5, 3]]
-    assert scoring.batch_plan([3] * 5, 16) == [[0, 1, 2, 3, 4]]
-    assert scoring.batch_plan([], 16) == []
+    assert scoring_batches.batch_plan([5, 9, 9, 2, 7, 5], 2) == [[1, 2], [4, 0], [5, 3]]
+    assert scoring_batches.batch_plan([5, 9, 9, 2, 7, 5], 4) == [[1, 2, 4, 0], [5, 3]]
+    assert scoring_batches.batch_plan([3] * 5, 16) == [[0, 1, 2, 3, 4]]
+    assert scoring_batches.batch_plan([], 16) == []
     with pytest.raises(ValueError):
-        scoring.batch_plan([1], 0)
+        scoring_batches.batch_plan([1], 0)
 
 
 # ------------------------------------------------------------------------------- shards --

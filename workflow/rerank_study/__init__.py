@@ -14,6 +14,8 @@ Modules (one place for each concept):
   candidates - the frozen RRF-50 candidate table
   models     - pinned model files, verification, resolution, the STAND-IN
   scoring    - cross-encoder scoring of (query, candidate) pairs
+  scoring_batches - tokenise once, the per-query batch plan, the row order inside a batch
+  scoring_model   - the numeric setup, loading the cross-encoder, the forward pass of one batch
   metrics    - nDCG@10 (trec_eval ndcg_cut), Recall@K, MRR@10, first relevant rank
   grouping   - evidence groups: connected components of queries sharing a relevant doc
   bootstrap  - grouped / query-level paired bootstrap, percentiles, diagnostics

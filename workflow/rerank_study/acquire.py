@@ -111,53 +111,40 @@ def _acquire_part(name: str, pins: DataPins, cache_dir: Path, **sources) -> dict
             "verified_by": "sha256", "sha256": sha256_file(cache_dir / name)}
 
 
-def acquire(names, pins: DataPins, cache_dir, mirror=None, zip_path=None, url=None,
-            download_dir=None, timeout: float = 60.0) -> dict[str, dict]:
-    """Make every file in ``names`` present and verified in ``cache_dir``; return provenance.
+def _from_cache_or_mirror(name: str, pins: DataPins, cache_dir: Path, mirror, sources: dict) -> dict | None:
+    """``name`` from the first source that has it of: a drawn part (``_acquire_part``), the verified cache
+    (re-checked), the mirror (copied and verified into the cache). Its provenance, or None (needs the archive)."""
+    if "derived_from" in pins.pin(name) and not (cache_dir / name).exists():
+        return _acquire_part(name, pins, cache_dir, **sources)
+    cached = cache_dir / name
+    if cached.exists():
+        actual = sha256_file(cached)
+        if actual != pins.pin(name)["sha256"]:
+            raise PinMismatchError(name, cached, "sha256", pins.pin(name)["sha256"], actual, "verified cache",
+                                   f"The cached copy changed after it was verified. Delete {cached} "
+                                   "and rerun to acquire it again from the mirror, archive or URL.")
+        return {"source": "cache", "verified_by": "sha256", "sha256": actual}
+    if mirror:
+        src = Path(mirror) / name
+        if src.exists():
+            how = _copy_verified(src, cached, name, pins, f"mirror {src}")
+            return {"source": f"mirror {src}", "verified_by": how, "sha256": sha256_file(cached)}
+        log.warning("mirror %s has no %s", mirror, name)
+    return None
 
-    ``provenance[name] = {"source": ..., "verified_by": ..., "sha256": ...}``.
-    """
-    cache_dir = Path(cache_dir)
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    provenance: dict[str, dict] = {}
-    missing = []
-    sources = {"mirror": mirror, "zip_path": zip_path, "url": url, "timeout": timeout,
-               "download_dir": download_dir or cache_dir.parent / "downloads"}
-    for name in names:
-        if "derived_from" in pins.pin(name) and not (cache_dir / name).exists():
-            provenance[name] = _acquire_part(name, pins, cache_dir, **sources)
-            continue
-        cached = cache_dir / name
-        if cached.exists():
-            actual = sha256_file(cached)
-            if actual != pins.pin(name)["sha256"]:
-                raise PinMismatchError(name, cached, "sha256", pins.pin(name)["sha256"], actual, "verified cache",
-                                       f"The cached copy changed after it was verified. Delete {cached} "
-                                       "and rerun to acquire it again from the mirror, archive or URL.")
-            provenance[name] = {"source": "cache", "verified_by": "sha256", "sha256": actual}
-            continue
-        if mirror:
-            src = Path(mirror) / name
-            if src.exists():
-                how = _copy_verified(src, cached, name, pins, f"mirror {src}")
-                provenance[name] = {"source": f"mirror {src}", "verified_by": how, "sha256": sha256_file(cached)}
-                continue
-            log.warning("mirror %s has no %s", mirror, name)
-        missing.append(name)
 
-    if not missing:
-        return provenance
-
+def _pinned_archive(pins: DataPins, cache_dir: Path, zip_path, url, download_dir, timeout: float
+                    ) -> tuple[Path | None, str | None, list[str]]:
+    """The verified pinned archive and where it came from: the local copy ``zip_path``, else a previous
+    download, else a download from ``url``. (None, None, reasons) when there is none."""
     reasons = []
-    archive = None
     if zip_path:
         zp = Path(zip_path)
         if zp.exists():
             verify_zip(zp, pins, f"local archive {zp}")
-            archive, archive_source = zp, f"zip {zp}"
-        else:
-            reasons.append(f"the configured archive data_zip={zp} does not exist")
-    if archive is None and url:
+            return zp, f"zip {zp}", reasons
+        reasons.append(f"the configured archive data_zip={zp} does not exist")
+    if url:
         dl_dir = Path(download_dir) if download_dir else cache_dir.parent / "downloads"
         dest = dl_dir / pins.zip_name
         try:
@@ -165,20 +152,31 @@ def acquire(names, pins: DataPins, cache_dir, mirror=None, zip_path=None, url=No
                 verify_zip(dest, pins, f"previously downloaded {dest}")
             else:
                 download(url, dest, pins, timeout)
-            archive, archive_source = dest, f"zip downloaded from {url}"
+            return dest, f"zip downloaded from {url}", reasons
         except (urllib.error.URLError, OSError, TimeoutError) as exc:
             reasons.append(f"download of {url} failed: {exc}")
-    if archive is None:
-        raise MissingInputError(
-            "MISSING DATA: " + ", ".join(missing) + " could not be found.\n"
-            + "".join(f"  - {r}\n" for r in reasons)
-            + (f"  - the mirror {mirror} does not contain them\n" if mirror else "  - no local mirror is configured\n")
-            + "Supply them in one of two ways:\n"
-            + f"  1. a local copy: --config data_mirror=/path/to/{pins.dataset} (a folder with corpus.jsonl, queries.jsonl,\n"
-            + f"     qrels/*.tsv in BEIR layout) or --config data_zip=/path/to/{pins.zip_name};\n"
-            + (f"  2. network access to {pins.url} (the archive is verified by sha256 and md5)." if pins.url else
-               f"  2. (none: {pins.dataset} is a local-only dataset without a pinned archive)")
-        )
+    return None, None, reasons
+
+
+def _missing_data(missing: list[str], reasons: list[str], mirror, pins: DataPins) -> MissingInputError:
+    """The error when no source has the files: what was tried, and the two ways to supply them."""
+    return MissingInputError(
+        "MISSING DATA: " + ", ".join(missing) + " could not be found.\n"
+        + "".join(f"  - {r}\n" for r in reasons)
+        + (f"  - the mirror {mirror} does not contain them\n" if mirror else "  - no local mirror is configured\n")
+        + "Supply them in one of two ways:\n"
+        + f"  1. a local copy: --config data_mirror=/path/to/{pins.dataset} (a folder with corpus.jsonl, queries.jsonl,\n"
+        + f"     qrels/*.tsv in BEIR layout) or --config data_zip=/path/to/{pins.zip_name};\n"
+        + (f"  2. network access to {pins.url} (the archive is verified by sha256 and md5)." if pins.url else
+           f"  2. (none: {pins.dataset} is a local-only dataset without a pinned archive)")
+    )
+
+
+def _extract_verified(archive: Path, archive_source: str, missing: list[str], pins: DataPins,
+                      cache_dir: Path) -> dict[str, dict]:
+    """Each missing file extracted from the verified archive to a temporary name, verified, renamed into
+    the cache; their provenance."""
+    provenance: dict[str, dict] = {}
     with zipfile.ZipFile(archive) as zf:
         for name in missing:
             member = f"{pins.zip_top}/{name}"
@@ -193,6 +191,33 @@ def acquire(names, pins: DataPins, cache_dir, mirror=None, zip_path=None, url=No
                 how = check_file(tmp, name, pins, f"{archive_source} member {member}")
             provenance[name] = {"source": f"{archive_source} member {member}", "verified_by": how,
                                 "sha256": sha256_file(cached)}
+    return provenance
+
+
+def acquire(names, pins: DataPins, cache_dir, mirror=None, zip_path=None, url=None,
+            download_dir=None, timeout: float = 60.0) -> dict[str, dict]:
+    """Make every file in ``names`` present and verified in ``cache_dir``; return provenance.
+
+    ``provenance[name] = {"source": ..., "verified_by": ..., "sha256": ...}``.
+    """
+    cache_dir = Path(cache_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    provenance: dict[str, dict] = {}
+    missing = []
+    sources = {"mirror": mirror, "zip_path": zip_path, "url": url, "timeout": timeout,
+               "download_dir": download_dir or cache_dir.parent / "downloads"}
+    for name in names:
+        found = _from_cache_or_mirror(name, pins, cache_dir, mirror, sources)
+        if found is None:
+            missing.append(name)
+        else:
+            provenance[name] = found
+    if not missing:
+        return provenance
+    archive, archive_source, reasons = _pinned_archive(pins, cache_dir, zip_path, url, download_dir, timeout)
+    if archive is None:
+        raise _missing_data(missing, reasons, mirror, pins)
+    provenance.update(_extract_verified(archive, archive_source, missing, pins, cache_dir))
     return provenance
 
 

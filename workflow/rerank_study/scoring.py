@@ -1,4 +1,4 @@
-"""Cross-encoder scoring of (query, candidate) pairs.
+"""Cross-encoder scoring of (query, candidate) pairs: the settings, the run loop, the score cache, shards.
 
 Contract (documented in docs/scoring.md and SOURCE_MAP rows 9, 10, 28):
 * pair text: the query text as given; the document ``(title + " " + text).strip()``;
@@ -19,6 +19,11 @@ Contract (documented in docs/scoring.md and SOURCE_MAP rows 9, 10, 28):
   scores are then the same bits at any torch thread count, so the thread count is a speed setting
   (what the scheduler grants), recorded but not part of the contract;
 * the score is the raw logit (the model's activation is Identity).
+
+Where each part lives: tokenising once and batching in ``scoring_batches`` (``PairEncoder``,
+``batch_plan``, ``row_order``); the numeric setup, loading the model and the forward pass of one batch
+in ``scoring_model``; here the settings (``ScoringSettings``), the score cache (``ScoreCache``), the
+shards and ``score_run``, which scores a whole run.
 """
 
 from __future__ import annotations
@@ -26,13 +31,17 @@ from __future__ import annotations
 import json
 import logging
 import math
+import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
 from . import numerics
 from .errors import PipelineError
 from .fileio import canonical_json, fmt_float, read_json, sha256_text, write_json
+from .scoring_batches import PairEncoder, batch_plan
+from .scoring_model import score_rows
 
 log = logging.getLogger(__name__)
 
@@ -68,177 +77,6 @@ class ScoringSettings:
 def contract(ce: Mapping) -> dict:
     """The scoring contract as the frozen confirmation protocol records it (one source: these settings)."""
     return ScoringSettings.from_config(ce).as_dict()
-
-
-def chunks(seq: Sequence, size: int) -> list[Sequence]:
-    if size < 1:
-        raise ValueError("batch size must be >= 1")
-    return [seq[i:i + size] for i in range(0, len(seq), size)]
-
-
-def batch_plan(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
-    """One query's batches as lists of candidate indices (0-based, index = rank - 1): the candidates
-    sorted by token length descending, ties by index ascending, cut into consecutive chunks."""
-    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
-    return [list(c) for c in chunks(order, batch_size)]
-
-
-def setup_torch(settings: ScoringSettings, threads: int | None = None) -> dict:
-    """fp32 only; oneMKL in strict CNR mode (verified from MKL's own report, stops otherwise); the seed;
-    ``threads`` torch threads when given (speed only). Returns the numeric mode, to be recorded."""
-    import torch
-
-    if settings.dtype != "float32":
-        raise ValueError(f"only float32 is supported, got {settings.dtype}")
-    mode = numerics.enforce_cnr()
-    if threads is not None:
-        torch.set_num_threads(int(threads))
-    torch.manual_seed(settings.seed)
-    return mode
-
-
-def load_tokenizer(model_dir):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(str(model_dir))
-
-
-def load_model(model_dir):
-    """The sequence classifier from a verified folder, fp32, eval mode."""
-    import torch
-    from transformers import AutoModelForSequenceClassification
-
-    model = AutoModelForSequenceClassification.from_pretrained(str(model_dir), dtype=torch.float32)
-    model.eval()
-    meta = Path(model_dir) / "MODEL.json"
-    # the relevance logit of a several-output model, declared by the study (recorded in MODEL.json)
-    model.relevance_index = json.loads(meta.read_text(encoding="utf-8")).get("label_index") if meta.exists() else None
-    return model
-
-
-def load_cross_encoder(model_dir):
-    """(tokenizer, model) from a verified folder."""
-    return load_tokenizer(model_dir), load_model(model_dir)
-
-
-# ------------------------------------------------------------------------ tokenise once --
-class PairEncoder:
-    """Tokenises every text once and joins pairs with the tokenizer's own truncation and special
-    tokens (the Rust backend's ``post_process``: the same truncation and template code a joint
-    ``tokenizer(q, d, truncation="longest_first", max_length=...)`` call runs).
-
-    Two private copies of the backend tokenizer are used, so the caller's tokenizer is never changed:
-    one without truncation or padding (the per-text encodings, untruncated: the token statistics) and
-    one with ``longest_first`` truncation at ``max_length`` (joining a pair)."""
-
-    def __init__(self, tok, max_length: int, truncation: str = "longest_first"):
-        from tokenizers import Tokenizer
-
-        if truncation != "longest_first":
-            raise ValueError(f"only longest_first truncation is supported, got {truncation}")
-        spec = tok.backend_tokenizer.to_str()
-        self.raw, self.join = Tokenizer.from_str(spec), Tokenizer.from_str(spec)
-        for t in (self.raw, self.join):
-            t.no_padding()
-            t.no_truncation()
-            t.encode_special_tokens = bool(getattr(tok, "split_special_tokens", False))
-        self.join.enable_truncation(max_length, stride=0, strategy="longest_first",
-                                    direction=getattr(tok, "truncation_side", "right"))
-        self.max_length = max_length
-        self.special = self.raw.num_special_tokens_to_add(is_pair=True)
-
-    def encode_texts(self, texts: Sequence[str]) -> list:
-        """One tokenisation per text, no special tokens, no truncation."""
-        return self.raw.encode_batch(list(texts), add_special_tokens=False)
-
-    def pairs(self, queries: Sequence[str], docs: Sequence[str]) -> tuple[list[dict], list[dict]]:
-        """(model features, token statistics) per pair; each distinct text is tokenised once."""
-        distinct = list(dict.fromkeys([*queries, *docs]))
-        enc = dict(zip(distinct, self.encode_texts(distinct)))
-        features, stats = [], []
-        for q, d in zip(queries, docs):
-            eq, ed = enc[q], enc[d]
-            joined = self.join.post_process(eq, ed, add_special_tokens=True)
-            total = len(eq.ids) + len(ed.ids) + self.special
-            n = len(joined.ids)
-            if n != min(total, self.max_length):  # fail closed: the truncation is not what the contract says
-                raise PipelineError(f"tokenisation: a pair of {total} tokens was cut to {n}, expected "
-                                    f"{min(total, self.max_length)} (max_length {self.max_length}, longest_first)")
-            features.append({"input_ids": joined.ids, "token_type_ids": joined.type_ids,
-                             "attention_mask": joined.attention_mask})
-            stats.append({"query_tokens": len(eq.ids), "doc_tokens": len(ed.ids), "total_tokens": total,
-                          "truncated": total > self.max_length})
-        return features, stats
-
-
-def encode_pairs(tok, queries: Sequence[str], docs: Sequence[str], max_length: int,
-                 truncation: str = "longest_first") -> tuple[list[dict], list[dict]]:
-    """Model features (truncated, unpadded) and token statistics of each pair, from one tokenisation."""
-    return PairEncoder(tok, max_length, truncation).pairs(queries, docs)
-
-
-def token_stats(tok, queries: Sequence[str], docs: Sequence[str], max_length: int) -> list[dict]:
-    """Untruncated token counts per pair: query, document, joint total (with special tokens)."""
-    return encode_pairs(tok, queries, docs, max_length)[1]
-
-
-def row_order(queries: Sequence[str], docs: Sequence[str]) -> list[int]:
-    """Longest first by character length, computed as sentence-transformers 6.2 does."""
-    import numpy as np
-
-    return np.argsort([-(len(q) + len(d)) for q, d in zip(queries, docs)]).tolist()
-
-
-def score_rows(tok, model, queries: Sequence[str], docs: Sequence[str], features: Sequence[dict]) -> list[float]:
-    """Raw logits of ONE batch (the given pairs and their encoded features), in the given pair order:
-    the rows are fed longest first by characters and mapped back."""
-    order = row_order(queries, docs)
-    logits = _forward(tok, model, [features[i] for i in order])
-    out = [0.0] * len(order)
-    for pos, i in enumerate(order):
-        out[i] = logits[pos]
-    return out
-
-
-def score_batch(tok, model, queries: Sequence[str], docs: Sequence[str], settings: ScoringSettings) -> list[float]:
-    """Raw logits of one batch of pairs, in the given pair order (float32 values as exact Python floats)."""
-    features, _ = encode_pairs(tok, queries, docs, settings.max_length, settings.truncation)
-    return score_rows(tok, model, queries, docs, features)
-
-
-def _forward(tok, model, features: Sequence[dict]) -> list[float]:
-    import torch
-
-    enc = tok.pad({k: [f[k] for f in features] for k in ("input_ids", "token_type_ids", "attention_mask")},
-                  padding=True, return_tensors="pt")
-    with torch.inference_mode():
-        logits = model(**enc).logits
-    col = relevance_column(getattr(model, "relevance_index", None), list(logits.shape))
-    if logits.dtype != torch.float32:
-        raise ValueError(f"expected float32 logits, got {logits.dtype}")
-    return [float(x) for x in logits[:, col].tolist()]
-
-
-def relevance_column(label_index: int | None, shape: list[int]) -> int:
-    """The logit column that is the relevance score: the only one, or the declared ``label_index``."""
-    if len(shape) != 2 or (label_index is None and shape[1] != 1):
-        raise ValueError(f"expected logits of shape [batch, 1] (or a declared study.label_index), got {shape}")
-    if label_index is not None and not 0 <= label_index < shape[1]:
-        raise ValueError(f"study.label_index {label_index} is not a column of logits of shape {shape}")
-    return 0 if label_index is None else label_index
-
-
-def shape_check(tok, model, queries: Sequence[str], docs: Sequence[str], settings: ScoringSettings) -> dict:
-    """Forward pass of a few pairs padded to max_length (this check only): report tensor shapes."""
-    import torch
-
-    enc = tok(list(queries), list(docs), padding="max_length", truncation=settings.truncation,
-              max_length=settings.max_length, return_tensors="pt")
-    with torch.inference_mode():
-        out = model(**enc, output_hidden_states=True)
-    return {"input_ids": list(enc["input_ids"].shape), "last_hidden_state": list(out.hidden_states[-1].shape),
-            "logits": list(out.logits.shape), "pairs": len(queries),
-            "padding": "max_length (this check only; scoring pads to the longest pair of each batch)"}
 
 
 def batch_cache_key(model_identity: str, settings: ScoringSettings, versions: dict,
@@ -411,6 +249,60 @@ def _batch_logits(key: str, n: int, cache: ScoreCache | None, infer: Callable[[]
     return fresh_logits, False
 
 
+class _RunScorer:
+    """The state of one ``score_run``: the pair encoder, the model (``load_model()`` called at most
+    once, on first use), the counts; scores one query at a time."""
+
+    def __init__(self, tok, load_model: Callable[[], object], settings: ScoringSettings, identity: str,
+                 versions: dict, cache: ScoreCache | None, progress, fresh: bool):
+        self.tok, self.load_model, self.settings = tok, load_model, settings
+        self.identity, self.versions, self.cache = identity, versions, cache
+        self.progress, self.fresh = progress, fresh
+        self.counts = ScoringCounts()
+        self.encoder = PairEncoder(tok, settings.max_length, settings.truncation)
+        self.state: dict = {}
+
+    def model(self):
+        """The model, loaded on first use (the load time counted)."""
+        if "model" not in self.state:
+            t0 = time.perf_counter()
+            self.state["model"] = self.load_model()
+            self.counts.model_load_seconds += time.perf_counter() - t0
+        return self.state["model"]
+
+    def infer(self, qs, ds, features, lengths, idx) -> list[float]:
+        """The logits of one batch from the model, timed and counted (pairs, real and padded tokens, FLOPs)."""
+        m = self.model()
+        t0 = time.perf_counter()
+        out = score_rows(self.tok, m, qs, ds, [features[i] for i in idx])
+        counts = self.counts
+        counts.inference_seconds += time.perf_counter() - t0
+        counts.pairs_inferred += len(idx)
+        counts.tokens_inferred += sum(lengths[i] for i in idx)
+        counts.padded_tokens_inferred += len(idx) * max(lengths[i] for i in idx)
+        counts.useful_flops_inferred += sum(useful_flops(lengths[i]) for i in idx)
+        return out
+
+    def query_rows(self, qid: str, qtext: str, docs: Sequence[str], dtexts: Sequence[str]) -> list[dict]:
+        """One query's rows in candidate order: tokenised once, its batches (``batch_plan``) taken from
+        the cache or inferred (``_batch_logits``); ``progress(n)`` after each batch."""
+        features, stats = self.encoder.pairs([qtext] * len(docs), dtexts)
+        lengths = [len(f["input_ids"]) for f in features]
+        batch_of = [0] * len(docs)
+        logit_of = [0.0] * len(docs)
+        for b, idx in enumerate(batch_plan(lengths, self.settings.batch_size)):
+            qs, ds = [qtext] * len(idx), [dtexts[i] for i in idx]
+            infer = partial(self.infer, qs, ds, features, lengths, idx)
+            logits, _ = _batch_logits(batch_cache_key(self.identity, self.settings, self.versions, qs, ds), len(idx),
+                                      self.cache, infer, self.counts, fresh=self.fresh, where=(qid, b))
+            for i, lg in zip(idx, logits):
+                batch_of[i], logit_of[i] = b, lg
+            if self.progress is not None:
+                self.progress(len(idx))
+        return [{"qid": qid, "doc_id": d, "r0": i + 1, "logit": logit_of[i], "batch": batch_of[i], **stats[i]}
+                for i, d in enumerate(docs)]
+
+
 def score_run(ranked: Mapping[str, Sequence[str]], query_text: Mapping[str, str], doc_text: Mapping[str, str],
               tok, load_model: Callable[[], object], settings: ScoringSettings, identity: str, versions: dict,
               cache: ScoreCache | None, progress=None, *, fresh: bool = False,
@@ -425,52 +317,13 @@ def score_run(ranked: Mapping[str, Sequence[str]], query_text: Mapping[str, str]
     ``fresh`` (a confirmation opening): the cache is never a source of logits; every batch is
     inferred, and where a cache entry exists its logits must equal the fresh ones byte for byte
     (else PipelineError naming the batch and the file); those entries are counted as verified."""
-    import time
-
-    counts = ScoringCounts()
-    state: dict = {}
-    encoder = PairEncoder(tok, settings.max_length, settings.truncation)
+    run = _RunScorer(tok, load_model, settings, identity, versions, cache, progress, fresh)
     rows: list[dict] = []
-
-    def model():
-        if "model" not in state:
-            t0 = time.perf_counter()
-            state["model"] = load_model()
-            counts.model_load_seconds += time.perf_counter() - t0
-        return state["model"]
-
     for qid, docs in ranked.items():
-        qtext = query_text[qid]
-        dtexts = [doc_text[d] for d in docs]
-        features, stats = encoder.pairs([qtext] * len(docs), dtexts)
-        lengths = [len(f["input_ids"]) for f in features]
-        batch_of = [0] * len(docs)
-        logit_of = [0.0] * len(docs)
-        for b, idx in enumerate(batch_plan(lengths, settings.batch_size)):
-            qs, ds = [qtext] * len(idx), [dtexts[i] for i in idx]
-
-            def infer(qs=qs, ds=ds, idx=idx):
-                m = model()
-                t0 = time.perf_counter()
-                out = score_rows(tok, m, qs, ds, [features[i] for i in idx])
-                counts.inference_seconds += time.perf_counter() - t0
-                counts.pairs_inferred += len(idx)
-                counts.tokens_inferred += sum(lengths[i] for i in idx)
-                counts.padded_tokens_inferred += len(idx) * max(lengths[i] for i in idx)
-                counts.useful_flops_inferred += sum(useful_flops(lengths[i]) for i in idx)
-                return out
-
-            logits, _ = _batch_logits(batch_cache_key(identity, settings, versions, qs, ds), len(idx), cache, infer,
-                                      counts, fresh=fresh, where=(qid, b))
-            for i, lg in zip(idx, logits):
-                batch_of[i], logit_of[i] = b, lg
-            if progress is not None:
-                progress(len(idx))
-        for i, d in enumerate(docs):
-            rows.append({"qid": qid, "doc_id": d, "r0": i + 1, "logit": logit_of[i], "batch": batch_of[i], **stats[i]})
+        rows += run.query_rows(qid, query_text[qid], docs, [doc_text[d] for d in docs])
         if after_query is not None:
             after_query()
     expected = sum(len(v) for v in ranked.values())
     if len(rows) != expected:
         raise PipelineError(f"scored {len(rows)} pairs for {expected} candidates: nothing was published")
-    return rows, counts
+    return rows, run.counts

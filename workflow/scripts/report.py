@@ -62,22 +62,18 @@ def candidate_params_text(pin: dict) -> str:
     return f"RRF k={p['rrf_k']}, depth {p['depth']}, BM25 top {p['bm25']['depth']}, dense top {p['dense']['depth']}"
 
 
-def main(sm):
-    summary = read_json(sm.input.summary)
-    scoring = read_json(sm.input.scoring)
-    shapes = read_json(sm.input.shape_check)
-    model = read_json(sm.input.model)
-    data_pins = read_json(sm.input.data_pins)
-    derived = read_json(sm.input.derived)
-    rows = read_tsv(sm.input.per_query)
+def primary_deltas(summary: dict, rows: list[dict]) -> list[float]:
+    """Per-query Δ of the primary comparison (a - b on the summary's metric), from per_query.tsv."""
     a, b = summary["comparisons"][summary["primary"]]["a"], summary["comparisons"][summary["primary"]]["b"]
     metric = summary["metric"]
-    deltas = [float(r[column(a, metric)]) - float(r[column(b, metric)]) for r in rows]
-    report.plots(summary, deltas, sm.output.forest, sm.output.delta)
+    return [float(r[column(a, metric)]) - float(r[column(b, metric)]) for r in rows]
 
+
+def provenance_rows(sm, data_pins: dict, derived: dict, model: dict, scoring: dict, shapes: dict, started) -> dict:
+    """What the run is made of, each with its hash or pin: study, data (a sealed file only when opened),
+    splits, candidates, scorer, settings, shapes, the run's tables, libraries, python, library source."""
     confirmation = sm.params.kind == "confirmation"
-    started = read_json(sm.input.started[0]) if confirmation else None
-    provenance = {
+    return {
         "study": f"{sm.params.study['name']}: dataset {sm.params.study['dataset']}, reranker "
                  f"{sm.params.study['reranker']}, candidates {sm.params.study['candidates']}",
         **{f"data {n} sha256": p["sha256"] for n, p in sorted(data_pins["files"].items())
@@ -103,7 +99,11 @@ def main(sm):
         "python": platform.python_version(),
         "library source sha256 (workflow/rerank_study)": sm.params.code,
     }
-    meas = {
+
+
+def measurement_rows(sm, scoring: dict) -> dict:
+    """Measurements of this execution (threads, pair counts, timings, memory, machine): not reproducible."""
+    return {
         "torch threads (granted by the scheduler; speed only)": scoring["threads"],
         "pairs scored / inferred / from cache": f"{scoring['pairs']} / {scoring['pairs_inferred']} / "
                                                 f"{scoring['pairs_from_cache']}",
@@ -117,16 +117,42 @@ def main(sm):
            for k in ("score", "evaluate", "analyse")},
         "machine": f"{platform.machine()}, {platform.system()}",
     }
-    figures = {"forest plot": str(Path(sm.output.forest).relative_to(Path(sm.output.report).parent)),
-               "primary Δ distribution": str(Path(sm.output.delta).relative_to(Path(sm.output.report).parent))}
+
+
+def figure_links(sm) -> dict:
+    """The figures' paths relative to the report."""
+    return {"forest plot": str(Path(sm.output.forest).relative_to(Path(sm.output.report).parent)),
+            "primary Δ distribution": str(Path(sm.output.delta).relative_to(Path(sm.output.report).parent))}
+
+
+def title_and_sections(sm, summary: dict, started, scoring: dict) -> tuple[str, list[str]]:
+    """The report's title and extra sections: the evaluation statistics; an opening's section first."""
     sections = [report.evalstats_section(summary)]
     title = "Development analysis"
-    if confirmation:
+    if sm.params.kind == "confirmation":
         op = sm.params.opening
         title = f"Confirmation analysis — opening {op['opening']} of protocol {op['protocol_sha256'][:12]}"
         context = (retriever_context(*sm.input.retrievers, summary) if sm.input.retrievers
                    else {"the study's own first-stage TREC run (r0)": summary["methods"]["rrf"]["mean"]})
         sections.insert(0, report.confirmation_section(summary, op, context, started, scoring))
+    return title, sections
+
+
+def main(sm):
+    summary = read_json(sm.input.summary)
+    scoring = read_json(sm.input.scoring)
+    shapes = read_json(sm.input.shape_check)
+    model = read_json(sm.input.model)
+    data_pins = read_json(sm.input.data_pins)
+    derived = read_json(sm.input.derived)
+    rows = read_tsv(sm.input.per_query)
+    report.plots(summary, primary_deltas(summary, rows), sm.output.forest, sm.output.delta)
+
+    started = read_json(sm.input.started[0]) if sm.params.kind == "confirmation" else None
+    provenance = provenance_rows(sm, data_pins, derived, model, scoring, shapes, started)
+    meas = measurement_rows(sm, scoring)
+    figures = figure_links(sm)
+    title, sections = title_and_sections(sm, summary, started, scoring)
     text = report.render(summary, meas, provenance, extra_sections=sections, figures=figures, title=title,
                          run=sm.params.run)
     write_json(sm.output.measurements, {"_note": "measurements of this execution; not reproducible byte for byte",

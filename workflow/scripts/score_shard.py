@@ -14,7 +14,7 @@ from pathlib import Path  # noqa: E402
 
 from tqdm import tqdm  # noqa: E402
 
-from rerank_study import beir, candidates, machine, models, scoring  # noqa: E402
+from rerank_study import beir, candidates, machine, models, scoring, scoring_model  # noqa: E402
 from rerank_study.acquire import verified_path  # noqa: E402
 from rerank_study.pins import DataPins  # noqa: E402
 from rerank_study.fileio import write_json, write_tsv  # noqa: E402
@@ -28,7 +28,7 @@ def main(sm):
 
     t_stage = time.perf_counter()
     settings = scoring.ScoringSettings.from_config(sm.params.ce)
-    mode = scoring.setup_torch(settings, threads=sm.threads)  # verified strict CNR; threads are speed only
+    mode = scoring_model.setup_torch(settings, threads=sm.threads)  # verified strict CNR; threads are speed only
     shard, shards = int(sm.params.shard), int(sm.params.shards)
     ranked_all = candidates.read_candidates(sm.input.candidates)
     mine = scoring.assign_shards(list(ranked_all), shards)[shard]
@@ -45,11 +45,11 @@ def main(sm):
     cache_dir = Path(sm.params.cache) / scoring.CACHE_FORMAT / meta["identity_sha256"][:16]
 
     t0 = time.perf_counter()
-    tok = scoring.load_tokenizer(model_dir)
+    tok = scoring_model.load_tokenizer(model_dir)
     t_tok = time.perf_counter() - t0
     n_pairs = sum(len(v) for v in ranked.values())
     with tqdm(total=n_pairs, desc=f"cross-encoder pairs (shard {shard + 1}/{shards})", unit="pair") as bar:
-        rows, counts = scoring.score_run(ranked, queries, doc_text, tok, lambda: scoring.load_model(model_dir),
+        rows, counts = scoring.score_run(ranked, queries, doc_text, tok, lambda: scoring_model.load_model(model_dir),
                                          settings, meta["identity"], versions, scoring.ScoreCache(cache_dir),
                                          progress=bar.update, after_query=numerics.malloc_trim,
                                          fresh=bool(sm.params.fresh))

@@ -9,7 +9,7 @@ PROCESS = numerics.configure_process()  # MKL_CBWR=AUTO,STRICT ... (before torch
 import logging  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from rerank_study import beir, candidates, models, scoring  # noqa: E402
+from rerank_study import beir, candidates, models, scoring, scoring_model  # noqa: E402
 from rerank_study.acquire import verified_path  # noqa: E402
 from rerank_study.pins import DataPins  # noqa: E402
 from rerank_study.errors import PipelineError  # noqa: E402
@@ -23,8 +23,8 @@ def measured_shapes(model_dir: Path, qs, ds, settings, cache_file: Path) -> dict
     """The shapes of one forward (from the cache when this exact check ran before)."""
     if cache_file.exists():
         return read_json(cache_file)
-    model = scoring.load_model(model_dir)
-    shapes = scoring.shape_check(scoring.load_tokenizer(model_dir), model, qs, ds, settings)
+    model = scoring_model.load_model(model_dir)
+    shapes = scoring_model.shape_check(scoring_model.load_tokenizer(model_dir), model, qs, ds, settings)
     shapes["hidden_size"] = model.config.hidden_size  # what the loaded model says (compared below)
     write_json(cache_file, shapes)
     return shapes
@@ -32,7 +32,7 @@ def measured_shapes(model_dir: Path, qs, ds, settings, cache_file: Path) -> dict
 
 def main(sm):
     settings = scoring.ScoringSettings.from_config(sm.params.ce)
-    scoring.setup_torch(settings, threads=sm.threads)
+    scoring_model.setup_torch(settings, threads=sm.threads)
     ranked = candidates.read_candidates(sm.input.candidates)
     pins = DataPins.load(sm.input.data_pins)
     corpus = beir.read_corpus(verified_path(sm.input.corpus, "corpus.jsonl", pins))

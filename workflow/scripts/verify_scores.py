@@ -13,7 +13,7 @@ import logging  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from rerank_study import beir, candidates, models, scoring, verification  # noqa: E402
+from rerank_study import beir, candidates, models, scoring, scoring_model, verification  # noqa: E402
 from rerank_study.acquire import verified_path  # noqa: E402
 from rerank_study.pins import DataPins  # noqa: E402
 from rerank_study.errors import PipelineError  # noqa: E402
@@ -26,7 +26,7 @@ log = logging.getLogger("verify_scores")
 def main(sm):
     t0 = time.perf_counter()
     settings = scoring.ScoringSettings.from_config(sm.params.ce)
-    mode = scoring.setup_torch(settings, threads=sm.threads)  # verified strict CNR; threads are speed only
+    mode = scoring_model.setup_torch(settings, threads=sm.threads)  # verified strict CNR; threads are speed only
     recorded = {(r["qid"], r["doc_id"]): (int(r["batch"]), float(r["logit"])) for r in read_tsv(sm.input.pairs)}
     k = None if sm.params.every_batch else sm.params.batches
     sample = verification.sample_batches(((q, b) for (q, _), (b, _) in recorded.items()), sm.params.seed, k)
@@ -37,9 +37,9 @@ def main(sm):
     queries = beir.read_queries(verified_path(sm.input.queries, "queries.jsonl", pins))
     model_dir = Path(sm.input.model).parent
     meta = models.load_model_meta(model_dir)
-    tok = scoring.load_tokenizer(model_dir)
+    tok = scoring_model.load_tokenizer(model_dir)
     rows, counts = scoring.score_run(ranked, queries, {d: corpus[d].full_text for q in ranked for d in ranked[q]},
-                                     tok, lambda: scoring.load_model(model_dir), settings, meta["identity"],
+                                     tok, lambda: scoring_model.load_model(model_dir), settings, meta["identity"],
                                      scoring.library_versions(), cache=None)
     again = {(r["qid"], r["doc_id"]): (r["batch"], r["logit"]) for r in rows}
     pairs = verification.compare(sample, recorded, again)
