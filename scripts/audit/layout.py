@@ -1,5 +1,5 @@
 """The documented layout of a run folder (docs/outputs.md), kept here independently of the pipeline's own table
-(rerank_study.layout; a test holds the two equal): every artefact a manifest must list - key, path inside the run
+(its layout module; a test holds the two equal): every artefact a manifest must list - key, path inside the run
 folder, role, whether its bytes are reproducible - and every other file a run folder may hold. The manifest does
 not decide what is audited: a manifest that lists another set, another path or another role fails, and so does a
 file in the run folder that the layout does not name."""

@@ -65,8 +65,12 @@ def test_hooks_and_variables_that_add_code_to_a_job(tmp_path, monkeypatch):
                      f"{tmp_path}/workflow/x.pth runs at every interpreter start"]
     monkeypatch.setenv("PYTHONPATH", f"{tmp_path}/workflow:/elsewhere")
     monkeypatch.setenv("LD_PRELOAD", "/lib/evil.so")
-    assert env._variable_problems(tmp_path) == ["LD_PRELOAD='/lib/evil.so' is set (it adds code to every job)",
-                                                "PYTHONPATH holds ['/elsewhere'] beyond " f"{tmp_path}/workflow"]
+    monkeypatch.setenv("PYTHONWARNINGS", "ignore::evil.Warning")
+    monkeypatch.setenv("PYTHONUNBUFFERED", "1")  # allowed: it adds no code
+    found = [p for p in env._variable_problems(tmp_path) if "PYTHONWARNINGS" in p or "LD_PRELOAD" in p or "PYTHONPATH" in p]
+    assert found == ["LD_PRELOAD='/lib/evil.so' is set (it adds code to a process)",
+                     "PYTHONWARNINGS='ignore::evil.Warning' is set (it adds code to a process)",
+                     "PYTHONPATH holds ['/elsewhere'] beyond " f"{tmp_path}/workflow"]
 
 
 def _line(source, n, **e):

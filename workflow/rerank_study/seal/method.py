@@ -33,14 +33,14 @@ def _json_lines(path: Path) -> bool:
     try:
         return all(isinstance(json.loads(line), dict) for line in path.read_text(encoding="utf-8").splitlines()
                    if line.strip())
-    except (ValueError, UnicodeDecodeError):
+    except (OSError, ValueError, UnicodeDecodeError):
         return False
 
 
 def _json_object(path: Path):
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError):
+    except (OSError, ValueError, UnicodeDecodeError):
         return None
     return value if isinstance(value, dict) else None
 
