@@ -231,3 +231,20 @@ def synthetic_study(tmp: Path, model_dir: Path, **overrides) -> Path:
 
 def studies_arg(*files: Path) -> str:
     return "[" + ",".join(str(f) for f in files) + "]"
+
+
+@pytest.fixture
+def copy_of(tmp_path, smoke_run, dev_run, fixture_workdir):
+    """make('smoke' | 'dev'): a copy of that finished fixture run to corrupt (the audit tests)."""
+    def make(which="smoke"):
+        """A copy of the run folder; the inputs it names (../../resources, ../../lockfiles) are linked."""
+        src = smoke_run if which == "smoke" else dev_run
+        base = tmp_path / which
+        (base / "results").mkdir(parents=True)
+        for sub in ("resources", "lockfiles"):
+            (base / sub).symlink_to(fixture_workdir / sub)
+        dst = base / "results" / src.name
+        shutil.copytree(src, dst)
+        return dst
+    make.lockdir = fixture_workdir / "lockfiles"
+    return make

@@ -2,7 +2,8 @@
 """Independent audit of a finished run — Python standard library only.
 
     python3 -I -S scripts/audit results/<run> [--lockdir lockfiles] [--out results/<run>/audit.json]
-                                              [--config config/config.yaml] [--study NAME_OR_FILE]
+                                              [--config config/config.yaml] [--configfile FILE ...]
+                                              [--study NAME_OR_FILE]
     python3 -I -S scripts/audit --read-yaml FILE   (what the audit reads from a YAML file, as canonical JSON)
 
 It imports nothing from the project and shares no code with it: every definition is re-implemented
@@ -11,7 +12,10 @@ here. It recomputes, from the candidates, the per-pair logits and the qrels: CE 
 ranks, every per-query metric of the three methods, the evidence groups, every bootstrap replicate of
 both schemes and all comparisons from the saved index matrices, the interval endpoints, means, W/T/L,
 the leave-one-group-out range and the report's numbers; and it checks every artefact hash against the
-manifest and the pins against the lockfiles, and the confirmation seal.
+manifest and the pins against the lockfiles, and the confirmation seal. What it reads is the documented
+layout (``layout``: every artefact, path and role; no other file in the run folder) and every value of it is
+recomputed or declared (``columns``: every column and key, the check that recomputes it, the canonical text);
+its anchor is the committed config and lock folder, never what the run names for itself.
 
 Structure (one module per job, sibling imports): ``run_files`` reads what the run folder says (each
 file once, on first use); ``anchors`` says what the run must have used (committed config / frozen
@@ -151,7 +155,7 @@ def main(argv=None) -> int:
         return read_yaml(args.read_yaml)
     au = Audit()
     try:
-        info = audit_run(args.rundir, args.lockdir, au, args.config, args.study)
+        info = audit_run(args.rundir, args.lockdir, au, args.config, args.study, tuple(args.configfile))
     except Unauditable as exc:
         print(f"AUDIT ERROR: {args.rundir} cannot be audited: {exc}", file=sys.stderr)
         return 2

@@ -5,7 +5,7 @@ the pinned qrels file's judgements of exactly the analysed queries. Signature: s
 from __future__ import annotations
 
 from definitions import tie_rule_order
-from readers import read_run_scores, rows_by_query, sha256_of
+from readers import read_run_scores, read_table, rows_by_query, sha256_of
 
 
 def check_analysed_queries(run, want, au) -> None:
@@ -14,6 +14,9 @@ def check_analysed_queries(run, want, au) -> None:
     au.check("analysed_queries", run.analysed == pool[:n], str(run.path("run_queries")), "query list",
              f"first {n} of the pinned {run.kind} split",
              "same" if run.analysed == pool[:n] else f"{len(run.analysed)} other ids")
+    text = run.path("run_queries").read_text(encoding="utf-8")
+    au.check("analysed_queries", text == "".join(f"{q}\n" for q in pool[:n]), str(run.path("run_queries")),
+             "the file's text", "one id per line, nothing else", f"{len(text.splitlines())} lines")
 
 
 def check_candidates(run, want, au) -> None:
@@ -31,6 +34,14 @@ def check_candidates(run, want, au) -> None:
         au.check("candidates", not dups, f, f"qid {q} duplicate doc ids", [], dups)
         au.check("candidates", q in run.frozen and lst == run.frozen[q][:depth], f, f"qid {q} vs frozen top-{depth}",
                  run.frozen.get(q, [])[:depth], lst)
+    # every column of every row: the pinned frozen table's row (split label, rank, fused score, retriever ranks)
+    frozen = rows_by_query(run.frozen_rows)
+    expect = [r for q in run.analysed for r in frozen.get(q, [])[:depth]]
+    diff = next((i for i, (a, b) in enumerate(zip(expect, run.cand_rows)) if a != b), None)
+    au.check("candidates", diff is None and len(expect) == len(run.cand_rows), f,
+             "every row and column (the pinned frozen table's rows, in the analysed order)",
+             expect[diff] if diff is not None else f"{len(expect)} rows",
+             run.cand_rows[diff] if diff is not None else f"{len(run.cand_rows)} rows")
 
 
 def check_qrels(run, want, au) -> None:
@@ -41,6 +52,14 @@ def check_qrels(run, want, au) -> None:
                  src if src is not None else "judgements in the pinned qrels file", run.qrels.get(q))
     au.check("qrels", set(run.qrels) <= set(run.analysed), f, "extra queries", [],
              sorted(set(run.qrels) - set(run.analysed)))
+    # the file itself: the analysed queries in order, each one's judgements by document id, nothing repeated
+    expect = [{"query-id": q, "corpus-id": d, "score": str(g)} for q in run.analysed
+              for d, g in sorted(run.source_qrels.get(q, {}).items())]
+    got = read_table(run.path("run_qrels"))
+    diff = next((i for i, (a, b) in enumerate(zip(expect, got)) if a != b), None)
+    au.check("qrels", diff is None and len(expect) == len(got), f,
+             "every row (analysed order, judgements by document id)",
+             expect[diff] if diff is not None else f"{len(expect)} rows", got[diff] if diff is not None else f"{len(got)} rows")
 
 
 def check_frozen_candidates(run, want, au) -> None:

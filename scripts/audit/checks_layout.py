@@ -11,7 +11,7 @@ from anchors import pinned_role
 from readers import resolve
 
 
-def _check_entries(run, au, f: str, want_keys: list[str]) -> None:
+def _check_entries(run, want, au, f: str, want_keys: list[str]) -> None:
     for a in run.manifest["artefacts"]:
         key = a.get("key")
         if key not in want_keys:
@@ -23,6 +23,13 @@ def _check_entries(run, au, f: str, want_keys: list[str]) -> None:
             au.check("layout", a.get("deterministic") is deterministic, f, f"{key} deterministic", deterministic,
                      a.get("deterministic"))
             au.check("layout", a.get("scope") == "run", f, f"{key} scope", "run", a.get("scope"))
+        elif key == "qrels_confirm":  # an opening's sealed judgements: the copy it made, sealed/<pinned name>
+            where = run.rundir / layout.SEALED_FOLDER / sealed_name(run, want)
+            found = resolve(a.get("path", ""), run.rundir)
+            au.check("layout", a.get("scope") == "input" and a.get("deterministic") is True
+                     and found.resolve() == where.resolve(), f, f"{key} (the opened copy)",
+                     f"scope input, deterministic, path {where.relative_to(run.rundir)}",
+                     f"scope {a.get('scope')}, deterministic {a.get('deterministic')}, path {a.get('path')}")
         else:
             inside = resolve(a.get("path", ""), run.rundir).resolve().is_relative_to(run.rundir.resolve())
             au.check("layout", a.get("scope") == "input" and a.get("deterministic") is True and not inside, f,
@@ -30,9 +37,15 @@ def _check_entries(run, au, f: str, want_keys: list[str]) -> None:
                      f"scope {a.get('scope')}, deterministic {a.get('deterministic')}, path {a.get('path')}")
 
 
+def sealed_name(run, want) -> str | None:
+    """The sealed judgements' pinned file name (an opening copies them to sealed/<it>); none for a development run."""
+    if run.kind != "confirmation":
+        return None
+    return pinned_role(want.anchor.lock("data_pins.json")["files"], "qrels_confirm")
+
+
 def _check_files(run, want, au) -> None:
-    sealed = pinned_role(want.anchor.lock("data_pins.json")["files"], "qrels_confirm") if run.kind == "confirmation" \
-        else None
+    sealed = sealed_name(run, want)
     for p in sorted(run.rundir.rglob("*")):
         if p.is_file() or p.is_symlink():
             rel = p.relative_to(run.rundir).as_posix()
@@ -50,12 +63,14 @@ def check_layout(run, want, au) -> None:
              f"the documented {len(want_keys)}",
              f"missing {sorted(set(want_keys) - set(keys))}, extra {sorted(set(keys) - set(want_keys))}, "
              f"repeated {sorted(k for k in set(keys) if keys.count(k) > 1)}")
-    _check_entries(run, au, f, want_keys)
+    _check_entries(run, want, au, f, want_keys)
     _check_files(run, want, au)
     named = resolve(run.manifest.get("lockdir", ""), run.rundir).resolve()
     au.check("layout", named == Path(want.anchor.lockdir).resolve(), f, "lock folder",
              f"{want.anchor.lockdir} (the audit's anchor: {want.anchor.lockdir_source})", str(named))
     splits = want.anchor.config["splits"]
-    for name, ids, size in (("split_dev", run.split_dev, splits["dev_size"]),
-                            ("split_confirm", run.split_confirm, splits["confirm_size"])):
-        au.check("layout", len(ids) == size, str(run.path(name)), f"{name} size", size, len(ids))
+    given = "the committed config" + (" + --configfile " + ", ".join(map(str, want.anchor.config_files))
+                                      if want.anchor.config_files else " (a run made with --configfile: pass it too)")
+    for name, ids, key in (("split_dev", run.split_dev, "dev_size"), ("split_confirm", run.split_confirm, "confirm_size")):
+        au.check("layout", len(ids) == splits[key], str(run.path(name)), f"{name} size (splits.{key} of {given})",
+                 splits[key], len(ids))

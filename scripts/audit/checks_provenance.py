@@ -7,6 +7,8 @@ anchors.Anchor), ``au`` records every comparison (bookkeeping.Audit)."""
 
 from __future__ import annotations
 
+import re
+
 from anchors import pinned_role
 from definitions import STANDIN
 from readers import read_json, sha256_of
@@ -20,6 +22,25 @@ def check_settings(run, want, au) -> None:
         au.check("settings", run.manifest_settings.get(key, "missing") == want.settings.get(key, "missing"), f,
                  f"settings.{key} (anchor {anchor_path.name})", want.settings.get(key, "missing"),
                  run.manifest_settings.get(key, "missing"))
+
+
+def check_manifest_fields(run, want, au) -> None:
+    """The manifest's own fields (its artefacts and lock folder: check_layout; its settings: check_settings): the
+    kind, the run's name (its folder), the protocol fields of a development run (none), and the code hashes written
+    as sha256 (the code that made the run: an opening's method hash is compared with its protocol)."""
+    m, f = run.manifest, str(run.manifest_path)
+    au.check("manifest", m.get("kind") in ("development", "confirmation"), f, "kind", "development or confirmation",
+             m.get("kind"))
+    au.check("manifest", m.get("run") == run.rundir.resolve().name, f, "run", run.rundir.resolve().name, m.get("run"))
+    for key in ("code_sha256", "method_sha256"):
+        au.check("manifest", re.fullmatch(r"[0-9a-f]{64}", str(m.get(key))) is not None, f, key, "a sha256",
+                 m.get(key))
+    if run.kind == "development":
+        au.check("manifest", m.get("labels") == [] and m.get("protocol_sha256") is None, f, "labels, protocol_sha256",
+                 "[] and null (a development run opens nothing)", [m.get("labels"), m.get("protocol_sha256")])
+    else:
+        au.check("manifest", isinstance(m.get("labels"), list) and all(isinstance(x, str) for x in m["labels"]), f,
+                 "labels", "a list of label texts", m.get("labels"))
 
 
 def check_manifest_hashes(run, want, au) -> None:

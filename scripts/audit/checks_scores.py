@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import hashlib
 
-from definitions import METHODS, STANDIN
+from columns import PAIR_SPECIAL_TOKENS, TREC_RUNS
+from definitions import STANDIN
 from readers import rows_by_query
 
 
@@ -26,6 +27,10 @@ def check_pairs(run, want, au) -> None:
     for q in run.analysed:
         for d in run.cands.get(q, []):
             au.check("pairs", (q, d) in seen, f, f"qid {q} doc {d}", "a scored pair", "missing")
+    order = [(q, d) for q in run.analysed for d in run.cands.get(q, [])]
+    au.check("pairs", [(r["qid"], r["doc_id"]) for r in run.pair_rows] == order, f, "row order",
+             "the candidates' order (analysed queries, then rank)", "another order")
+    _check_token_counts(run, au, f)
     # the batching rule, re-implemented from the recorded token counts: per query, the candidates sorted by
     # truncated joint token length min(total_tokens, max_length) descending, ties by rank ascending, cut into
     # consecutive chunks of ce.batch_size; a pair's batch number is its chunk's index
@@ -37,12 +42,47 @@ def check_pairs(run, want, au) -> None:
                      f"{pos // size} (position {pos} of the token-length order, chunks of {size})", row["batch"])
 
 
+def _check_token_counts(run, au, f: str) -> None:
+    """A query's token count is the same in all its pairs, a document's in every query's, and a pair's total is
+    query + document + the template's special tokens."""
+    per_query, per_doc = {}, {}
+    for i, row in enumerate(run.pair_rows, start=2):
+        q, d, item = row["qid"], row["doc_id"], f"qid {row['qid']} doc {row['doc_id']} (line {i})"
+        qt, dt = per_query.setdefault(q, row["query_tokens"]), per_doc.setdefault(d, row["doc_tokens"])
+        au.check("pairs", row["query_tokens"] == qt, f, item + " query_tokens", f"{qt} (the query's other pairs)",
+                 row["query_tokens"])
+        au.check("pairs", row["doc_tokens"] == dt, f, item + " doc_tokens", f"{dt} (the document's other pairs)",
+                 row["doc_tokens"])
+        total = int(row["query_tokens"]) + int(row["doc_tokens"]) + PAIR_SPECIAL_TOKENS
+        au.check("pairs", int(row["total_tokens"]) == total, f, item + " total_tokens",
+                 f"{total} (query + document + {PAIR_SPECIAL_TOKENS} special tokens)", row["total_tokens"])
+
+
+def scorer_label(run, want) -> str:
+    """What every pair's model column must say: the scorer's identity and weights. The identity of the pinned model
+    is its repository at the pinned revision (with the declared relevance logit); a STAND-IN's starts with its
+    label (the reference check anchors the rest)."""
+    ident, weights = run.manifest.get("model_identity", ""), run.manifest.get("model_weights_sha256", "")
+    if run.scorer == "pinned":
+        ce = want.anchor.lock("model_pins.json")["cross_encoder"]
+        index = want.anchor.config.get("study", {}).get("label_index")
+        ident = f"{ce['repo']}@{ce['revision']}" + (f"#logit{index}" if index is not None else "")
+    return f"{ident} weights-sha256:{weights}"
+
+
 def check_scorer_label(run, want, au) -> None:
     stand_in = run.scorer == STANDIN
+    label, mf = scorer_label(run, want), str(run.manifest_path)
+    au.check("scorer_label", run.scorer in (STANDIN, "pinned"), mf, "scorer", f"{STANDIN} or pinned", run.scorer)
+    au.check("scorer_label", run.manifest.get("model_identity", "").startswith(f"{STANDIN}:") == stand_in, mf,
+             "model_identity", "the STAND-IN label exactly when the scorer is the stand-in",
+             run.manifest.get("model_identity"))
+    au.check("scorer_label", f"{run.manifest.get('model_identity')} weights-sha256:" 
+             f"{run.manifest.get('model_weights_sha256')}" == label, mf, "model identity and weights", label,
+             run.manifest.get("model_identity"))
     for i, row in enumerate(run.pair_rows, start=2):
-        au.check("scorer_label", (STANDIN in row["model"]) == stand_in, str(run.path("pairs")),
-                 f"qid {row['qid']} doc {row['doc_id']} (line {i})",
-                 "STAND-IN label" if stand_in else "pinned model identity", row["model"][:60])
+        au.check("scorer_label", row["model"] == label, str(run.path("pairs")),
+                 f"qid {row['qid']} doc {row['doc_id']} (line {i})", label, row["model"])
 
 
 def check_rankings(run, want, au) -> None:
@@ -58,27 +98,40 @@ def check_rankings(run, want, au) -> None:
             continue
         au.check("blend", float(row["logit"]) == run.logits[key[0]][key[1]], f, item + " logit",
                  run.logits[key[0]][key[1]], float(row["logit"]))
+        r0 = run.cands[key[0]].index(key[1]) + 1
+        au.check("blend", int(row["r0"]) == r0, f, item + " r0 (candidate rank)", r0, row["r0"])
         au.check("ce_ranks", int(row["r1"]) == r1[key], f, item + " CE rank", r1[key], int(row["r1"]))
         au.check("blend", float(row["blend_score"]) == blend_score[key], f, item + " blend score",
                  blend_score[key], float(row["blend_score"]))
         au.check("blend", int(row["blend_rank"]) == blend_rank[key], f, item + " blend rank",
                  blend_rank[key], int(row["blend_rank"]))
     au.check("blend", seen == set(blend_score), f, "pair set", len(blend_score), len(seen))
+    order = [(q, d) for q in run.analysed for d in run.cands.get(q, [])]
+    au.check("blend", [(r["qid"], r["doc_id"]) for r in run.ranking_rows] == order, f, "row order",
+             "the candidates' order (analysed queries, then rank)", "another order")
+
+
+def expected_trec_run(run, want, method: str) -> str:
+    """A TREC run as the pipeline must write it: per analysed query its order under ``method``, rank r of n with
+    the rank-derived score n + 1 - r (no tie left for a tool to re-break), Q0, the method's name as the tag."""
+    lines = []
+    for q in run.analysed:
+        docs = want.orders[method][q]
+        lines += [f"{q} Q0 {d} {r} {len(docs) + 1 - r} {method}\n" for r, d in enumerate(docs, start=1)]
+    return "".join(lines)
 
 
 def check_runs(run, want, au) -> None:
-    for m in METHODS:
-        key = f"run_{m}"
-        f, trec = str(run.path(key)), run.trec_run(key)
-        au.check("runs", list(trec) == run.analysed, f, "query order", len(run.analysed), len(trec))
-        for q in run.analysed:
-            got = trec.get(q, [])
-            au.check("runs", [d for d, _, _ in got] == want.orders[m][q], f, f"qid {q} order",
-                     want.orders[m][q][:5], [d for d, _, _ in got][:5])
-            scores = [float(s) for _, _, s in got]
-            ok = ([r for _, r, _ in got] == list(range(1, len(got) + 1))
-                  and all(a > b for a, b in zip(scores, scores[1:])))
-            au.check("runs", ok, f, f"qid {q} ranks/scores", "ranks 1..n with strictly decreasing scores", "not so")
+    """Each TREC run, re-rendered whole from the recomputed orders and compared byte for byte."""
+    for key, method in TREC_RUNS.items():
+        path = run.path(key)
+        found, expect = path.read_text(encoding="utf-8"), expected_trec_run(run, want, method)
+        found_lines, expect_lines = found.splitlines(keepends=True), expect.splitlines(keepends=True)
+        i = next((i for i, (a, b) in enumerate(zip(expect_lines, found_lines)) if a != b),
+                 min(len(expect_lines), len(found_lines)))
+        au.check("runs", found == expect, str(path), f"the whole file (first difference at line {i + 1})",
+                 expect_lines[i].rstrip("\n") if i < len(expect_lines) else "end of file",
+                 found_lines[i].rstrip("\n") if i < len(found_lines) else "end of file")
 
 
 def check_verification(run, want, au) -> None:
@@ -95,16 +148,18 @@ def check_verification(run, want, au) -> None:
     recorded = {(r["qid"], r["doc_id"]): (int(r["batch"]), r["logit"]) for r in run.pair_rows}
     wanted = {(q, d) for (q, d), (b, _) in recorded.items() if (q, b) in set(sample)}
     got = {(p["qid"], p["doc_id"]): p for p in rec["pairs"]}
-    au.check("verification", set(got) == wanted, f, "re-inferred pairs", f"{len(wanted)} pairs of the sampled batches",
-             f"{len(got)} pairs")
+    au.check("verification", set(got) == wanted and len(rec["pairs"]) == len(wanted), f, "re-inferred pairs",
+             f"{len(wanted)} pairs of the sampled batches, each once", f"{len(rec['pairs'])} entries")
     for key in sorted(wanted & set(got)):
         p, (batch, logit) = got[key], recorded[key]
-        ok = (p["batch"] == batch and p["reinferred_batch"] == batch and p["equal"] is True
-              and p["reinferred_logit"] is not None and float(p["reinferred_logit"]) == float(logit)
-              and float(p["logit"]) == float(logit))
-        au.check("verification", ok, f, f"qid {key[0]} doc {key[1]} batch {batch}", logit,
-                 p.get("reinferred_logit"))
-    au.check("verification", rec["all_equal"] is True, f, "all_equal", True, rec["all_equal"])
+        expect = {"qid": key[0], "doc_id": key[1], "batch": batch, "reinferred_batch": batch, "logit": logit,
+                  "reinferred_logit": logit, "equal": True}
+        au.check("verification", p == expect, f, f"qid {key[0]} doc {key[1]} batch {batch}", expect, p)
+    for name, value in (("seed", seed), ("k", k), ("queries", list(dict.fromkeys(q for q, _ in sample))),
+                        ("pairs_compared", len(wanted)), ("all_equal", True)):
+        au.check("verification", rec.get(name) == value, f, name, value, rec.get(name))
+    au.check("verification", isinstance(rec.get("rule"), str), f, "rule", "the sampling rule's description (prose)",
+             type(rec.get("rule")).__name__)
 
 
 def check_shape(run, want, au) -> None:
@@ -117,5 +172,9 @@ def check_shape(run, want, au) -> None:
     want_shapes = {"input_ids": [n, length], "last_hidden_state": [n, length, arch["hidden_size"]],
                    "logits": [n, arch["num_labels"]], "hidden_size": arch["hidden_size"], "pairs": n, "ok": True,
                    "qid": first, "doc_ids": run.cands[first][:n]}
+    want_shapes["expected"] = {k: want_shapes[k] for k in ("input_ids", "last_hidden_state", "logits")}
+    want_shapes["model"] = scorer_label(run, want)
     for key, val in want_shapes.items():
         au.check("shape_check", sc.get(key) == val, f, key, val, sc.get(key))
+    au.check("shape_check", isinstance(sc.get("padding"), str), f, "padding", "a description (prose)",
+             type(sc.get("padding")).__name__)

@@ -8,6 +8,7 @@ import math
 
 from definitions import group_label
 from expected_summary import expected_summary
+from readers import sha256_of
 from rng import DefaultRng
 
 PROSE_KEYS = frozenset({"generator", "estimator", "note", "definition", "assumption", "rule", "exploratory_test",
@@ -41,9 +42,16 @@ def check_groups(run, want, au) -> None:
     au.check("groups", got == expect, str(run.path("groups")), "membership/order/sizes",
              expect[first_diff] if first_diff < len(expect) else None,
              got[first_diff] if first_diff < len(got) else None)
-    gmeta = run.groups_meta
-    au.check("groups", gmeta["groups"] == {group_label(i, n_groups): g for i, g in enumerate(want.groups)},
-             str(run.path("groups_meta")), "groups", n_groups, gmeta.get("n_groups"))
+    gmeta, f = run.groups_meta, str(run.path("groups_meta"))
+    sizes = [len(g) for g in want.groups]
+    expect_meta = {
+        "groups": {group_label(i, n_groups): g for i, g in enumerate(want.groups)}, "n_groups": n_groups,
+        "n_queries": len(run.analysed), "size_histogram": {str(n): sizes.count(n) for n in sorted(set(sizes))},
+        "inputs": {"queries_sha256": sha256_of(run.path("run_queries")), "qrels_sha256": sha256_of(run.path("run_qrels"))}}
+    for key, val in expect_meta.items():
+        au.check("groups", gmeta.get(key) == val, f, key, val, gmeta.get(key))
+    au.check("groups", isinstance(gmeta.get("rule"), str), f, "rule", "the grouping rule's description (prose)",
+             type(gmeta.get("rule")).__name__)
 
 
 def check_bootstrap_indices(run, want, au) -> None:
@@ -69,6 +77,9 @@ def check_replicates(run, want, au) -> None:
     au.check("replicates", len(saved) == B, f, "replicate count", B, len(saved))
     au.check("replicates", set(saved[0]) == {"replicate"} | set(want.replicates) if saved else False, f, "columns",
              sorted(want.replicates), sorted(saved[0]) if saved else "no rows")
+    numbers = [row.get("replicate") for row in saved]
+    au.check("replicates", numbers == [str(b) for b in range(len(saved))], f, "replicate column", "0, 1, 2, ... in order",
+             next((n for b, n in enumerate(numbers) if n != str(b)), None))
     for col, vals in want.replicates.items():
         for b, (row, val) in enumerate(zip(saved, vals)):
             found = row.get(col)

@@ -69,7 +69,9 @@ class Expected:
         out = {}
         for q in self.run.analysed:
             rels = self.run.qrels[q]
-            rec = {}
+            relevant = {d for d, g in rels.items() if g > 0}
+            rec = {"n_relevant": len(relevant),
+                   "n_relevant_in_candidates": sum(1 for d in self.run.cands[q] if d in relevant)}
             for m in METHODS:
                 o = self.orders[m][q]
                 rec[f"{m}_ndcg@{nk}"] = ndcg(o, rels, nk)

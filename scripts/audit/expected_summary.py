@@ -83,8 +83,8 @@ def expected_evalstats(run, want, summary_comparisons: dict) -> dict:
     st, qids = want.settings, run.analysed
     ev = st["evalstats"]
     mc = _mcnemar(want, qids)
-    counts = {q: (sum(1 for g in run.qrels[q].values() if g > 0),
-                  sum(1 for d in run.cands[q] if run.qrels[q].get(d, 0) > 0)) for q in qids}
+    rc = want.recomputed
+    counts = {q: (rc[q]["n_relevant"], rc[q]["n_relevant_in_candidates"]) for q in qids}
     chance = _chance(want, qids, counts, ev["chance_k"], st["depth"])
     slices = {family: _slice_family(want, qids, counts, family, weights) for family, weights in ev["slices"].items()}
     guard = {name: {"tolerated_loss": loss, "grouped_lower": summary_comparisons[name]["grouped_interval"][0],

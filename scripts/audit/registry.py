@@ -5,8 +5,10 @@ than one name: ``check_rankings`` records 'blend' and 'ce_ranks'; ``check_summar
 
 from __future__ import annotations
 
+import checks_columns
 import checks_inputs
 import checks_layout
+import checks_measurements
 import checks_provenance
 import checks_report_and_seal
 import checks_scores
@@ -14,7 +16,9 @@ import checks_statistics
 
 CHECKS = (
     ("layout", checks_layout.check_layout),
+    ("columns", checks_columns.check_columns),
     ("settings", checks_provenance.check_settings),
+    ("manifest", checks_provenance.check_manifest_fields),
     ("manifest_hashes", checks_provenance.check_manifest_hashes),
     ("lockfile_pins", checks_provenance.check_lockfile_pins),
     ("analysed_queries", checks_inputs.check_analysed_queries),
@@ -31,6 +35,7 @@ CHECKS = (
     ("summary", checks_statistics.check_summary),
     ("verification", checks_scores.check_verification),
     ("shape_check", checks_scores.check_shape),
+    ("measurements", checks_measurements.check_measurements),
     ("frozen_candidates", checks_inputs.check_frozen_candidates),
     ("report", checks_report_and_seal.check_report),
     ("seal", checks_report_and_seal.check_seal),

@@ -139,6 +139,13 @@ class RunFiles:
     def verification(self):
         return read_json(self.path("verification"))
 
+    def measurements(self, key: str) -> dict:
+        """A measurement record (scoring_measurements, verification_measurements, report_measurements)."""
+        found = read_json(self.path(key))
+        if not isinstance(found, dict):
+            raise Unreadable(self.path(key), f"a JSON object expected, found {type(found).__name__}")
+        return found
+
     @cached_property
     def shape_check(self):
         return read_json(self.path("shape_check"))

@@ -3,65 +3,10 @@ corruption in the table is rejected, also when the manifest hashes were updated 
 so is every coherent forgery (caught by a check anchored outside the run); a confirmation query id in a development
 artefact breaks the seal."""
 
-import csv
-import hashlib
 import json
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-
-from conftest import AUDIT
-
-
-# ---------------------------------------------------------------------------- harness --
-def run_audit(rundir: Path, lockdir: Path):
-    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), str(rundir), "--lockdir", str(lockdir),
-                           "--out", str(rundir.parent / f"{rundir.name}-audit.json")], capture_output=True, text=True)
-    result = json.loads((rundir.parent / f"{rundir.name}-audit.json").read_text()) if proc.returncode in (0, 1) else None
-    return proc, result
-
-
-def rehash_manifest(rundir: Path):
-    """What a careless or dishonest editor would do: make the manifest agree with the files."""
-    m = json.loads((rundir / "manifest.json").read_text())
-    for a in m["artefacts"]:
-        p = Path(a["path"])
-        p = p if p.is_absolute() else rundir / p
-        if a["scope"] == "run":
-            a["sha256"] = hashlib.sha256(p.read_bytes()).hexdigest()
-    (rundir / "manifest.json").write_text(json.dumps(m, indent=2, sort_keys=True) + "\n")
-
-
-def read_rows(path):
-    with open(path, encoding="utf-8", newline="") as fh:
-        return list(csv.DictReader(fh, delimiter="\t"))
-
-
-def write_rows(path, rows, header=None):
-    header = header or list(rows[0])
-    with open(path, "w", encoding="utf-8", newline="") as fh:
-        fh.write("\t".join(header) + "\n")
-        for r in rows:
-            fh.write("\t".join(r[h] for h in header) + "\n")
-
-
-@pytest.fixture
-def copy_of(tmp_path, smoke_run, dev_run, fixture_workdir):
-    def make(which="smoke"):
-        """A copy of the run folder; the inputs it names (../../resources, ../../lockfiles) are linked."""
-        src = smoke_run if which == "smoke" else dev_run
-        base = tmp_path / which
-        (base / "results").mkdir(parents=True)
-        for sub in ("resources", "lockfiles"):
-            (base / sub).symlink_to(fixture_workdir / sub)
-        dst = base / "results" / src.name
-        shutil.copytree(src, dst)
-        return dst
-    make.lockdir = fixture_workdir / "lockfiles"
-    return make
+from run_copies import read_rows, rehash_manifest, run_audit, write_rows
 
 
 @pytest.mark.parametrize("which", ["smoke", "dev"])
@@ -69,7 +14,7 @@ def test_untouched_results_pass(copy_of, which):
     rundir = copy_of(which)
     proc, result = run_audit(rundir, copy_of.lockdir)
     assert proc.returncode == 0, proc.stdout
-    assert result["ok"] and result["checks"]["replicates"]["checked"] == 60002  # 60000 values + count + columns
+    assert result["ok"] and result["checks"]["replicates"]["checked"] == 60003  # 60000 values + count + columns + numbering
     assert result["checks"]["bootstrap_indices"]["checked"] == 20002  # every row reproduced from the seed
 
 

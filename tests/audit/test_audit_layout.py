@@ -4,7 +4,7 @@ runs the corruptions on real runs)."""
 
 from __future__ import annotations
 
-from conftest import audit_module
+from conftest import ROOT, audit_module
 from rerank_study import layout
 
 
@@ -32,3 +32,19 @@ def test_only_documented_files_belong_to_a_run_folder():
         assert not allowed(rel, "development", None), rel
     assert allowed("sealed/qrels/test.tsv", "confirmation", "qrels/test.tsv")
     assert not allowed("sealed/qrels/train.tsv", "confirmation", "qrels/test.tsv")
+
+
+def test_the_documented_columns_are_the_audits():
+    """docs/outputs.md "Every column and key" is the audit's columns table, rendered."""
+    doc = (ROOT / "docs" / "outputs.md").read_text(encoding="utf-8")
+    assert audit_module("columns").markdown() in doc
+
+
+def test_every_table_and_json_artefact_has_its_columns_documented():
+    """Every run artefact that is a table, a list or a JSON record is in the columns table (the figures and the
+    report are checked by their own checks)."""
+    columns, audit_layout = audit_module("columns"), audit_module("layout")
+    covered = set(columns.TABLES) | set(columns.PARAMETRIC_TABLES) | set(columns.JSON_KEYS) | set(columns.WHOLE_FILES)
+    for key, (path, _role, _det) in audit_layout.RUN_ARTEFACTS.items():
+        if path.endswith((".tsv", ".json", ".trec", ".txt")):
+            assert key in covered, key

@@ -1,6 +1,7 @@
 # Paths (one place), pins, run settings and small helpers shared by every rule file. The parse-time checks
 # ran first (guards.smk: LOCK, REPIN, CONFIRM, UNSEAL come from there).
 import json
+import shlex
 
 from rerank_study import layout
 from rerank_study.config import candidate_params, run_name, run_settings, run_shape

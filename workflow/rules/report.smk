@@ -84,6 +84,8 @@ rule audit:
         python=sys.executable,
         script=str(Path(workflow.basedir) / "scripts" / "audit"),  # a standard-library package: python -I -S <folder>
         study=f"--study {config['study_file']}" if config["study_file"] else "",  # the anchor of another study
+        # the config files this invocation gave (snakemake --configfile): the audit merges them over config.yaml
+        configfiles=" ".join(f"--configfile {shlex.quote(os.path.abspath(str(c)))}" for c in workflow.overwrite_configfiles),
     log:
         log_of("audit"),
     benchmark:
@@ -92,7 +94,7 @@ rule audit:
         # -B and a byte-code folder that cannot exist: the audit is compiled from its source (a .pyc beside it is never
         # read) and writes no cache into the checkout
         "{params.python} -I -S -B -X pycache_prefix=/dev/null/pycache {params.script} {params.rundir} "
-        "--lockdir {params.lockdir} {params.study} --out {output} > {log} 2>&1"
+        "--lockdir {params.lockdir} {params.study} {params.configfiles} --out {output} > {log} 2>&1"
 
 
 rule check_reproduction:

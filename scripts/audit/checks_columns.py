@@ -1,0 +1,71 @@
+"""Check 'columns': every table of the run has exactly the documented columns in the documented order, every
+cell is its kind's canonical text, and every JSON file has exactly the documented keys (columns.py). Which check
+recomputes each value is declared there; this check makes sure nothing else is in the files to be believed.
+Signature: see checks_provenance."""
+
+from __future__ import annotations
+
+import math
+
+from columns import (EMPTY_ALLOWED, EMPTY_ALLOWED_SUFFIX, FLAG, JSON_KEYS, PARAMETRIC_TABLES, PROSE, PROVENANCE,
+                     SCORING_SETTINGS, TABLES, canonical, table_columns)
+from readers import read_json, read_table
+
+
+def _header(path) -> list[str]:
+    with open(path, encoding="utf-8", newline="") as fh:
+        return fh.readline().rstrip("\n").split("\t")
+
+
+def _check_table(run, want, au, key: str) -> None:
+    path = run.path(key)
+    cols = table_columns(key, want.settings, len(want.groups), len(run.analysed))
+    names = [c for c, _, _ in cols]
+    found = _header(path)
+    au.check("columns", found == names, str(path), "header (the documented columns, in order)", names, found)
+    if found != names:
+        return
+    for i, row in enumerate(read_table(path), start=2):
+        for col, kind, _check in cols:
+            empty = (key, col) in EMPTY_ALLOWED or (key == "per_query" and col.endswith(EMPTY_ALLOWED_SUFFIX))
+            if not canonical(kind, row[col], empty):
+                au.check("columns", False, str(path), f"line {i} {col}", f"the canonical text of a {kind}", row[col])
+    au.check("columns", True, str(path), "cells", "canonical", "canonical")
+
+
+def measurement(value) -> bool:
+    """A timing/memory/count figure, or a list/record of them: finite numbers >= 0 all the way down."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return math.isfinite(value) and value >= 0
+    if isinstance(value, (list, dict)):
+        return all(measurement(v) for v in (value.values() if isinstance(value, dict) else value))
+    return False
+
+
+DECLARED_KIND = {PROVENANCE: (measurement, "finite numbers >= 0 (a measurement)"),
+                 PROSE: (lambda v: isinstance(v, str), "a description (text)"),
+                 FLAG: (lambda v: isinstance(v, bool), "true or false")}
+
+
+def _check_json(au, path, found, keys: dict, where: str = "") -> None:
+    got = sorted(found) if isinstance(found, dict) else type(found).__name__
+    au.check("columns", got == sorted(keys), str(path), f"{where}keys (the documented ones)", sorted(keys), got)
+    if not isinstance(found, dict):
+        return
+    for name, check in keys.items():
+        if check in DECLARED_KIND and name in found:
+            ok, what = DECLARED_KIND[check]
+            au.check("columns", ok(found[name]), str(path), f"{where}{name} ({check})", what, found[name])
+
+
+def check_columns(run, want, au) -> None:
+    for key in (*TABLES, *PARAMETRIC_TABLES):
+        _check_table(run, want, au, key)
+    for key, keys in JSON_KEYS.items():
+        path = run.manifest_path if key == "manifest" else run.path(key)
+        found = read_json(path)
+        _check_json(au, path, found, keys)
+        if key == "scoring_measurements" and isinstance(found, dict):
+            _check_json(au, path, found.get("settings"), SCORING_SETTINGS, "settings.")

@@ -1,0 +1,84 @@
+"""Check 'measurements': the measurement records are the one part of a run no run reproduces byte for byte
+(timings, memory; each declared in columns.py and checked there for its kind); what they must still say is
+checked here. Scoring and re-inference ran under the scoring contract (oneMKL strict CNR, float32, the configured
+batch size, length, truncation and seed), by the scorer the pairs name, with the locked library versions, on the
+pairs the run holds; the counts add up; an opening inferred every pair afresh; the report's copy of the figures
+equals the scoring record. Signature: see checks_provenance."""
+
+from __future__ import annotations
+
+import re
+
+from anchors import REPO
+from checks_scores import scorer_label
+from columns import DTYPE, NUMERICS
+from definitions import STANDIN
+
+LOCKS = (REPO / "lockfiles" / "requirements.lock", REPO / "lockfiles" / "torch.txt")
+RECORDED_LIBRARIES = ("tokenizers", "torch", "transformers")
+REPORT_COPIES = {  # measurements/report.json key -> measurements/scoring.json key
+    "torch threads (granted by the scheduler; speed only)": "threads",
+    "truncated pairs (> max_length tokens)": "truncated_pairs", "model-load seconds": "model_load_seconds",
+    "model-inference seconds": "inference_seconds", "scoring stage seconds": "stage_seconds",
+    "pairs / second (inference)": "pairs_per_second_inference",
+    "peak RSS of the scoring process (MiB)": "peak_rss_mib"}
+
+
+def locked_versions() -> dict[str, str]:
+    """{package: version} of the committed locks (``name==version`` lines)."""
+    out = {}
+    for path in LOCKS:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            m = re.match(r"([A-Za-z0-9_.-]+)==([^\s\\;]+)", line)
+            if m:
+                out[m.group(1).lower()] = m.group(2)
+    return out
+
+
+def _expect(au, f: str, rec: dict, expect: dict, where: str = "") -> None:
+    for name, val in expect.items():
+        au.check("measurements", rec.get(name) == val, f, where + name, val, rec.get(name))
+
+
+def _check_scoring(run, want, au) -> dict:
+    f, rec = str(run.path("scoring_measurements")), run.measurements("scoring_measurements")
+    ce, n = want.anchor.config["ce"], len(run.pair_rows)
+    _expect(au, f, rec, {"kind": "stand-in" if run.scorer == STANDIN else "pinned", "model": scorer_label(run, want),
+                         "numerics": NUMERICS, "pairs": n,
+                         "truncated_pairs": sum(1 for r in run.pair_rows if r["truncated"] == "true")})
+    _expect(au, f, rec.get("settings") or {}, {"dtype": DTYPE, "batch_size": ce["batch_size"], "seed": ce["seed"],
+                                               "max_length": want.settings["max_length"],
+                                               "truncation": ce["truncation"]}, "settings.")
+    locked, versions = locked_versions(), rec.get("versions") or {}
+    au.check("measurements", sorted(versions) == sorted(RECORDED_LIBRARIES), f, "versions",
+             list(RECORDED_LIBRARIES), sorted(versions))
+    for lib in RECORDED_LIBRARIES:
+        found = str(versions.get(lib, "")).split("+")[0]  # a local build tag (+cpu) is the same release
+        au.check("measurements", found == locked.get(lib), f, f"versions.{lib}", f"{locked.get(lib)} (the lock)", found)
+    au.check("measurements", rec.get("pairs_inferred", 0) + rec.get("pairs_from_cache", 0) == n, f,
+             "pairs_inferred + pairs_from_cache", n, [rec.get("pairs_inferred"), rec.get("pairs_from_cache")])
+    au.check("measurements", isinstance(rec.get("threads"), int) and rec["threads"] >= 1, f, "threads",
+             "a whole number >= 1", rec.get("threads"))
+    if run.kind == "confirmation":  # an opening reads no score cache: every pair inferred here
+        _expect(au, f, rec, {"fresh_inference": True, "pairs_from_cache": 0, "pairs_inferred": n})
+    return rec
+
+
+def _check_verification(run, want, au) -> None:
+    f, rec = str(run.path("verification_measurements")), run.measurements("verification_measurements")
+    sample = {tuple(x) for x in run.verification.get("sample", [])}
+    queries = {q for q, _ in sample}
+    _expect(au, f, rec, {"numerics": NUMERICS, "batches": len(sample),
+                         "pairs_inferred": sum(len(run.cands.get(q, [])) for q in queries)})  # a batch's whole query
+    au.check("measurements", isinstance(rec.get("threads"), int) and rec["threads"] >= 1, f, "threads",
+             "a whole number >= 1", rec.get("threads"))
+
+
+def check_measurements(run, want, au) -> None:
+    scoring = _check_scoring(run, want, au)
+    _check_verification(run, want, au)
+    report, f = run.measurements("report_measurements"), str(run.path("report_measurements"))
+    copies = {k: scoring.get(v) for k, v in REPORT_COPIES.items()}
+    copies["pairs scored / inferred / from cache"] = (f"{scoring.get('pairs')} / {scoring.get('pairs_inferred')} / "
+                                                      f"{scoring.get('pairs_from_cache')}")
+    _expect(au, f, report, copies)

@@ -1,0 +1,178 @@
+"""Corruptions of a finished run that a hash check alone cannot catch, by class: the manifest deciding what is
+audited (entries dropped, a path moved to an honest copy), a lock folder the run brings along, the measurement
+records' scoring contract, and the columns nobody read (counts, r0, TREC scores and tags, model labels, token
+counts, the verification record's fields). Each runs with the manifest stale and re-hashed; each names the check
+that rejects it. (Every other column and key: test_audit_every_value.py.)"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from run_copies import read_rows, rehash_manifest, run_audit, write_rows
+
+
+def _json(path, edit):
+    record = json.loads(path.read_text())
+    edit(record)
+    path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+
+
+def _drop_entries(d, keys):
+    _json(d / "manifest.json", lambda m: m.update(artefacts=[a for a in m["artefacts"] if a["key"] not in keys]))
+
+
+# ---- the manifest decides what is audited
+def drop_figures(d):
+    _drop_entries(d, {"forest_plot", "delta_plot"})
+
+
+def drop_measurements(d):
+    _drop_entries(d, {"scoring_measurements", "verification_measurements", "report_measurements"})
+    _json(d / "measurements/scoring.json", lambda r: r.update(numerics="OFF"))
+
+
+def report_moved_to_honest_copy(d):
+    """The manifest points at an honest copy elsewhere in the run; report.md itself is forged."""
+    (d / "extra").mkdir()
+    shutil.copy(d / "report.md", d / "extra/report.md")
+    mean = f"{json.loads((d / 'summary.json').read_text())['comparisons']['blend-rrf']['mean']:.6f}"
+    text = (d / "report.md").read_text()
+    line = next(l for l in text.splitlines() if l.startswith("| blend-rrf"))
+    (d / "report.md").write_text(text.replace(line, line.replace(mean, "0.999999", 1)))
+
+    def move(m):
+        next(a for a in m["artefacts"] if a["key"] == "report")["path"] = "extra/report.md"
+    _json(d / "manifest.json", move)
+
+
+def own_lock_folder(d):
+    """A lock folder inside the run (a copy of the real one with the split shortened by one query), named by the
+    manifest: the audit's anchor is the committed (or given) folder, never the run's."""
+    pins = d / ".pins"
+    shutil.copytree(d / "../../lockfiles", pins, symlinks=False)
+    dev = (pins / "splits/dev.txt").read_text().split()
+    (pins / "splits/dev.txt").write_text("\n".join(dev[:-1]) + "\n")
+    _json(d / "manifest.json", lambda m: m.update(lockdir=".pins"))
+
+
+# ---- the scoring contract of the measurement records
+def numerics_off(d):
+    _json(d / "measurements/scoring.json", lambda r: r.update(numerics="OFF"))
+
+
+def dtype_float16(d):
+    _json(d / "measurements/scoring.json", lambda r: r["settings"].update(dtype="float16"))
+
+
+def reinference_numerics_off(d):
+    _json(d / "measurements/verification.json", lambda r: r.update(numerics="OFF"))
+
+
+# ---- columns nobody read
+def _edit_rows(path, edit):
+    rows = read_rows(path)
+    edit(rows)
+    write_rows(path, rows)
+
+
+def n_relevant_changed(d):
+    _edit_rows(d / "per_query.tsv", lambda rows: rows[0].update(n_relevant=str(int(rows[0]["n_relevant"]) + 1)))
+
+
+def rankings_r0_changed(d):
+    _edit_rows(d / "rankings.tsv", lambda rows: rows[0].update(r0="7"))
+
+
+def trec_scores_are_logits(d):
+    """The CE run's scores replaced by the raw logits (same order): a tool could re-break their ties."""
+    logits = {(r["qid"], r["doc_id"]): r["logit"] for r in read_rows(d / "pairs.tsv")}
+    lines = [l.split() for l in (d / "runs/ce.trec").read_text().splitlines()]
+    (d / "runs/ce.trec").write_text("".join(f"{q} Q0 {doc} {r} {logits[(q, doc)]} {t}\n" for q, _, doc, r, _, t in lines))
+
+
+def trec_tag_changed(d):
+    (d / "runs/blend.trec").write_text((d / "runs/blend.trec").read_text().replace(" blend\n", " ce\n"))
+
+
+def model_label_changed_everywhere(d):
+    """Every pair names another model (weights hash unchanged), the manifest kept as it is."""
+    _edit_rows(d / "pairs.tsv", lambda rows: [r.update(model=r["model"].replace("standin-sha256:", "standin-sha256:0"))
+                                              for r in rows])
+
+
+def token_counts_inconsistent(d):
+    """One pair's query token count changed and its total made to agree: the query's other pairs disagree."""
+    def edit(rows):
+        rows[0]["query_tokens"] = str(int(rows[0]["query_tokens"]) + 5)
+        rows[0]["total_tokens"] = str(int(rows[0]["total_tokens"]) + 5)
+    _edit_rows(d / "pairs.tsv", edit)
+
+
+def total_tokens_not_the_sum(d):
+    _edit_rows(d / "pairs.tsv", lambda rows: rows[0].update(total_tokens=str(int(rows[0]["total_tokens"]) - 1)))
+
+
+def verification_seed_changed(d):
+    _json(d / "verification.json", lambda v: v.update(seed=v["seed"] + 1))
+
+
+def verification_queries_changed(d):
+    _json(d / "verification.json", lambda v: v.update(queries=v["queries"][:-1]))
+
+
+def verification_pairs_count_changed(d):
+    _json(d / "verification.json", lambda v: v.update(pairs_compared=v["pairs_compared"] + 1))
+
+
+def extra_column_added(d):
+    """A column the layout does not document, holding whatever a reader might believe."""
+    _edit_rows(d / "per_query.tsv", lambda rows: [r.update(significant="yes") for r in rows])
+
+
+FORGERIES = {
+    "figures_dropped_from_manifest": (drop_figures, {"layout"}),
+    "measurements_dropped_and_forged": (drop_measurements, {"layout", "measurements"}),
+    "report_path_moved_to_honest_copy": (report_moved_to_honest_copy, {"layout", "report"}),
+    "own_lock_folder_with_shorter_split": (own_lock_folder, {"layout"}),
+    "scoring_numerics_off": (numerics_off, {"measurements"}),
+    "scoring_dtype_float16": (dtype_float16, {"measurements"}),
+    "reinference_numerics_off": (reinference_numerics_off, {"measurements"}),
+    "n_relevant_changed": (n_relevant_changed, {"per_query"}),
+    "rankings_r0_changed": (rankings_r0_changed, {"blend"}),
+    "trec_scores_are_logits": (trec_scores_are_logits, {"runs"}),
+    "trec_tag_changed": (trec_tag_changed, {"runs"}),
+    "model_label_changed_everywhere": (model_label_changed_everywhere, {"scorer_label"}),
+    "token_counts_inconsistent": (token_counts_inconsistent, {"pairs"}),
+    "total_tokens_not_the_sum": (total_tokens_not_the_sum, {"pairs"}),
+    "verification_seed_changed": (verification_seed_changed, {"verification"}),
+    "verification_queries_changed": (verification_queries_changed, {"verification"}),
+    "verification_pairs_count_changed": (verification_pairs_count_changed, {"verification"}),
+    "undocumented_column_added": (extra_column_added, {"columns"}),
+}
+
+
+# the manifest hashes the honest copy it names; the audit hashes the documented path (the forged report.md)
+HASHED_ELSEWHERE = {"report_path_moved_to_honest_copy"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(FORGERIES))
+@pytest.mark.parametrize("manifest_updated", [False, True], ids=["manifest-stale", "manifest-rehashed"])
+def test_forgery_is_rejected(copy_of, name, manifest_updated):
+    fn, expected = FORGERIES[name]
+    rundir = copy_of("smoke")
+    fn(rundir)
+    if manifest_updated:
+        rehash_manifest(rundir)
+    proc, result = run_audit(rundir, copy_of.lockdir)
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    failed = set(result["failed_checks"])
+    assert expected <= failed, (failed, proc.stdout[-2000:])
+    if manifest_updated and name not in HASHED_ELSEWHERE:  # the named checks catch it, not a stale hash
+        assert "manifest_hashes" not in failed, failed
+    for check in expected:  # every failure names file, item, expected and found
+        f = result["checks"][check]["first_failures"][0]
+        assert f["file"] and f["item"] and "expected" in f and "found" in f
