@@ -151,7 +151,8 @@ def main(argv=None) -> int:
         return read_yaml(args.read_yaml)
     au = Audit()
     try:
-        info = audit_run(args.rundir, args.lockdir, au, args.config, args.study)
+        info = audit_run(args.rundir, args.lockdir, au, args.config, args.study,
+                         config_files=tuple(args.configfile))
     except Unauditable as exc:
         print(f"AUDIT ERROR: {args.rundir} cannot be audited: {exc}", file=sys.stderr)
         return 2

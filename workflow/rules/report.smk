@@ -1,6 +1,8 @@
 # Report, manifest, the independent audit (standard library only, run with python -I -S) and the
 # reproduction check against the committed reference results.
 
+import shlex
+
 
 rule report:
     input:
@@ -84,6 +86,8 @@ rule audit:
         python=sys.executable,
         script=str(Path(workflow.basedir) / "scripts" / "audit"),  # a standard-library package: python -I -S <folder>
         study=f"--study {config['study_file']}" if config["study_file"] else "",  # the anchor of another study
+        # the invocation's config files (snakemake --configfile), merged over config.yaml: part of the anchor
+        configfiles=" ".join(f"--configfile {shlex.quote(str(f))}" for f in workflow.overwrite_configfiles),
     log:
         log_of("audit"),
     benchmark:
@@ -92,7 +96,7 @@ rule audit:
         # -B and a byte-code folder that cannot exist: the audit is compiled from its source (a .pyc beside it is never
         # read) and writes no cache into the checkout
         "{params.python} -I -S -B -X pycache_prefix=/dev/null/pycache {params.script} {params.rundir} "
-        "--lockdir {params.lockdir} {params.study} --out {output} > {log} 2>&1"
+        "--lockdir {params.lockdir} {params.study} {params.configfiles} --out {output} > {log} 2>&1"
 
 
 rule check_reproduction:
