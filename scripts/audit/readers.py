@@ -1,6 +1,6 @@
 """Readers of the run's file formats, written from the formats themselves (nothing shared with the
-pipeline): tab-separated tables with a header, id lists, TREC runs, BEIR qrels, JSON, the markdown
-tables of a report, and sha256 of a file."""
+pipeline): tab-separated tables with a header, id lists, TREC runs, BEIR qrels, JSON, and sha256 of a
+file."""
 
 from __future__ import annotations
 
@@ -68,25 +68,6 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
 
 def read_json(path: Path):
     return json.loads(path.read_text(encoding="utf-8"))
-
-
-def markdown_tables(text: str) -> list[list[dict[str, str]]]:
-    """Every markdown table of a report as a list of rows keyed by the header's cell texts."""
-    tables, lines = [], text.splitlines()
-    i = 0
-    while i < len(lines):
-        if lines[i].startswith("|") and i + 1 < len(lines) and lines[i + 1].startswith("|---"):
-            header = [c.strip() for c in lines[i].strip().strip("|").split("|")]
-            rows, j = [], i + 2
-            while j < len(lines) and lines[j].startswith("|"):
-                cells = [c.strip() for c in lines[j].strip().strip("|").split("|")]
-                rows.append(dict(zip(header, cells)))
-                j += 1
-            tables.append(rows)
-            i = j
-        else:
-            i += 1
-    return tables
 
 
 def resolve(path_text: str, base: Path) -> Path:

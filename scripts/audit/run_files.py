@@ -10,7 +10,7 @@ from pathlib import Path
 
 import layout
 from problems import Unauditable, Unreadable
-from readers import docs_by_query, markdown_tables, read_ids, read_json, read_qrels, read_run, read_table, resolve
+from readers import docs_by_query, read_ids, read_json, read_qrels, read_run, read_table, resolve
 
 
 class RunFiles:
@@ -149,7 +149,3 @@ class RunFiles:
     @cached_property
     def shape_check(self):
         return read_json(self.path("shape_check"))
-
-    @cached_property
-    def report_tables(self):
-        return markdown_tables(self.path("report").read_text(encoding="utf-8"))
