@@ -5,6 +5,8 @@
                                               [--config config/config.yaml] [--configfile FILE ...]
                                               [--study NAME_OR_FILE]
     python3 -I -S scripts/audit --read-yaml FILE   (what the audit reads from a YAML file, as canonical JSON)
+    ... [--reinfer N|all --model-dir resources/models/<folder> [--reinfer-python .venv/bin/python]]
+                                              (the auditor's own re-inference: a second stage, needs torch)
 
 It imports nothing from the project and shares no code with it: every definition is re-implemented
 from the written definitions (docs/, SOURCE_MAP.md), so an error in the pipeline's code is not repeated
@@ -15,7 +17,14 @@ the leave-one-group-out range and the report's numbers; and it checks every arte
 manifest and the pins against the lockfiles, and the confirmation seal. What it reads is the documented
 layout (``layout``: every artefact, path and role; no other file in the run folder) and every value of it is
 recomputed or declared (``columns``: every column and key, the check that recomputes it, the canonical text);
-its anchor is the committed config and lock folder, never what the run names for itself.
+its anchor is the committed config and lock folder, never what the run names for itself. It holds the logits
+to the committed reference runs of the stand-in scorer (check 'reference', within a measured cross-CPU
+tolerance).
+
+``--reinfer N``: an optional second stage (check 'reinfer', checks_reinfer): the auditor draws N of the run's
+batches with fresh randomness and re-infers them with upstream sentence-transformers in a child process
+(``reinfer.py``, the one module that needs torch, run with the environment's python); without it the
+standard-library audit runs alone and says the stage was not asked for.
 
 Structure (one module per job, sibling imports): ``run_files`` reads what the run folder says (each
 file once, on first use); ``anchors`` says what the run must have used (committed config / frozen
@@ -47,6 +56,7 @@ sys.dont_write_bytecode = True
 sys.pycache_prefix = os.path.join(os.devnull, "pycache")  # a folder that cannot exist: nothing read or written
 
 from anchors import DEFAULT_CONFIG, Anchor, committed_lockdir  # noqa: E402
+import checks_reinfer  # noqa: E402
 from bookkeeping import MAX_FAILURES_SHOWN, Audit  # noqa: E402
 from expected import Expected  # noqa: E402
 from problems import Unauditable, Unreadable  # noqa: E402
@@ -80,6 +90,7 @@ def audit_run(rundir: Path, lockdir: Path | None, au: Audit, config_anchor: Path
             info[key] = fn()
         except Exception:  # noqa: BLE001 - the failing check has already said why
             info[key] = None
+    info["reinfer"] = checks_reinfer.REQUEST.record  # the second stage: what was drawn, how, its own seconds
     info["seconds"] = round(time.perf_counter() - t0, 3)
     return info
 
@@ -104,6 +115,7 @@ def parse_args(argv):
     ap.add_argument("--read-yaml", type=Path, default=None, metavar="FILE",
                     help="print what the audit's YAML reader reads from FILE as canonical JSON and exit (no audit; "
                          "the library compares it with PyYAML at start)")
+    reinfer_arguments(ap)
     args = ap.parse_args(argv)
     if args.read_yaml is not None:
         if args.rundir is not None:
@@ -115,7 +127,31 @@ def parse_args(argv):
         args.study = DEFAULT_CONFIG.parent / "studies" / f"{args.study}.yaml"  # a study's name
     if args.study is not None and not args.study.is_file():
         ap.error(f"--study {args.study}: no such study file")
+    if args.reinfer is not None and args.model_dir is None:
+        ap.error("--reinfer needs --model-dir (the scorer's model folder, e.g. resources/models/<folder>)")
     return args
+
+
+def reinfer_count(text: str):
+    if text == "all":
+        return text
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a number of batches (1 or more) or 'all'")
+    return int(text)
+
+
+def reinfer_arguments(ap) -> None:
+    ap.add_argument("--reinfer", type=reinfer_count, default=None, metavar="N|all",
+                    help="second stage: re-infer N of the run's (qid, batch) batches drawn with fresh randomness (all: "
+                         "every batch) with upstream sentence-transformers in a child process (needs torch; check "
+                         "'reinfer'); without it the check records that the stage was not asked for")
+    ap.add_argument("--model-dir", type=Path, default=None,
+                    help="with --reinfer: the scorer's model folder (MODEL.json and the model files; verified)")
+    ap.add_argument("--reinfer-python", type=Path, default=None,
+                    help="with --reinfer: the python that runs reinfer.py (default: this interpreter)")
+    ap.add_argument("--reinfer-threads", type=int, default=1, help="with --reinfer: torch threads (speed only)")
+    ap.add_argument("--reinfer-seed", type=int, default=None,
+                    help="TESTS ONLY: the draw's seed chosen by hand instead of fresh randomness (recorded as such)")
 
 
 def read_yaml(path: Path) -> int:
@@ -131,6 +167,14 @@ def read_yaml(path: Path) -> int:
 def print_verdict(rundir: Path, info: dict, au: Audit) -> int:
     print(f"audit of {rundir} ({info['kind']}, scorer {info['scorer']}): {info['queries']} queries, "
           f"{info['pairs']} pairs, {info['groups']} groups, B={info['replicates']}, {info['seconds']} s")
+    stage = info.get("reinfer", {})
+    if not stage.get("asked"):
+        print("re-inference (--reinfer): not asked for")
+    elif "drawn" in stage:
+        print(f"re-inference (--reinfer): {len(stage['drawn'])} of {stage['batches_in_run']} batches drawn, "
+              f"{stage.get('pairs', 0)} pairs re-inferred, {stage.get('seconds')} s")
+    else:
+        print("re-inference (--reinfer): asked for, but no batch could be drawn (see check 'reinfer')")
     print(f"{'check':<20} {'checked':>9} {'failed':>7}")
     for n, c in au.checks.items():
         print(f"{n:<20} {c['checked']:>9} {len(c['failures']):>7}")
@@ -154,6 +198,9 @@ def main(argv=None) -> int:
     if args.read_yaml is not None:
         return read_yaml(args.read_yaml)
     au = Audit()
+    if args.reinfer is not None:
+        checks_reinfer.configure(batches=args.reinfer, model_dir=args.model_dir, seed=args.reinfer_seed,
+                                 python=args.reinfer_python, threads=args.reinfer_threads)
     try:
         info = audit_run(args.rundir, args.lockdir, au, args.config, args.study, tuple(args.configfile))
     except Unauditable as exc:
