@@ -20,6 +20,10 @@ JUSTIFIED_LINTS = {
         "rule; per-rule conda environments would be unpinned duplicates of it",
     "Environment variable PYTHONPATH used but not asserted with envvars directive":
         "the Snakefile SETS PYTHONPATH (this checkout's library first, for every rule script); it does not read it",
+    "Environment variable PYTHONDONTWRITEBYTECODE used but not asserted with envvars directive":
+        "the Snakefile SETS it (no job writes a byte-code cache beside the code); it does not read it",
+    "Environment variable PYTHONPYCACHEPREFIX used but not asserted with envvars directive":
+        "an opening SETS it (every job compiles into a fresh byte-code folder); it does not read it",
 }
 
 
