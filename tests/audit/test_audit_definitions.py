@@ -161,8 +161,11 @@ def test_mrr_is_one_over_the_first_relevant_rank_within_k_else_zero():
 def test_a_query_without_a_relevant_document_is_refused_with_a_value_error(metric, rels):
     """The pipeline refuses it (metrics raise ValueError); the audit used to answer 0 (nDCG, MRR) and a
     ZeroDivisionError (Recall), which Audit.run does not catch. Now: a ValueError naming the reason."""
-    with pytest.raises(ValueError, match="without a judged relevant document"):
+    message = (f"a query without a judged relevant document (relevance > 0; {len(rels)} judgement(s), none positive): "
+               "its nDCG, Recall and MRR are undefined and the pipeline refuses it")
+    with pytest.raises(ValueError) as err:
         getattr(D, metric)(["n", "m", "x"], rels, 10)
+    assert str(err.value) == message
 
 
 def test_relevant_keeps_positive_judgements_with_their_gains():

@@ -182,6 +182,24 @@ def test_a_constant_positive_delta_gives_a_point_interval_that_excludes_zero_and
     assert c["grouped_covers_0"] is True and c["grouped_covers_threshold"] is False
 
 
+def test_intervals_use_the_declared_percentiles_of_both_schemes():
+    summary, _, _, reps = analysis.analyse(QIDS, TABLE, GROUPS, GIDS, plan=plan(B=40, percentiles=(10.0, 90.0)))
+    for name in COMPARISONS:
+        for scheme in ("grouped", "query"):
+            r = reps[f"{scheme}_{name}"]
+            want = [float(np.percentile(r, 10.0)), float(np.percentile(r, 90.0))]
+            assert summary["comparisons"][name][f"{scheme}_interval"] == want
+            assert want != [float(np.percentile(r, 2.5)), float(np.percentile(r, 97.5))]   # the default would differ
+
+
+def test_two_evidence_groups_have_a_leave_one_group_out_range():
+    groups = [["q2", "q10", "q1"], ["q3", "q7", "q5"]]
+    summary, *_ = analysis.analyse(QIDS, TABLE, groups, ["G001", "G002"], plan=plan())
+    # blend-ce Δ 0, 0, .25 | .25, -.5, 0: without G001 -> -.25/3; without G002 -> .25/3
+    logo = summary["comparisons"]["blend-ce"]["leave_one_group_out"]
+    assert (logo["min"], logo["max"], logo["min_group"], logo["max_group"]) == (-0.25 / 3, 0.25 / 3, "G001", "G002")
+
+
 def test_one_evidence_group_has_no_leave_one_group_out():
     summary, g_idx, _, _ = analysis.analyse(QIDS, TABLE, [QIDS], ["G001"], plan=plan())
     assert all(c["leave_one_group_out"] is None for c in summary["comparisons"].values())
