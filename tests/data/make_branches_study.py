@@ -28,7 +28,7 @@ NOT REAL DATA; the texts are filler. What each development query is for (K = met
 * b05: 7 relevant documents (> K: the ideal DCG is cut at K, Recall@5 divides by 7, capped Recall@5 by 5), two
   of them (d15, d16) outside the candidates, grades 2 and 1, d17 judged 0 at rank 2
 * b06: its one relevant document is not a candidate: every method scores 0, so every Δ is an exact 0 (a tie)
-* b07: one relevant document (rank 5 = K); b08: grades 2 and 1, all in the candidates, d23 judged 0 ranked first
+* b07: one relevant document (rank 5 = K); b08: grades 2 and 1, all in the candidates, d23 judged -1 ranked first
 Evidence groups: {b01, b02, b03}, {b04}, {b05}, {b06}, {b07}, {b08}. Slices: relevant_count one (b06, b07) /
 several; candidate_coverage all (b03, b04, b07, b08) / partly (b01, b02, b05) / none (b06).
 
@@ -60,7 +60,7 @@ DEV_QRELS = {
     "b05": {"d10": 2, "d11": 2, "d12": 1, "d13": 1, "d14": 1, "d15": 1, "d16": 1, "d17": 0},
     "b06": {"d18": 1, "d19": 0},
     "b07": {"d20": 1},
-    "b08": {"d21": 2, "d22": 1, "d23": 0, "d08": 0},
+    "b08": {"d21": 2, "d22": 1, "d23": -1, "d08": 0},
 }
 TEST_QRELS = {"b09": {"d24": 1, "d25": 2}, "b10": {"d27": 1, "d28": 0}}
 PLACED = {  # query -> {rank: document} in the user's run; every other rank holds a filler document
