@@ -380,3 +380,16 @@ def test_power_is_the_minimum_detectable_primary_delta_from_the_grouped_variance
     assert pw["mde_confirmation"] == pytest.approx((stats.norm.ppf(0.975) + stats.norm.ppf(0.8)) * sd / math.sqrt(300),
                                                    rel=1e-12)
     assert evaluation_statistics(groups=[QIDS])["power"] is None      # one group: no grouped variance
+
+
+def test_power_with_two_groups_uses_the_declared_alpha_and_power_and_states_its_formula():
+    ev = {**EV, "power": {"alpha": 0.1, "power": 0.9, "confirm_n": 50}}
+    pw = evaluation_statistics(groups=[["q2", "q10", "q1"], ["q3", "q7", "q5"]], ev=ev)["power"]
+    # Δ 0, 0, .25 | .25, -.5, 0: mean 0, S = (.25, -.25); Var = 2/1 * (.0625 + .0625) / 36 = .25/36
+    sd = math.sqrt(6 * 0.25 / 36)
+    z = NormalDist().inv_cdf(1 - 0.1 / 2) + NormalDist().inv_cdf(0.9)
+    assert pw["grouped_variance_of_mean"] == pytest.approx(0.25 / 36, rel=1e-14)
+    assert pw["mde_confirmation"] == pytest.approx(z * sd / math.sqrt(50), rel=1e-14)
+    assert (pw["alpha"], pw["power"], pw["n_confirmation"]) == (0.1, 0.9, 50)
+    assert pw["formula"] == ("MDE = (z_{1-alpha/2} + z_{power}) * sd_eff / sqrt(n_conf); sd_eff^2 = n_dev * Var(mean Δ), "
+                             "Var(mean Δ) = G/(G-1) * sum_g (S_g - n_g * mean Δ)^2 / n_dev^2 (grouped, linearised)")
