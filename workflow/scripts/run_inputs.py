@@ -37,9 +37,11 @@ def main(sm):
                             f"(or another split) for queries {bad[:10]}. Fix: freeze candidates at least {depth} deep "
                             "(snakemake --config repin=candidates ...), or lower candidates.depth knowingly.")
     qrels = beir.read_qrels(verified_path(sm.input.qrels, sm.params.qrels_pin, DataPins.load(sm.input.data_pins)))
-    unjudged = [q for q in qids if q not in qrels]
+    unjudged = [q for q in qids if not any(rel > 0 for rel in qrels.get(q, {}).values())]
     if unjudged:
-        raise PipelineError(f"analysed queries without judgements in {sm.input.qrels}: {unjudged[:10]}")
+        raise PipelineError(f"analysed queries without a relevant judgement (relevance > 0) in {sm.input.qrels}: "
+                            f"{unjudged[:10]}. Every metric divides by the relevant documents: fix the qrels or "
+                            "re-draw the splits from queries that have one (snakemake --config repin=splits).")
     atomic_write_text(sm.output.queries, splits.split_text(qids))
     header = candidates.candidate_header(sm.input.candidates)  # the frozen RRF table's, or a TREC run's
     candidates.write_candidates(sm.output.candidates, [tuple(r[c] for c in header) for q in qids for r in by_q[q]],
