@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 from conftest import DATA, FIXTURE, ROOT, make_lockdir, run_snakemake
+
 from rerank_study.config import load_config
 from rerank_study.seal import ledger, locations
 from rerank_study.seal import protocol as seal_protocol

@@ -55,8 +55,8 @@ from pathlib import Path
 sys.dont_write_bytecode = True
 sys.pycache_prefix = os.path.join(os.devnull, "pycache")  # a folder that cannot exist: nothing read or written
 
-from anchors import DEFAULT_CONFIG, Anchor, committed_lockdir  # noqa: E402
 import checks_reinfer  # noqa: E402
+from anchors import DEFAULT_CONFIG, Anchor, committed_lockdir  # noqa: E402
 from bookkeeping import MAX_FAILURES_SHOWN, Audit  # noqa: E402
 from expected import Expected  # noqa: E402
 from problems import Unauditable, Unreadable  # noqa: E402

@@ -7,8 +7,19 @@ from __future__ import annotations
 
 import math
 
-from columns import (EMPTY_ALLOWED, EMPTY_ALLOWED_SUFFIX, FLAG, JSON_KEYS, PARAMETRIC_TABLES, PROSE, PROVENANCE,
-                     SCORING_SETTINGS, TABLES, canonical, table_columns)
+from columns import (
+    EMPTY_ALLOWED,
+    EMPTY_ALLOWED_SUFFIX,
+    FLAG,
+    JSON_KEYS,
+    PARAMETRIC_TABLES,
+    PROSE,
+    PROVENANCE,
+    SCORING_SETTINGS,
+    TABLES,
+    canonical,
+    table_columns,
+)
 from readers import read_json, read_table
 
 

@@ -141,7 +141,7 @@ def check_verification(run, want, au) -> None:
     rec = run.verification
     seed, k = want.settings["verify_seed"], want.settings["verify_batches"]
     batches = sorted({(r["qid"], int(r["batch"])) for r in run.pair_rows},
-                     key=lambda qb: hashlib.sha256(f"{seed}\t{qb[0]}\t{qb[1]}".encode("utf-8")).hexdigest())
+                     key=lambda qb: hashlib.sha256(f"{seed}\t{qb[0]}\t{qb[1]}".encode()).hexdigest())
     sample = batches if k is None or k >= len(batches) else batches[:k]
     au.check("verification", [tuple(x) for x in rec["sample"]] == sample, f, f"sample (seed {seed}, k {k})",
              [list(x) for x in sample], rec["sample"])

@@ -7,8 +7,20 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from definitions import (METHODS, blend_scores, capped_recall, components, first_rel, mean, mrr, ndcg, percentile,
-                         recall, seq_sum, tie_rule_order)
+from definitions import (
+    METHODS,
+    blend_scores,
+    capped_recall,
+    components,
+    first_rel,
+    mean,
+    mrr,
+    ndcg,
+    percentile,
+    recall,
+    seq_sum,
+    tie_rule_order,
+)
 from problems import Unreadable
 
 

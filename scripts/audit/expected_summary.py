@@ -9,8 +9,18 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
-from definitions import (METHODS, benjamini_hochberg, chance_hit, exact_mcnemar, group_label, holm, mean, seq_sum,
-                         sign_counts, slice_of)
+from definitions import (
+    METHODS,
+    benjamini_hochberg,
+    chance_hit,
+    exact_mcnemar,
+    group_label,
+    holm,
+    mean,
+    seq_sum,
+    sign_counts,
+    slice_of,
+)
 
 
 def expected_summary(run, want) -> dict:

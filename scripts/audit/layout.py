@@ -48,7 +48,7 @@ RUN_FILES = ("manifest.json", "audit.json", "pairs.parquet", "per_query.parquet"
 RULE = r"[a-z_]+"
 OTHER_FILES = (
     re.compile(rf"logs/{RULE}\.(log|job\.json)"),
-    re.compile(rf"logs/score_shard/\d+-of-\d+\.(log|job\.json)"),
+    re.compile(r"logs/score_shard/\d+-of-\d+\.(log|job\.json)"),
     re.compile(rf"benchmarks/{RULE}\.tsv"),
     re.compile(r"benchmarks/score_shard/\d+-of-\d+\.tsv"),
     re.compile(r"shards/score-of-\d+/\d+\.tsv"),

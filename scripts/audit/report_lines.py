@@ -4,7 +4,8 @@ compares each with report.md's line."""
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Optional
+from collections.abc import Callable
+from typing import NamedTuple
 
 
 class Row(NamedTuple):
@@ -12,7 +13,7 @@ class Row(NamedTuple):
     cannot recompute (``why`` says what it is) - the label must be there with a value."""
 
     label: str
-    value: Optional[str]
+    value: str | None
     code: bool = True
     why: str = ""
 
@@ -30,7 +31,7 @@ class Free(NamedTuple):
     pattern: str
     why: str
     group: str = ""
-    verify: Optional[Callable[[str], Optional[str]]] = None
+    verify: Callable[[str], str | None] | None = None
 
     def text(self) -> str:
         return f"{self.prefix}<{self.why}>{self.suffix}"

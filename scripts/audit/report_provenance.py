@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 
 import report_prose as prose
-from anchors import pinned_role
 from definitions import STANDIN
 from readers import read_json, read_table, sha256_of
 from report_lines import Free, row

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import AUDIT, DATA, ROOT, load_data_module, read_json, run_snakemake, studies_arg, write_yaml
 
 BRANCHES = DATA / "branches"

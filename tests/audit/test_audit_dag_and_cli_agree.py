@@ -9,7 +9,6 @@ import re
 import shutil
 
 import pytest
-
 from conftest import run_snakemake
 from run_copies import read_rows, rehash_manifest, run_audit, write_rows
 

@@ -15,12 +15,11 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import pytrec_eval
+from conftest import audit_module
 from scipy import stats
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from statsmodels.stats.multitest import multipletests
-
-from conftest import audit_module
 
 D = audit_module("definitions")
 

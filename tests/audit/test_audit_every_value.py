@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import audit_module
 from run_copies import read_rows, rehash_manifest, run_audit, write_rows
 

@@ -10,7 +10,6 @@ import json
 import shutil
 
 import pytest
-
 from run_copies import read_rows, rehash_manifest, run_audit, write_rows
 
 

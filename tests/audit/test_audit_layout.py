@@ -5,6 +5,7 @@ runs the corruptions on real runs)."""
 from __future__ import annotations
 
 from conftest import ROOT, audit_module
+
 from rerank_study import layout
 
 

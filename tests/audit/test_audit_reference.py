@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import AUDIT, ROOT, audit_module, full_mirror, read_json, run_snakemake
 from forged_runs import copy_run, failures, forge_logit, read_rows, rehash_manifest, run_audit, write_rows
 

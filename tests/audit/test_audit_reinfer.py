@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import AUDIT, audit_module, read_json
 from forged_runs import copy_run, failures, forge_logit, model_dir, read_rows, run_audit
 

@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import AUDIT, DATA, audit_module, run_snakemake
 from seal_world import TEST_SWITCHES
 

@@ -8,7 +8,6 @@ import sys
 
 import pytest
 import yaml
-
 from conftest import AUDIT, DATA, ROOT, audit_module
 
 yamlsubset = audit_module("yamlsubset")

@@ -10,8 +10,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from conftest import DATA, FIXTURE, ROOT, full_mirror, serve_folder
+
 from rerank_study import acquire, beir
 from rerank_study.errors import MissingInputError, PinMismatchError
 from rerank_study.pins import DataPins

@@ -2,8 +2,8 @@
 line; query metadata discarded."""
 
 import pytest
-
 from conftest import FIXTURE
+
 from rerank_study import beir
 from rerank_study.errors import MalformedInputError
 

@@ -14,11 +14,17 @@ import tempfile
 import zipfile
 
 import pytest
-
 from conftest import ROOT, serve_folder
+
 from rerank_study import acquire, catalogue
+from rerank_study.errors import (
+    ConfigError,
+    MalformedInputError,
+    MissingInputError,
+    PinMismatchError,
+    PipelineError,
+)
 from rerank_study.pins import DataPins
-from rerank_study.errors import ConfigError, MalformedInputError, MissingInputError, PinMismatchError, PipelineError
 
 CATALOGUE = ROOT / "lockfiles" / "datasets" / "beir.json"
 DATA_PINS = ROOT / "lockfiles" / "data_pins.json"
@@ -95,7 +101,7 @@ def test_good_pin_writes_data_pins_format_with_independent_hashes(tmp_path):
     assert written["files"]["qrels/test.tsv"]["content_sha256"] == content_sha(TEST)
     assert written["files"]["qrels/test.tsv"]["sealed"] is True
     assert "sealed" not in written["files"]["qrels/train.tsv"]
-    today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
     assert "first verified acquisition" in written["_comment"] and today in written["_comment"]
     assert f"local archive {zpath}" in written["_comment"]
 

@@ -14,8 +14,8 @@ import copy
 import jsonschema
 import pytest
 import yaml
-
 from conftest import ROOT
+
 from rerank_study import config_docs
 from rerank_study.config import SCHEMA_PATH, _strict_validator_class, validate_config
 from rerank_study.errors import ConfigError

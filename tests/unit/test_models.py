@@ -8,8 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
+
 from rerank_study import models
 from rerank_study.errors import MissingInputError, PinMismatchError
 

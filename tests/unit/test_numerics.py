@@ -7,10 +7,9 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
-from rerank_study import numerics
 
+from rerank_study import numerics
 
 NUMERIC_CHILD = r"""
 import json, os, sys

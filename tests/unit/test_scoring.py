@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import DATA, FIXTURE, ROOT, read_json
+
 from rerank_study import beir, models, scoring, scoring_batches, scoring_model
 from rerank_study.errors import PipelineError
 from rerank_study.scoring_model import relevance_column

@@ -7,8 +7,8 @@ import base64
 import hashlib
 
 import pytest
-
 from conftest import ROOT
+
 from rerank_study.errors import SealError
 from rerank_study.seal import environment as env
 from rerank_study.seal import ledger

@@ -4,6 +4,7 @@ this checkout's files)."""
 
 from conftest import DATA, ROOT, make_lockdir
 from seal_world import code_copy
+
 from rerank_study.seal import locations
 
 

@@ -6,8 +6,8 @@ import hashlib
 import shutil
 
 import pytest
-
 from conftest import DATA, FIXTURE, ROOT, make_lockdir, read_json
+
 from rerank_study import beir
 from rerank_study.errors import SealError
 from rerank_study.fileio import write_json

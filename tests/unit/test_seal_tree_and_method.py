@@ -6,8 +6,9 @@ import hashlib
 import os
 import subprocess
 
-from rerank_study.seal import method, tree
 from seal_world import commit_all, git
+
+from rerank_study.seal import method, tree
 
 
 def _repo(tmp_path):

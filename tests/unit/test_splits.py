@@ -6,8 +6,8 @@ import hashlib
 import json
 
 import pytest
-
 from conftest import FIXTURE, ROOT, full_mirror
+
 from rerank_study import beir, splits
 from rerank_study.errors import MalformedInputError
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, STUDY_DIR, SYNTH, audit_module, write_yaml
+
 from rerank_study import studies
 from rerank_study.config import load_config
 

@@ -16,7 +16,6 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-
 from conftest import DATA, ROOT, load_data_module
 
 BEIR = DATA / "synthetic_beir"

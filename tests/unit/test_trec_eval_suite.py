@@ -55,8 +55,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from conftest import audit_module
+
 from rerank_study import metrics, ranking
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,7 +64,7 @@ MANIFEST = ROOT / "tests" / "data" / "trec_eval"  # PROVENANCE.md + SHA256SUMS (
 DATA_ENV = "TREC_EVAL_TEST_DATA"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_audit():
     """The standard-library audit's definitions (scripts/audit/definitions.py), through the one test helper."""
     return audit_module("definitions")
@@ -84,7 +84,7 @@ def data_candidates() -> list[Path]:
     return ([Path(env)] if env else []) + [ROOT.parent / "shared" / "data" / "trec_eval", MANIFEST]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def data_dir() -> Path | None:
     """The first folder holding every file of SHA256SUMS (None when there is none)."""
     names = pinned_sums()
@@ -106,7 +106,7 @@ def sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def verified(name: str) -> Path:
     """A data file, after its sha256 was checked against SHA256SUMS (nothing unverified is read)."""
     path = need_data() / name
@@ -115,7 +115,7 @@ def verified(name: str) -> Path:
 
 
 # ------------------------------------------------------------------- readers (trec_eval's rules) --
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def read_qrels(name: str) -> dict[str, dict[str, int]]:
     """``qid iter docno rel``: {qid: {docno: level}}; levels kept as written (0 and negative included)."""
     out: dict[str, dict[str, int]] = {}
@@ -126,7 +126,7 @@ def read_qrels(name: str) -> dict[str, dict[str, int]]:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def read_results(name: str) -> dict[str, dict[str, float]]:
     """``qid iter docno rank sim run_id [ignored...]``: {qid: {docno: sim}}. The rank column is not used."""
     out: dict[str, dict[str, float]] = {}
@@ -146,7 +146,7 @@ def trec_order(sims: dict[str, float]) -> list[str]:
     return sorted(sims, key=lambda d: (-sims[d], [-ord(c) for c in d] + [1]))  # "+ [1]": a prefix sorts after
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def read_expected(name: str) -> tuple[dict[tuple[str, str], str], tuple[str, ...]]:
     """``measure<pad>\\tqid\\tvalue`` lines -> ({(measure, qid): printed value}, qids in printed order);
     qid ``all`` = the aggregate."""

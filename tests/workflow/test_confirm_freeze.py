@@ -14,14 +14,14 @@ from pathlib import Path
 from statistics import NormalDist
 
 import pytest
-
 from conftest import ROOT, read_json, run_freeze, run_snakemake
 from seal_world import FIXTURE_SPLITS, TEST_SWITCHES, code_copy, copy_workdir, fixture_cfg, sha256
+
+from rerank_study.config import load_config
+from rerank_study.errors import SealError
 from rerank_study.seal import freeze as seal_freeze
 from rerank_study.seal import guard, locations
 from rerank_study.seal import ledger as seal_ledger
-from rerank_study.config import load_config
-from rerank_study.errors import SealError
 
 
 def test_freeze_refuses_a_smoke_run_a_standin_run_and_an_edited_summary(smoke_run, dev_run, fixture_workdir, tmp_path):

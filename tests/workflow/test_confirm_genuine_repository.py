@@ -7,11 +7,11 @@ stops the opening. No pinned model exists offline: these tests stop at the guard
 import shutil
 
 import pytest
-
 from seal_world import commit_all, constructed_freeze, genuine_repo, git, repo_config
+
+from rerank_study.errors import SealError
 from rerank_study.seal import guard, locations, tree
 from rerank_study.seal import ledger as seal_ledger
-from rerank_study.errors import SealError
 
 
 @pytest.fixture

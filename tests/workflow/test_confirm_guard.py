@@ -10,12 +10,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, read_json, run_snakemake
 from seal_world import SEALED, TEST_SWITCHES, code_copy, fixture_cfg
+
+from rerank_study.errors import SealError
 from rerank_study.seal import guard, locations
 from rerank_study.seal import ledger as seal_ledger
-from rerank_study.errors import SealError
 
 
 def _assert_refused(proc, wd, text):

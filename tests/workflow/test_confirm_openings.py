@@ -14,11 +14,11 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import DATA, ROOT, freeze_cmd, read_json, run_freeze, run_snakemake
 from seal_world import SEALED, TEST_SWITCHES, copy_workdir, sha256
-from rerank_study.seal import locations
+
 from rerank_study.seal import ledger as seal_ledger
+from rerank_study.seal import locations
 
 
 def status(wd) -> str:

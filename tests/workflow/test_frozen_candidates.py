@@ -3,10 +3,8 @@ regeneration is a drift check; re-freezing is explicit. On the committed fixture
 
 import json
 import re
-import shutil
 
 import pytest
-
 from conftest import DATA, ROOT, make_lockdir, read_json, run_snakemake
 
 pytestmark = pytest.mark.slow  # runs snakemake

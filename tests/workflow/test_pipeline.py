@@ -11,8 +11,7 @@ import sys
 import numpy as np
 import pytest
 import pytrec_eval
-
-from conftest import DATA, FIXTURE, ROOT, make_lockdir, read_json, run_snakemake
+from conftest import DATA, ROOT, make_lockdir, read_json, run_snakemake
 
 pytestmark = pytest.mark.slow  # runs snakemake
 

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT, full_mirror, read_json, run_snakemake
 
 pytestmark = [pytest.mark.full_data, pytest.mark.slow]

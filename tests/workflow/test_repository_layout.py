@@ -2,13 +2,12 @@
 `snakemake --lint` clean (each remaining lint justified), rule scripts runnable outside Snakemake."""
 
 import hashlib
-import json
 import re
 import subprocess
 import sys
 
-from conftest import DATA, FIXTURE, ROOT, SNAKEMAKE, read_json
 import pytest
+from conftest import ROOT, SNAKEMAKE, read_json
 
 pytestmark = pytest.mark.slow  # runs snakemake
 

@@ -3,8 +3,8 @@ also next to a frozen protocol and its openings, no rule that reads them exists)
 
 import re
 
-from conftest import ROOT, make_lockdir, run_snakemake
 import pytest
+from conftest import ROOT, make_lockdir, run_snakemake
 
 pytestmark = pytest.mark.slow  # runs snakemake
 

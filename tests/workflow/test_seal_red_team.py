@@ -11,14 +11,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURE, read_json, run_snakemake
+from seal_world import commit_all, constructed_freeze, genuine_repo, git, look_at_sealed_file, repo_config
+
 from rerank_study import beir
 from rerank_study.errors import SealError
 from rerank_study.fileio import write_json
 from rerank_study.seal import freeze as seal_freeze
 from rerank_study.seal import guard, ledger, locations, registry, tree
-from seal_world import commit_all, constructed_freeze, genuine_repo, git, look_at_sealed_file, repo_config
 
 pytestmark = pytest.mark.slow  # runs snakemake
 

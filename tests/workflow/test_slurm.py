@@ -15,7 +15,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from conftest import DATA, ROOT, read_json, run_snakemake
 
 pytestmark = pytest.mark.slow  # runs snakemake

@@ -16,9 +16,20 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import (
+    FIXTURE,
+    ROOT,
+    STUDY_DIR,
+    SYNTH,
+    TINY_REPO,
+    make_lockdir,
+    read_json,
+    run_snakemake,
+    studies_arg,
+    synthetic_study,
+    write_yaml,
+)
 
-from conftest import (FIXTURE, ROOT, STUDY_DIR, SYNTH, TINY_REPO, make_lockdir, read_json, run_snakemake, studies_arg,
-                      synthetic_study, write_yaml)
 from rerank_study.config import load_config
 
 

@@ -12,8 +12,17 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from conftest import (FIXTURE, STUDY_DIR, SYNTH, TINY_REPO, read_json, run_snakemake, studies_arg, synthetic_study,
-                      write_yaml)
+from conftest import (
+    FIXTURE,
+    STUDY_DIR,
+    SYNTH,
+    TINY_REPO,
+    read_json,
+    run_snakemake,
+    studies_arg,
+    synthetic_study,
+    write_yaml,
+)
 
 
 def _dry(tmp_path, study: Path, *extra: str, **config) -> subprocess.CompletedProcess:

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, SYNTH, read_json, run_snakemake, studies_arg, synthetic_study
 
 

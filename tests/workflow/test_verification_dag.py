@@ -6,8 +6,8 @@ import json
 import shutil
 
 import pytest
-
 from conftest import read_json, run_snakemake
+
 from rerank_study import scoring
 
 

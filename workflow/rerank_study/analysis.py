@@ -5,8 +5,8 @@ Pure: tables in, numbers out."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -38,7 +38,7 @@ class AnalysisPlan:
     other_metrics: tuple[str, ...] = ()
 
     @classmethod
-    def from_settings(cls, settings: Mapping) -> "AnalysisPlan":
+    def from_settings(cls, settings: Mapping) -> AnalysisPlan:
         """From ``config.run_settings`` (the manifest's settings)."""
         ms = names.measures(settings["metrics"])
         return cls(comparisons={k: tuple(v) for k, v in settings["comparisons"]["all"].items()},

@@ -21,8 +21,8 @@ Draws: ``rng = numpy.random.default_rng(seed)``; the grouped index matrix is
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 

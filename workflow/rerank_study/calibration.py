@@ -57,11 +57,11 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from functools import partial
 from statistics import NormalDist
-from typing import Mapping, Sequence
 
 import numpy as np
 

@@ -10,8 +10,8 @@ group sizes n_g, the Δ matrix and each group's members.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 

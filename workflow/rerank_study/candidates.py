@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import gzip
 import io
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from .errors import MalformedInputError
 from .fileio import atomic_open, read_tsv, write_tsv

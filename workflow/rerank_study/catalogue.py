@@ -205,7 +205,7 @@ def pin_first_acquisition(entry: dict, pins_path, *, dev_qrels: str, confirm_qre
 
 
 def _comment(name: str, source: str) -> str:
-    today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
     return (f"BEIR {name} pins, written by the first verified acquisition on {today} (UTC) from {source}: zip "
             "size and md5 matched the catalogue entry (lockfiles/datasets/beir.json) before the zip was opened; "
             "zip sha256 recorded then. Files are hashed as extracted bytes (no newline normalisation) and were "

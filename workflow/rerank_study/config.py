@@ -63,7 +63,6 @@ def _strict_validator_class():
 def validate_config(cfg: dict, schema_path=SCHEMA_PATH) -> dict:
     """Normalise command-line switches, then validate ``cfg`` against the schema and the
     cross-key rules (in place); return it."""
-    import jsonschema
 
     normalize_switches(cfg)
     schema = _load_yaml(schema_path)

@@ -17,9 +17,9 @@ Command line (``python -m rerank_study.evalstats --help``):
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from statistics import NormalDist
-from typing import Mapping, Sequence
 
 # --------------------------------------------------------------------------- McNemar --
 

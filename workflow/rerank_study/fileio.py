@@ -17,8 +17,8 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
 
 from .errors import MalformedInputError, MissingInputError
 

@@ -25,8 +25,8 @@ import shutil
 from pathlib import Path
 
 from .errors import MissingInputError, PinMismatchError, PipelineError
-from .names import PINNED, STAND_IN, STANDIN_LABEL
 from .fileio import atomic_path, canonical_json, read_json, sha256_file, sha256_text, write_json
+from .names import PINNED, STAND_IN, STANDIN_LABEL
 
 log = logging.getLogger(__name__)
 IDENTITY_ACTIVATION = "torch.nn.modules.linear.Identity"

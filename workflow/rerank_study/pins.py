@@ -33,7 +33,7 @@ class DataPins:
     dataset: str = "scifact"
 
     @classmethod
-    def load(cls, path) -> "DataPins":
+    def load(cls, path) -> DataPins:
         raw = read_json(path)
         z = raw.get("zip") or {}
         return cls(z.get("url"), z.get("sha256"), z.get("md5"), int(z["bytes"]) if "bytes" in z else None,

@@ -16,7 +16,7 @@ rank r1 with k=60: ``1/(60+r0) + 1/(60+r1)``. Both are this one function.
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 # The tie rule in words, as protocols and reports state it (the short form in a candidate pin is
 # config.TIE_RULE, frozen into the committed candidate pins).

@@ -17,8 +17,8 @@ reference is its own verdict, NO-REFERENCE, never a pass.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from .errors import MissingInputError
 from .fileio import read_json, read_tsv, write_json, write_tsv

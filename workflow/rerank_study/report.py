@@ -3,7 +3,7 @@ measurement (time, memory) from measurements.json; both are shown with their sou
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from .names import METHODS, STANDIN_LABEL
 
@@ -185,7 +185,7 @@ def _recall_and_chance_lines(summary: Mapping, ch: Mapping) -> list[str]:
     """Recall@K beside capped Recall@K per method, and the chance level of the candidate pool."""
     k = ch["k"]
     out = ["### Recall done right, and the chance level of the candidate pool", "",
-           f"Recall@K divides by |P| (all judged relevant documents); **capped Recall@K** divides by min(|P|, K) and "
+           "Recall@K divides by |P| (all judged relevant documents); **capped Recall@K** divides by min(|P|, K) and "
            "is a different metric, reported under its own name.", "",
            "| method | " + " | ".join(f"{c[5:]}" for c in summary["methods"]["rrf"] if c.startswith("mean_") and "recall" in c)
            + " |", "|---|" + "---|" * sum(1 for c in summary["methods"]["rrf"] if c.startswith("mean_") and "recall" in c)]

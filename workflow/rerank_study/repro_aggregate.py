@@ -9,11 +9,25 @@ what is undefined (every null ER / ΔRI). The means that the bands compare are t
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from .bootstrap import seq_mean
-from .repro_measures import (FAIL, OK, OKISH, RBO_EXT_P, delta_relative_improvement, effect_ratio, ktu_by_query,
-                             nrmse, pyserini_band, query_mean, rbo_by_query, relative_improvement, rmse, same_topics)
+from .repro_measures import (
+    FAIL,
+    OK,
+    OKISH,
+    RBO_EXT_P,
+    delta_relative_improvement,
+    effect_ratio,
+    ktu_by_query,
+    nrmse,
+    pyserini_band,
+    query_mean,
+    rbo_by_query,
+    relative_improvement,
+    rmse,
+    same_topics,
+)
 
 IDEAL = {"rmse": 0.0, "nrmse": 0.0, "ktu": 1.0, "rbo": 1.0, "er": 1.0, "delta_ri": 0.0}
 

@@ -26,8 +26,8 @@ order (repro_eval uses ``numpy.mean`` too, so the numbers are its bits).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from decimal import ROUND_HALF_EVEN, Decimal
-from typing import Mapping, Sequence
 
 import numpy as np
 

@@ -32,10 +32,10 @@ import json
 import logging
 import math
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
 
 from . import numerics
 from .errors import PipelineError
@@ -65,7 +65,7 @@ class ScoringSettings:
     dtype: str
 
     @classmethod
-    def from_config(cls, ce: Mapping) -> "ScoringSettings":
+    def from_config(cls, ce: Mapping) -> ScoringSettings:
         """From the config's ``ce`` block (its ``threads`` and ``shards`` are speed/placement, not settings)."""
         return cls(ce["max_length"], ce["truncation"], ce["batch_size"], ce["seed"], ce["dtype"])
 

@@ -7,8 +7,9 @@ and the shape check.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from . import numerics
 from .scoring_batches import encode_pairs, row_order

@@ -13,8 +13,8 @@ integer, else the id string.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from .errors import MalformedInputError, MissingInputError
 

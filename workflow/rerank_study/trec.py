@@ -7,8 +7,8 @@ tie. Raw model scores live in their own tables.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from .errors import MalformedInputError, MissingInputError
 from .fileio import atomic_open

@@ -10,8 +10,8 @@ import logging
 from pathlib import Path
 
 from rerank_study.acquire import publish_verified
-from rerank_study.pins import DataPins
 from rerank_study.fileio import write_json
+from rerank_study.pins import DataPins
 from rerank_study.rule import run
 from rerank_study.seal import guard, ledger, registry, traces
 from rerank_study.seal.locations import LEDGER
@@ -28,7 +28,7 @@ def other_ledgers(root, lockdir, sets):
 
 def main(sm):
     cfg, lockdir, root = sm.config, sm.params.lockdir, sm.params.root
-    entry = dict(sm.params.start, time=dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat())
+    entry = dict(sm.params.start, time=dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat())
     sets = registry.build(root, [lockdir])
     belongs = guard.belongs_to(registry.set_of(sets, lockdir), sets)
     line = ledger.record_start(lockdir, entry, other_ledgers(root, lockdir, sets), belongs)  # before any sealed byte

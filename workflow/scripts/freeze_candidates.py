@@ -7,11 +7,11 @@ from pathlib import Path
 
 from rerank_study import beir, candidates, layout, machine, pins, splits
 from rerank_study.acquire import verified_path
-from rerank_study.pins import DataPins
 from rerank_study.errors import PipelineError
-from rerank_study.studies import TREC_RUN_FILE
 from rerank_study.fileio import atomic_path, read_json, sha256_file, write_json
+from rerank_study.pins import DataPins
 from rerank_study.rule import run
+from rerank_study.studies import TREC_RUN_FILE
 
 log = logging.getLogger("freeze_candidates")
 

@@ -7,10 +7,9 @@ from pathlib import Path
 
 from rerank_study import beir, layout, pins, splits
 from rerank_study.acquire import verified_path
-from rerank_study.pins import DataPins
 from rerank_study.errors import PipelineError
-from rerank_study.fileio import atomic_write_text, sha256_text, write_json
-from rerank_study.fileio import read_json
+from rerank_study.fileio import atomic_write_text, read_json, sha256_text, write_json
+from rerank_study.pins import DataPins
 from rerank_study.rule import run
 from rerank_study.seal import registry
 

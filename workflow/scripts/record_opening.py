@@ -5,11 +5,11 @@ opening byte for byte, from freshly inferred scores."""
 import datetime as dt
 import logging
 
-from rerank_study.seal import ledger
-from rerank_study.seal.locations import LEDGER
 from rerank_study.errors import PipelineError
 from rerank_study.fileio import read_json, sha256_file, write_json
 from rerank_study.rule import run
+from rerank_study.seal import ledger
+from rerank_study.seal.locations import LEDGER
 
 log = logging.getLogger("confirm")
 
@@ -28,7 +28,7 @@ def main(sm):
     prim = summary["comparisons"][summary["primary"]]
     entry = {
         "event": ledger.COMPLETED,
-        "time": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
+        "time": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
         "protocol_sha256": u["sha256"],
         "opening": u["opening"],
         "run": sm.params.run,

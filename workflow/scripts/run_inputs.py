@@ -4,9 +4,9 @@ and ONLY their judgements."""
 
 from rerank_study import beir, candidates, pins, splits
 from rerank_study.acquire import verified_path
-from rerank_study.pins import DataPins
 from rerank_study.errors import PinMismatchError, PipelineError
 from rerank_study.fileio import atomic_write_text, write_tsv
+from rerank_study.pins import DataPins
 from rerank_study.rule import run
 
 

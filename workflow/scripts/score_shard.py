@@ -16,8 +16,8 @@ from tqdm import tqdm  # noqa: E402
 
 from rerank_study import beir, candidates, machine, models, scoring, scoring_model  # noqa: E402
 from rerank_study.acquire import verified_path  # noqa: E402
-from rerank_study.pins import DataPins  # noqa: E402
 from rerank_study.fileio import write_json, write_tsv  # noqa: E402
+from rerank_study.pins import DataPins  # noqa: E402
 from rerank_study.rule import peak_rss_mib, run  # noqa: E402
 
 log = logging.getLogger("score_shard")

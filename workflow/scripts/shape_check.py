@@ -11,9 +11,9 @@ from pathlib import Path  # noqa: E402
 
 from rerank_study import beir, candidates, models, scoring, scoring_model  # noqa: E402
 from rerank_study.acquire import verified_path  # noqa: E402
-from rerank_study.pins import DataPins  # noqa: E402
 from rerank_study.errors import PipelineError  # noqa: E402
 from rerank_study.fileio import read_json, write_json  # noqa: E402
+from rerank_study.pins import DataPins  # noqa: E402
 from rerank_study.rule import run  # noqa: E402
 
 log = logging.getLogger("shape_check")

@@ -15,9 +15,9 @@ from pathlib import Path  # noqa: E402
 
 from rerank_study import beir, candidates, models, scoring, scoring_model, verification  # noqa: E402
 from rerank_study.acquire import verified_path  # noqa: E402
-from rerank_study.pins import DataPins  # noqa: E402
 from rerank_study.errors import PipelineError  # noqa: E402
 from rerank_study.fileio import fmt_float, read_tsv, write_json  # noqa: E402
+from rerank_study.pins import DataPins  # noqa: E402
 from rerank_study.rule import peak_rss_mib, run  # noqa: E402
 
 log = logging.getLogger("verify_scores")

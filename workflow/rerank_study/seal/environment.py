@@ -233,7 +233,7 @@ def _script_folder_problems(root) -> list[str]:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _installed_problems(root: str) -> tuple[str, ...]:
     """The installed distributions against the lock and their RECORDs: hashed once per process (~4 s)."""
     site = site_packages()

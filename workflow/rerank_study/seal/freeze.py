@@ -20,7 +20,7 @@ from .protocol import build_protocol, frozen_fields, setting_changes, verified_p
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
 
 
 def _location(cfg: dict, lockdir: Path, root, allow_standin: bool):

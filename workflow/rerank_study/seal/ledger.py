@@ -17,9 +17,9 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 from ..errors import SealError
 from .locations import LEDGER

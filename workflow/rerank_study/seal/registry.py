@@ -22,9 +22,9 @@ from __future__ import annotations
 import csv
 import json
 import unicodedata
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from ..errors import SealError
 from ..fileio import read_json, sha256_file, sha256_text
@@ -109,7 +109,7 @@ class SealedSet:
         return (self.dataset == dataset or (corpus_sha256 is not None and self.corpus_sha256 == corpus_sha256)
                 or (bool(sketch) and sketch_similarity(self.sketch, sketch) >= SAME_CORPUS))
 
-    def overlaps(self, other: "SealedSet") -> bool:
+    def overlaps(self, other: SealedSet) -> bool:
         return (self.content_sha256 == other.content_sha256 or self.file_sha256 == other.file_sha256
                 or bool(self.text_sha256 & other.text_sha256)
                 or (self.same_corpus(other.dataset, other.corpus_sha256, other.sketch)

@@ -18,8 +18,8 @@ freeze stops, saying how to restore the line.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from ..fileio import sha256_file
 from . import ledger as led

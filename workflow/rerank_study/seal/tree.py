@@ -16,9 +16,9 @@ import hashlib
 import os
 import stat
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 GENERATED = frozenset({".git", ".venv", "results", "resources", ".snakemake", "build", ".pytest_cache"})
 
