@@ -193,6 +193,12 @@ def print_verdict(rundir: Path, info: dict, au: Audit) -> int:
     return 0
 
 
+def write_result(out: Path, result: dict) -> None:
+    tmp = out.with_name(f".{out.name}.partial")
+    tmp.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(out)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.read_yaml is not None:
@@ -201,16 +207,17 @@ def main(argv=None) -> int:
     if args.reinfer is not None:
         checks_reinfer.configure(batches=args.reinfer, model_dir=args.model_dir, seed=args.reinfer_seed,
                                  python=args.reinfer_python, threads=args.reinfer_threads)
+    out = args.out or (args.rundir / "audit.json")
     try:
         info = audit_run(args.rundir, args.lockdir, au, args.config, args.study, tuple(args.configfile))
-    except Unauditable as exc:
-        print(f"AUDIT ERROR: {args.rundir} cannot be audited: {exc}", file=sys.stderr)
-        return 2
-    result = au.result(info)
-    out = args.out or (args.rundir / "audit.json")
-    tmp = out.with_name(f".{out.name}.partial")
-    tmp.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(out)
+    except Exception as exc:  # noqa: BLE001 - no verdict but a failed one may stay behind (an older audit.json)
+        if out.parent.is_dir():
+            write_result(out, {"ok": False, "failed_checks": ["audit"], "error": f"{type(exc).__name__}: {exc}"})
+        if isinstance(exc, Unauditable):
+            print(f"AUDIT ERROR: {args.rundir} cannot be audited: {exc}", file=sys.stderr)
+            return 2
+        raise
+    write_result(out, au.result(info))
     return print_verdict(args.rundir, info, au)
 
 

@@ -12,8 +12,12 @@ checks_provenance.
   model, also when shifted or scaled to keep its rankings. (Two different models do not give affine images of
   each other's logits on 5 or more pairs; a rank-preserving nonlinear transform is beyond this check: the
   auditor's own re-inference, check 'reinfer', is the general answer.)
-* Otherwise (other data, other shape, a confirmation opening) NO REFERENCE APPLIES: the check compares nothing and
-  its note says so and why (never a pass of a comparison).
+* A run with the reference's model (identity and weights) on the same texts but another shape, split, candidate
+  list or kind (a smoke run, a ``--configfile`` with another depth) scores some of the reference's pairs: each
+  pair in common must be within ``TOLERANCE`` of the reference logit (a pair's logit depends on its two texts and
+  the model; its batch moves it by < 5e-8, measured). Changing the shape does not switch the anchor off.
+* Otherwise (other data, a confirmation opening) NO REFERENCE APPLIES: the check compares nothing and its note
+  says so and why (never a pass of a comparison).
 
 The tolerance is absolute because the cross-CPU differences are: they come from the order of the float32 sums of
 O(1) hidden values (oneMKL's AVX2 vs AVX-512 kernels), not from the size of the final logit, so near zero they
@@ -89,6 +93,20 @@ def compare(run, name: str, folder: Path, au) -> str:
             f"{moved} differ at all, largest |Δ| = {largest!r}")
 
 
+def common_pairs(run, name: str, folder: Path, au) -> str:
+    """The run has the reference's model and texts but not its shape: every pair in common within tolerance."""
+    f, ref = str(run.path("pairs")), reference_logits(folder)
+    mine = {(r["qid"], r["doc_id"]): float(r["logit"]) for r in run.pair_rows}
+    shared = sorted(set(mine) & set(ref))
+    for key in shared:
+        delta = abs(mine[key] - ref[key])
+        au.check(CHECK, delta <= TOLERANCE, f, f"qid {key[0]} doc {key[1]} logit vs reference {name} (same model "
+                 "and texts, other shape)", f"{ref[key]!r} ± {TOLERANCE!r}", f"{mine[key]!r} (|Δ| = {delta!r})")
+    largest = max((abs(mine[k] - ref[k]) for k in shared), default=0.0)
+    return (f"reference {name} shares the model and texts (not the shape): {len(shared)} pairs in common compared "
+            f"with |Δ logit| <= {TOLERANCE!r}, largest |Δ| = {largest!r}")
+
+
 def affine_image(xs: list[float], ys: list[float]):
     """(a, b, largest residual) when ``ys`` = a * ``xs`` + b within the tolerance (least squares), else None.
     Residual bound: TOLERANCE * max(1, |a|) (the reference's own cross-CPU noise, scaled) + 2^-22 * max |y| (the
@@ -135,9 +153,14 @@ def check_reference(run, want, au) -> None:
             notes.append(compare(run, name, folder, au))
             applied = True
             continue
-        none_apply.append(f"{name} (differs in {', '.join(diff)})")
         other_model = {"model_identity", "model_weights_sha256"} & set(diff)
-        if other_model and not {f"inputs.{k}" for k in TEXTS} & set(diff):
+        same_texts = not {f"inputs.{k}" for k in TEXTS} & set(diff)
+        if same_texts and not other_model:
+            notes.append(common_pairs(run, name, folder, au))
+            applied = True
+            continue
+        none_apply.append(f"{name} (differs in {', '.join(diff)})")
+        if other_model and same_texts:
             notes.append(not_relabelled(run, name, ref_json, folder, au))
     if not applied:
         where = f"{want.anchor.lockdir}/reference"

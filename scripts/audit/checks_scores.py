@@ -58,16 +58,31 @@ def _check_token_counts(run, au, f: str) -> None:
                  f"{total} (query + document + {PAIR_SPECIAL_TOKENS} special tokens)", row["total_tokens"])
 
 
+def standin_identity(want) -> tuple[str, str]:
+    """(identity, weights sha256) of the STAND-IN the lock folder pins (model_pins.json 'standin': its head seed and
+    std, which must be the anchor config's, and every built file's sha256): the identity is re-derived here from
+    the files' hashes - sha256 over the sorted lines 'name NUL sha256 LF' - not read from the pin."""
+    pin = want.anchor.lock("model_pins.json").get("standin")
+    if pin is None:
+        return "(the lock folder pins no STAND-IN)", "(none)"
+    head = want.anchor.config.get("standin", {})
+    if (pin.get("head_seed"), pin.get("head_std")) != (head.get("head_seed"), head.get("head_std")):
+        return f"(the pinned STAND-IN has head seed {pin.get('head_seed')}, std {pin.get('head_std')})", "(none)"
+    lines = "".join(f"{name}\0{sha}\n" for name, sha in sorted(pin["files"].items()))
+    return f"{STANDIN}:standin-sha256:{hashlib.sha256(lines.encode('utf-8')).hexdigest()}", pin["files"]["model.safetensors"]
+
+
 def scorer_label(run, want) -> str:
-    """What every pair's model column must say: the scorer's identity and weights. The identity of the pinned model
-    is its repository at the pinned revision (with the declared relevance logit); a STAND-IN's starts with its
-    label (the reference check anchors the rest)."""
-    ident, weights = run.manifest.get("model_identity", ""), run.manifest.get("model_weights_sha256", "")
-    if run.scorer == "pinned":
-        ce = want.anchor.lock("model_pins.json")["cross_encoder"]
-        index = want.anchor.config.get("study", {}).get("label_index")
-        ident = f"{ce['repo']}@{ce['revision']}" + (f"#logit{index}" if index is not None else "")
-    return f"{ident} weights-sha256:{weights}"
+    """What every pair's model column must say: the scorer's identity and weights, from the lock folder's pins -
+    the pinned model's repository at the pinned revision (with the declared relevance logit) and its weights, or
+    the pinned STAND-IN's identity and weights. A run can name no other scorer."""
+    if run.scorer != "pinned":
+        ident, weights = standin_identity(want)
+        return f"{ident} weights-sha256:{weights}"
+    ce = want.anchor.lock("model_pins.json")["cross_encoder"]
+    index = want.anchor.config.get("study", {}).get("label_index")
+    ident = f"{ce['repo']}@{ce['revision']}" + (f"#logit{index}" if index is not None else "")
+    return f"{ident} weights-sha256:{ce['files'][ce['weights']]['sha256']}"
 
 
 def check_scorer_label(run, want, au) -> None:

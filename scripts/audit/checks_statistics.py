@@ -11,8 +11,16 @@ from expected_summary import expected_summary
 from readers import sha256_of
 from rng import DefaultRng
 
-PROSE_KEYS = frozenset({"generator", "estimator", "note", "definition", "assumption", "rule", "exploratory_test",
-                        "formula"})
+# the descriptions summary.json holds (text; their words are not checked), at these paths only ('*': any one name)
+PROSE_PATHS = ("bootstrap.estimator", "bootstrap.generator", "comparisons.*.leave_one_group_out.note",
+               "evalstats.chance.definition", "evalstats.mcnemar.assumption", "evalstats.plan.exploratory_test",
+               "evalstats.plan.guardrails.*.rule", "evalstats.power.formula", "repair.definition")
+
+
+def is_prose_path(path: str) -> bool:
+    parts = path.split(".")
+    return any(len(p) == len(parts) and all(a in ("*", b) for a, b in zip(p, parts, strict=True))
+               for p in (q.split(".") for q in PROSE_PATHS))
 LIBRARY_P_KEYS = frozenset({"p", "p_holm", "p_bh"})  # the pipeline computes these with scipy / statsmodels
 P_ULPS = 4  # stated bound: scipy's binomtest sums the tail in floating point (measured: <= 1 ulp from the exact value)
 
@@ -100,9 +108,9 @@ def compare_tree(au, f: str, found, want, path: str) -> None:
             return
         for key in sorted(set(found) | set(want)):
             sub = f"{path}.{key}" if path else key
-            if key in PROSE_KEYS and key not in want:
-                continue
-            if key not in want:
+            if key not in want and is_prose_path(sub):
+                au.check(check, isinstance(found[key], str), f, sub, "a description (text)", found[key])
+            elif key not in want:
                 au.check(check, False, f, sub, "nothing (not a number the audit recomputes)", found[key])
             elif key not in found:
                 au.check(check, False, f, sub, want[key], "missing")

@@ -22,6 +22,9 @@ from report_provenance import is_standin, measurement_rows, pin_rows
 from report_text import body_lines, evalstats_lines, figure_lines, head_lines
 
 CHECK = "report"
+# what a declared value may be written with: letters, digits and the punctuation of versions, paths and machine
+# names; no markup (no <, >, &, *, [, ], #, !, backticks, |): a declared row cannot render as anything but its text
+DECLARED_TEXT = r"[\w .+\-/:,()=@~]+"
 
 
 def shown_summary(run, want) -> dict:
@@ -82,7 +85,7 @@ def part_of(item, line: str):
         val = line[len(head):-2]
         if item.code:
             val = val[1:-1] if len(val) > 2 and val[0] == val[-1] == "`" else ""
-        return val if val.strip() and "`" not in val and "|" not in val else None
+        return val if re.fullmatch(DECLARED_TEXT, val) else None
     if not (line.startswith(item.prefix) and line.endswith(item.suffix)
             and len(line) >= len(item.prefix) + len(item.suffix)):
         return None

@@ -163,7 +163,7 @@ def measurement_rows(run, want, au) -> list:
     for label, val in values.items():
         au.check(CHECK, recorded.get(label) == val, rf, label, val, recorded.get(label))
     machine = recorded.get("machine")
-    au.check(CHECK, re.fullmatch(r"[^,|]+, [^,|]+", str(machine)) is not None, rf, "machine",
+    au.check(CHECK, re.fullmatch(r"[\w.+\-]+, [\w.+\-]+", str(machine)) is not None, rf, "machine",
              "<machine>, <system>", machine)
     return ([row(label, val, code=False) for label, val in values.items()]
             + [row("machine", machine, code=False, why="the executing machine, as measurements/report.json says")])

@@ -4,7 +4,6 @@ the files should hold)."""
 
 from __future__ import annotations
 
-import json
 from functools import cached_property
 from pathlib import Path
 
@@ -23,7 +22,7 @@ class RunFiles:
             self.manifest = read_json(manifest_path)
             self.manifest_settings = self.manifest["settings"]
             self.art = {a["key"]: a for a in self.manifest["artefacts"]}
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        except (Unreadable, KeyError, TypeError) as exc:
             raise Unauditable(f"{manifest_path} is not a run manifest: {type(exc).__name__}: {exc}") from None
         self.manifest_path = manifest_path
         self.lockdir = lockdir  # the audit's anchor (never the folder the run names: check_layout compares them)

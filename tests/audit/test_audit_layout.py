@@ -4,6 +4,8 @@ runs the corruptions on real runs)."""
 
 from __future__ import annotations
 
+import re
+
 from conftest import ROOT, audit_module
 
 from rerank_study import layout
@@ -14,7 +16,7 @@ def test_the_audit_layout_is_the_pipelines():
     assert audit_layout.INPUTS == layout.INPUTS
     assert set(audit_layout.QRELS_OF_KIND.values()) == set(layout.QRELS_KEYS)
     assert audit_layout.RUN_ARTEFACTS == {a.key: (a.path, a.role, a.deterministic) for a in layout.RUN_ARTEFACTS}
-    assert set(audit_layout.RUN_FILES) == set(layout.RUN_FILES.values())
+    assert set(audit_layout.RUN_FILES) | set(audit_layout.OPENING_FILES) == set(layout.RUN_FILES.values())
     assert audit_layout.SEALED_FOLDER == layout.SEALED_FOLDER
     for kind, qrels in audit_layout.QRELS_OF_KIND.items():
         assert audit_layout.manifest_keys(kind) == layout.manifest_keys(qrels)
@@ -49,3 +51,19 @@ def test_every_table_and_json_artefact_has_its_columns_documented():
     for key, (path, _role, _det) in audit_layout.RUN_ARTEFACTS.items():
         if path.endswith((".tsv", ".json", ".trec", ".txt")):
             assert key in covered, key
+
+
+def test_the_audits_rule_names_are_the_rules_that_write_into_a_run_folder():
+    """Log and benchmark files are allowed by the names of the rules that write them, not by any name."""
+    text = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "workflow" / "rules").glob("*.smk"))
+    written = set(re.findall(r'(?:log|bench)_of\("([a-z_]+)"\)', text))
+    assert written == set(audit_module("layout").RULES)
+
+
+def test_an_openings_files_belong_only_to_an_opening():
+    allowed = audit_module("layout").allowed_file
+    for rel in ("OPENING.json", "OPENING_STARTED.json"):
+        assert allowed(rel, "confirmation", "qrels/test.tsv") and not allowed(rel, "development", None)
+    assert not allowed("logs/verdict.log", "development", None)
+    assert not allowed("benchmarks/verdict.tsv", "development", None)
+    assert not allowed(".audit.json.note", "development", None)

@@ -160,9 +160,14 @@ def test_an_honest_stand_in_smoke_run_on_the_real_data_passes_against_the_commit
     rundir = tmp_path / "results" / "smoke-standin"
     audit = read_json(rundir / "audit.json")
     ref = audit["checks"]["reference"]
-    assert audit["ok"] is True and ref["failures"] == 0 and ref["checked"] == 51, ref
-    assert ref["note"].startswith("reference standin-smoke applies (identity equal): 50 pairs compared"), ref["note"]
-    print(ref["note"].split(" | ")[0])  # how many differ and by how much, on this machine
+    # 50 pairs against the smoke reference (identity equal), the same 50 against the dev reference (same model
+    # and texts, other shape: the smoke's pairs are among the dev run's), 1 pair-set check
+    assert audit["ok"] is True and ref["failures"] == 0 and ref["checked"] == 101, ref
+    notes = ref["note"].split(" | ")
+    assert notes[0].startswith("reference standin-dev shares the model and texts (not the shape): 50 pairs in "
+                               "common compared"), notes
+    assert notes[1].startswith("reference standin-smoke applies (identity equal): 50 pairs compared"), notes
+    print(notes[:2])  # how many differ and by how much, on this machine
     # the same run relabelled as the pinned model fails against the committed reference
     relabel_as_pinned(rundir)
     out = subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), str(rundir), "--lockdir",
@@ -173,3 +178,29 @@ def test_an_honest_stand_in_smoke_run_on_the_real_data_passes_against_the_commit
     # each of the 5 queries, against both references of the same texts (the dev reference: other batches too)
     assert sorted(f["item"].split(" in common with reference ")[1] for f in failures(result, "reference")) == \
         ["standin-dev"] * 5 + ["standin-smoke"] * 5
+
+
+def test_a_run_of_another_shape_is_still_compared_on_the_pairs_it_shares_with_the_reference(referenced):
+    """The reference's model and texts, another shape (as a --configfile with another depth or split makes): the
+    shape no longer switches the anchor off; the pairs in common are compared, a forged one fails."""
+    rundir, lockdir = referenced
+    ref_json = lockdir / "reference/fixture-smoke/reference.json"
+    ref = read_json(ref_json)
+    ref["identity"]["shape"]["depth"] += 10
+    ref["identity"]["inputs"]["split_dev"] = "0" * 64
+    ref_json.write_text(json.dumps(ref, indent=2, sort_keys=True) + "\n")
+    logits = lockdir / "reference/fixture-smoke/logits.tsv"
+    lines = logits.read_text().splitlines(keepends=True)
+    logits.write_text("".join(lines[:31]))  # the reference holds 30 of the run's 50 pairs
+    proc, result = run_audit(rundir, lockdir)
+    ref_check = result["checks"]["reference"]
+    assert proc.returncode == 0 and ref_check["failures"] == 0 and ref_check["checked"] == 30, ref_check
+    assert ref_check["note"].startswith("reference fixture-smoke shares the model and texts (not the shape): 30 "
+                                        "pairs in common compared"), ref_check["note"]
+    row = read_rows(rundir / "pairs.tsv")[3]  # among the 30
+    forge_logit(rundir, row["qid"], row["doc_id"], repr(float(row["logit"]) + 0.13))
+    proc, result = run_audit(rundir, lockdir)
+    assert proc.returncode == 1 and "reference" in result["failed_checks"]
+    (fail,) = failures(result, "reference")
+    assert fail["item"] == (f"qid {row['qid']} doc {row['doc_id']} logit vs reference fixture-smoke (same model and "
+                            "texts, other shape)")

@@ -80,11 +80,16 @@ def test_every_audit_function_source_map_cites_exists():
     cited = set()
     for m in re.finditer(r"audit ((?:`[\w.]+`(?:, )?)+)", (ROOT / "SOURCE_MAP.md").read_text(encoding="utf-8")):
         cited |= set(re.findall(r"`([\w.]+)`", m.group(1)))
-    defined = set()
+    defined = {path.name for path in MODULES}  # a module cited as a file: `reinfer.py`
     for path in MODULES:
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = set()
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
-                defined |= {node.name} | {f"{node.name}.{f.name}" for f in node.body if isinstance(f, ast.FunctionDef)}
+                names |= {node.name} | {f"{node.name}.{f.name}" for f in node.body if isinstance(f, ast.FunctionDef)}
             elif isinstance(node, ast.FunctionDef):
-                defined.add(node.name)
+                names.add(node.name)
+        names |= {t.id for node in tree.body if isinstance(node, ast.Assign)  # a module's table: `TABLES`
+                  for t in node.targets if isinstance(t, ast.Name)}
+        defined |= names | {f"{path.stem}.{name}" for name in names}  # or qualified: `columns.TABLES`
     assert len(cited) > 10 and cited <= defined, sorted(cited - defined)

@@ -17,6 +17,10 @@ JUSTIFIED_LINTS = {
     "Specify a conda environment or container for each rule":
         "one hash-locked environment (lockfiles/requirements.lock + torch.txt, scripts/setup_env.py) serves every "
         "rule; per-rule conda environments would be unpinned duplicates of it",
+    "Param root is a prefix of input or output file but hardcoded":
+        "root is the repository folder the seal reads as a whole (the registry of sealed sets across every lock "
+        "folder in it); the lock folder's files sit inside it, so it prefixes them. A job needs the repository on "
+        "its file system anyway: its code runs from there",
     "Environment variable PYTHONPATH used but not asserted with envvars directive":
         "the Snakefile SETS PYTHONPATH (this checkout's library first, for every rule script); it does not read it",
     "Environment variable PYTHONDONTWRITEBYTECODE used but not asserted with envvars directive":

@@ -252,6 +252,22 @@ def build_standin(bi_pins: dict, ce_pins: dict, dest_dir, head_seed: int, head_s
     return meta
 
 
+def verify_standin(meta: dict, standin_pins: dict | None, pins_path) -> None:
+    """The built STAND-IN is the one the lock folder pins (``model_pins.json`` ``standin``: head seed and std, every
+    file's sha256): a run can name no other stand-in, and the audit holds its identity to the same pin."""
+    got = {"head_seed": meta["head_seed"], "head_std": meta["head_std"], "files": meta["files"]}
+    if standin_pins is None:
+        raise PipelineError(f"NO STAND-IN PINNED: {pins_path} has no 'standin' block, so no stand-in identity can be "
+                            f"checked. The one just built: {json.dumps(got, sort_keys=True)}. Fix: add it as the "
+                            "'standin' block if this build is the one to pin (a maintainer's act: commit it).")
+    for key in ("head_seed", "head_std", "files"):
+        if standin_pins.get(key) != got[key]:
+            raise PinMismatchError(f"the STAND-IN's {key}", pins_path, "value", standin_pins.get(key), got[key],
+                                   "config standin.* and the built model folder",
+                                   "Use the pinned standin.head_seed / head_std (config/config.yaml), or pin another "
+                                   "stand-in knowingly (its 'standin' block in model_pins.json, committed).")
+
+
 # ----------------------------------------------------- architecture facts from the pinned config --
 ARCHITECTURE_KEYS = ("architectures", "hidden_size", "intermediate_size", "max_position_embeddings",
                      "num_attention_heads", "num_hidden_layers", "num_labels", "vocab_size")

@@ -21,6 +21,7 @@ def main(sm):
             "itself (scorer=pinned, model_dir=<its files>).")
     meta = models.build_standin(mp["bi_encoder"], mp["cross_encoder"], Path(sm.output[0]).parent,
                                 sm.params.head_seed, sm.params.head_std)
+    models.verify_standin(meta, mp.get("standin"), sm.input.model_pins)
     log.warning("built the STAND-IN scorer %s: its scores carry NO meaning", meta["identity"])
 
 
