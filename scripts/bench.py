@@ -253,11 +253,13 @@ print(json.dumps({"reps": ARGS["reps"], "batches": [len(b) for b in batches], "l
 def child(code: str, args: dict) -> int:
     data = Path(args["data"])
     if not (data / "corpus.jsonl").exists():
-        print(f"no verified SciFact data at {data}: run the pipeline once (resources/data/scifact) or pass --data")
+        print(f"no verified SciFact data at {data}: run the pipeline once (resources/data/scifact) "
+              "or pass --data")
         return 1
     Path(args["models"]).mkdir(parents=True, exist_ok=True)
     args["load"] = round(os.getloadavg()[0], 2)
-    out = subprocess.run([sys.executable, "-c", code, str(ROOT), json.dumps(args)], stdout=subprocess.PIPE, text=True)
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT), json.dumps(args)], stdout=subprocess.PIPE,
+                         text=True)
     if out.returncode != 0:
         print(f"child failed ({out.returncode})")
         return out.returncode
@@ -291,8 +293,8 @@ def bench_audit(rundir):
 
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run([sys.executable, "-I", "-S", "-B", str(ROOT / "scripts/audit"), str(rundir), "--out",
-                              f"{tmp}/audit.json"], capture_output=True, text=True)
+        out = subprocess.run([sys.executable, "-I", "-S", "-B", str(ROOT / "scripts/audit"), str(rundir),
+                              "--out", f"{tmp}/audit.json"], capture_output=True, text=True)
     print(f"audit  {rundir}: exit {out.returncode}, {time.perf_counter() - t0:.2f} s wall "
           f"({out.stdout.splitlines()[0] if out.stdout else out.stderr[-300:]})")
 

@@ -32,7 +32,8 @@ class Audit:
         FAILS saying so."""
         try:
             fn(run, want, self)
-        except (OSError, KeyError, ValueError, TypeError, IndexError, json.JSONDecodeError, Unreadable) as exc:
+        except (OSError, KeyError, ValueError, TypeError, IndexError, json.JSONDecodeError,
+                Unreadable) as exc:
             self.check(name, False, getattr(exc, "file", "") or str(run.rundir), "the check could not run",
                        "its inputs present and well formed", f"{type(exc).__name__}: {exc}")
 

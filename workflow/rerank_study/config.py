@@ -73,7 +73,8 @@ def validate_config(cfg: dict, schema_path=SCHEMA_PATH) -> dict:
         for err in errors:  # (one line per distinct problem)
             key = _key_path(err)
             if err.validator == "additionalProperties":
-                msg = "unknown key (typo?); allowed here: " + ", ".join(sorted(err.schema.get("properties", {})))
+                msg = ("unknown key (typo?); "
+                       "allowed here: ") + ", ".join(sorted(err.schema.get("properties", {})))
             elif err.validator == "required":
                 msg = "required key is missing"
             else:
@@ -81,11 +82,13 @@ def validate_config(cfg: dict, schema_path=SCHEMA_PATH) -> dict:
             line = f"  config key '{key}': {msg}"
             if line not in lines:
                 lines.append(line)
-        raise ConfigError("INVALID CONFIG (fix config/config.yaml or the --config value):\n" + "\n".join(lines))
+        raise ConfigError("INVALID CONFIG (fix config/config.yaml or the --config value):\n"
+                          + "\n".join(lines))
     problems = []
     comps = cfg["comparisons"]
     if comps["primary"] not in comps["all"]:
-        problems.append(f"config key 'comparisons.primary': {comps['primary']!r} is not one of {sorted(comps['all'])}")
+        problems.append(f"config key 'comparisons.primary': {comps['primary']!r} is not one of "
+                        f"{sorted(comps['all'])}")
     for name, (a, b) in comps["all"].items():
         if a == b:
             problems.append(f"config key 'comparisons.all.{name}': compares {a!r} with itself")
@@ -96,7 +99,8 @@ def validate_config(cfg: dict, schema_path=SCHEMA_PATH) -> dict:
     if cand["depth"] > min(cand["bm25"]["depth"], cand["dense"]["depth"]) * 2:
         problems.append("config key 'candidates.depth': larger than the fused pool can hold")
     if cfg["smoke_settings"]["depth"] > cand["depth"]:
-        problems.append(f"config key 'smoke_settings.depth': {cfg['smoke_settings']['depth']} > candidates.depth {cand['depth']}")
+        problems.append(f"config key 'smoke_settings.depth': {cfg['smoke_settings']['depth']} > "
+                        f"candidates.depth {cand['depth']}")
     if cfg["smoke_settings"]["queries"] > cfg["splits"]["dev_size"]:
         problems.append("config key 'smoke_settings.queries': larger than splits.dev_size")
     if max(cfg["metrics"]["recall_ks"]) > cand["depth"]:
@@ -110,14 +114,18 @@ def validate_config(cfg: dict, schema_path=SCHEMA_PATH) -> dict:
         problems.append(f"config key 'evalstats.slices': {exc}")
     for name in list(ev["guardrails"]) + list(ev["exploratory"]["comparisons"]):
         if name not in comps["all"]:
-            problems.append(f"config key 'evalstats': comparison {name!r} is not one of {sorted(comps['all'])}")
+            problems.append(f"config key 'evalstats': comparison {name!r} is not one of "
+                            f"{sorted(comps['all'])}")
     if comps["primary"] in ev["guardrails"]:
-        problems.append("config key 'evalstats.guardrails': the primary comparison cannot also be a guardrail")
+        problems.append("config key 'evalstats.guardrails': the primary comparison cannot also "
+                        "be a guardrail")
     for fam in ev["exploratory"]["families"]:
         if fam not in ev["slices"]:
-            problems.append(f"config key 'evalstats.exploratory.families': {fam!r} is not a declared slice family")
+            problems.append(f"config key 'evalstats.exploratory.families': {fam!r} is not a declared "
+                            "slice family")
     if problems:
-        raise ConfigError("INVALID CONFIG (fix config/config.yaml or the --config value):\n  " + "\n  ".join(problems))
+        raise ConfigError("INVALID CONFIG (fix config/config.yaml or the --config value):\n  "
+                          + "\n  ".join(problems))
     return cfg
 
 
@@ -162,7 +170,8 @@ def run_settings(cfg: dict, confirmation: bool = False) -> dict:
             "bootstrap_B": b["B"], "bootstrap_seed": b["confirm_seed"] if confirmation else b["seed"],
             "percentiles": b["percentiles"], "threshold": cfg["threshold"], "comparisons": cfg["comparisons"],
             "max_length": cfg["ce"]["max_length"], "evalstats": cfg["evalstats"],
-            "verify_batches": None if confirmation else cfg["verify"]["batches"], "verify_seed": cfg["verify"]["seed"]}
+            "verify_batches": None if confirmation else cfg["verify"]["batches"],
+            "verify_seed": cfg["verify"]["seed"]}
 
 
 def repin_set(cfg: dict) -> set[str]:
@@ -174,8 +183,9 @@ TIE_RULE = "score desc, doc id string desc"
 
 
 def candidate_params(cfg: dict) -> dict:
-    """The settings that decide the candidate table (recorded in its pin; threads are speed only). For a TREC-run
-    study (study.candidates: trec) the run file decides the order; the depth and the order rule are the settings."""
+    """The settings that decide the candidate table (recorded in its pin; threads are speed only). For a
+    TREC-run study (study.candidates: trec) the run file decides the order; the depth and the order rule are
+    the settings."""
     c = cfg["candidates"]
     if cfg["study"]["candidates"] == "trec":  # a user's TREC run: only the depth kept and the order rule
         return {"source": "trec", "depth": c["depth"], "tie_rule": TIE_RULE}
