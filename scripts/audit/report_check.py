@@ -120,7 +120,7 @@ def compare_report(au, f: str, want_lines: list, text: str) -> None:
     found = text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
     matcher = difflib.SequenceMatcher(None, [shown(x) for x in want_lines], found, autojunk=False)
     groups: dict = {}
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for _tag, i1, i2, j1, j2 in matcher.get_opcodes():
         pairs = min(i2 - i1, j2 - j1)
         for k in range(pairs):
             compare_line(au, f, j1 + k + 1, want_lines[i1 + k], found[j1 + k], groups)

@@ -46,7 +46,8 @@ def test_every_table_and_json_artefact_has_its_columns_documented():
     """Every run artefact that is a table, a list or a JSON record is in the columns table (the figures and
     the report are checked by their own checks)."""
     columns, audit_layout = audit_module("columns"), audit_module("layout")
-    covered = set(columns.TABLES) | set(columns.PARAMETRIC_TABLES) | set(columns.JSON_KEYS) | set(columns.WHOLE_FILES)
+    covered = (set(columns.TABLES) | set(columns.PARAMETRIC_TABLES) | set(columns.JSON_KEYS)
+               | set(columns.WHOLE_FILES))
     for key, (path, _role, _det) in audit_layout.RUN_ARTEFACTS.items():
         if path.endswith((".tsv", ".json", ".trec", ".txt")):
             assert key in covered, key

@@ -169,7 +169,7 @@ def test_analyse_comparison_blocks_mean_intervals_flags_wins_ties_losses_and_lea
     assert summary["comparisons"]["blend-ce"]["mean_reaches_threshold"] is False
 
 
-def test_a_constant_positive_delta_gives_a_point_interval_that_excludes_zero_and_meets_the_threshold_exactly():
+def test_a_constant_positive_delta_gives_a_point_interval_excluding_zero_and_meeting_the_threshold():
     table = {q: {"rrf_ndcg@10": 0.25, "ce_ndcg@10": 0.5, "blend_ndcg@10": 0.75} for q in QIDS}
     summary, *_ = analysis.analyse(QIDS, table, GROUPS, GIDS, plan=plan(threshold=0.25, other_metrics=()))
     c = summary["comparisons"]["blend-ce"]              # Δ = .25 everywhere: every replicate is .25

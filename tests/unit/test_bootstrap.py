@@ -12,7 +12,7 @@ def _random_setup(seed=7, n=40, G=25):
     rng = np.random.default_rng(seed)
     deltas = (rng.random(n) - 0.4).round(6).tolist()
     labels = sorted(rng.integers(0, G, size=n).tolist())
-    groups, order = {}, []
+    groups = {}
     for i, g in enumerate(labels):
         groups.setdefault(g, []).append(i)
     positions = list(groups.values())

@@ -382,7 +382,7 @@ def test_four_decimal_rounding_is_python_round_and_printf():
     for x in values:
         x = float(x)
         assert rm.four_decimal_units(x) == int(Decimal(repr(round(x, 4))).scaleb(4)) == \
-            int(Decimal("%.4f" % x).scaleb(4))
+            int(Decimal(f"{x:.4f}").scaleb(4))
         assert rm.four_decimal_units(x) == round(Fraction(x) * 10 ** 4)
 
 

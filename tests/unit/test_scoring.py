@@ -53,9 +53,10 @@ tok, model = scoring_model.load_cross_encoder(folder)
 ranked = {"35": [f"d{i}" for i in range(len(docs))]}
 doc_text = dict(zip(ranked["35"], docs))
 rows, _ = scoring.score_run(ranked, {"35": q}, doc_text, tok, lambda: model, S, "m", {}, None)
-# the pipeline's batches, rebuilt INDEPENDENTLY of the code under test: the truncated joint token length from a
-# plain tokenizer call, sorted descending with candidate rank ascending, chunks of 16
-lengths = [len(x) for x in tok([q] * len(docs), docs, truncation="longest_first", max_length=512)["input_ids"]]
+# the pipeline's batches, rebuilt INDEPENDENTLY of the code under test: the truncated joint token length
+# from a plain tokenizer call, sorted descending with candidate rank ascending, chunks of 16
+lengths = [len(x) for x in
+           tok([q] * len(docs), docs, truncation="longest_first", max_length=512)["input_ids"]]
 order = sorted(range(len(docs)), key=lambda i: (-lengths[i], i))
 batches = [order[i:i + 16] for i in range(0, len(order), 16)]
 from sentence_transformers import CrossEncoder
@@ -263,7 +264,8 @@ def test_fresh_scoring_never_reads_the_cache_and_proves_each_entry_equal(tmp_pat
     tok, model = scoring_model.load_cross_encoder(tmp_path / "m")
     corpus = beir.read_corpus(DATA / "scifact_fixture/corpus.jsonl")
     docs = {d: corpus[d].full_text[:300] for d in list(corpus)[:6]}  # 6 pairs = batches of 4 + 2
-    ranked, qtext = {"35": list(docs)}, {"35": beir.read_queries(DATA / "scifact_fixture/queries.jsonl")["35"]}
+    ranked = {"35": list(docs)}
+    qtext = {"35": beir.read_queries(DATA / "scifact_fixture/queries.jsonl")["35"]}
     cache = scoring.ScoreCache(tmp_path / "cache")
 
     def score(fresh):

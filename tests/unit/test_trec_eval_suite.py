@@ -388,7 +388,7 @@ def test_graded_gains_and_the_relevance_threshold():
     assert {-1, 0, 1, 2, 3, 4} <= levels  # graded, with trec_eval's "unjudged" -1 and non-relevant 0
     ranked, graded = ranking_of(case, "301"), qrels["301"]
     expected, _ = read_expected(case.expected)
-    for impl, (ndcg, recall, mrr) in implementations().items():
+    for impl, (ndcg, _recall, mrr) in implementations().items():
         thresholded = {d: (r if r >= 2 else 0) for d, r in graded.items()}
         assert any(f"{ndcg(ranked, thresholded, k):.4f}" != expected[f"ndcg_cut_{k}", "301"]
                    for k in cutoffs(case, "ndcg_cut_")), impl

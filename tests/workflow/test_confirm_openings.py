@@ -55,8 +55,10 @@ def opened(frozen):
                           "freeze": refrozen, "refreeze": subprocess.run(freeze_cmd(wd, "--reason", "tidy",
                                                                                     command="refreeze"),
                                                      capture_output=True, text=True),
-                          "replay": subprocess.run([sys.executable, str(ROOT / "workflow/scripts/fetch_sealed_qrels.py"),
-                                                    str(wd / _sealed_run(sha, 1) / "logs/fetch_sealed_qrels.job.json")],
+                          "replay": subprocess.run([sys.executable,
+                                                    str(ROOT / "workflow/scripts/fetch_sealed_qrels.py"),
+                                                    str(wd / _sealed_run(sha, 1)
+                                                        / "logs/fetch_sealed_qrels.job.json")],
                                                    capture_output=True, text=True,
                                                    env=dict(os.environ, PYTHONPATH=str(ROOT / "workflow"))),
                           "plan": run_snakemake(wd, "-n", config=on, targets=("confirm",)).stdout}

@@ -60,7 +60,8 @@ def test_refreezing_is_explicit_and_reproduces_the_committed_fixture_table(tmp_p
     for rel in ("splits/dev.txt", "splits/confirm.txt", "candidates/candidates.tsv", "candidates/bm25.tsv.gz",
                 "candidates/dense.tsv.gz"):
         assert (tmp_path / "lockfiles" / rel).read_bytes() == (DATA / "lockfiles" / rel).read_bytes(), rel
-    mine, committed = read_json(tmp_path / "lockfiles/derived_pins.json"), read_json(DATA / "lockfiles/derived_pins.json")
+    mine = read_json(tmp_path / "lockfiles/derived_pins.json")
+    committed = read_json(DATA / "lockfiles/derived_pins.json")
     assert mine["splits"] == committed["splits"]
     assert {k: mine["candidates"][k] for k in ("sha256", "params", "n_queries", "file")} == \
         {k: committed["candidates"][k] for k in ("sha256", "params", "n_queries", "file")}

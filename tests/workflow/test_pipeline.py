@@ -137,7 +137,8 @@ def test_groups_are_the_fixtures_documented_groups_made_from_qrels_only_before_s
     assert [int(r["group_index"]) for r in rows] == [0, 0, 1, 2, 2, 3, 4, 4]
     # before any score: the job that made them read the analysed query ids and the qrels and nothing else,
     # and the job where scores meet qrels (evaluate) took groups.tsv as an input
-    groups_job, evaluate_job = read_json(dev_run / "logs/groups.job.json"), read_json(dev_run / "logs/evaluate.job.json")
+    groups_job = read_json(dev_run / "logs/groups.job.json")
+    evaluate_job = read_json(dev_run / "logs/evaluate.job.json")
     assert sorted(groups_job["input"]["names"]) == ["qrels",
                                                     "queries"] and len(groups_job["input"]["items"]) == 2
     assert str(dev_run / "groups.tsv") in evaluate_job["input"]["items"]

@@ -231,7 +231,7 @@ def test_a_change_hidden_from_git_status_is_found_by_content(tmp_path):
 
 
 # ------------------------------------------------------------------------------ 5. a discarded look --
-def test_a_look_whose_ledger_line_was_rewritten_away_stops_the_next_opening_until_the_line_is_restored(tmp_path):
+def test_a_look_whose_ledger_line_was_rewritten_away_stops_the_next_opening_until_restored(tmp_path):
     repo, cfg = _frozen_world(tmp_path)
     sha, lock = cfg["unseal"], repo / "lockfiles"
     look_at_sealed_file(repo, sha, 1)

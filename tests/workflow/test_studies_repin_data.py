@@ -117,7 +117,8 @@ def test_a_dataset_with_one_qrels_file_gets_its_sealed_part_drawn_once_and_pinne
                   {"repin": "candidates", "trec_run": str(tmp_path / "user.trec")}):
         run_snakemake(tmp_path, config={**base, **extra}, fixture=False)
     pins = read_json(lock / "data_pins.json")
-    dev_part, sealed_part = pins["files"]["qrels/test.dev-part.tsv"], pins["files"]["qrels/test.sealed-part.tsv"]
+    dev_part = pins["files"]["qrels/test.dev-part.tsv"]
+    sealed_part = pins["files"]["qrels/test.sealed-part.tsv"]
     assert pins["files"]["qrels/test.tsv"]["role"] == "qrels_source" and sealed_part["sealed"] is True
     sealed_q = sealed_part["derived_from"]["queries"]
     # the draw, recomputed here: numpy default_rng(110).choice over the canonically sorted judged ids (all

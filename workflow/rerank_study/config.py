@@ -65,7 +65,16 @@ def validate_config(cfg: dict, schema_path=SCHEMA_PATH) -> dict:
     cross-key rules (in place); return it."""
 
     normalize_switches(cfg)
-    schema = _load_yaml(schema_path)
+    _check_schema(cfg, _load_yaml(schema_path))
+    problems = _cross_key_problems(cfg)
+    if problems:
+        raise ConfigError("INVALID CONFIG (fix config/config.yaml or the --config value):\n  "
+                          + "\n  ".join(problems))
+    return cfg
+
+
+def _check_schema(cfg: dict, schema: dict) -> None:
+    """Raise ConfigError listing every schema violation of ``cfg`` (one line per distinct problem)."""
     validator = _strict_validator_class()(schema)
     errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
     if errors:
@@ -84,6 +93,10 @@ def validate_config(cfg: dict, schema_path=SCHEMA_PATH) -> dict:
                 lines.append(line)
         raise ConfigError("INVALID CONFIG (fix config/config.yaml or the --config value):\n"
                           + "\n".join(lines))
+
+
+def _cross_key_problems(cfg: dict) -> list[str]:
+    """The rules between keys that the schema cannot say, each broken one as a line."""
     problems = []
     comps = cfg["comparisons"]
     if comps["primary"] not in comps["all"]:
@@ -123,10 +136,7 @@ def validate_config(cfg: dict, schema_path=SCHEMA_PATH) -> dict:
         if fam not in ev["slices"]:
             problems.append(f"config key 'evalstats.exploratory.families': {fam!r} is not a declared "
                             "slice family")
-    if problems:
-        raise ConfigError("INVALID CONFIG (fix config/config.yaml or the --config value):\n  "
-                          + "\n  ".join(problems))
-    return cfg
+    return problems
 
 
 def load_config(path, overrides: dict | None = None) -> dict:

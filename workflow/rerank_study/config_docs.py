@@ -62,8 +62,7 @@ def placeholder(node: dict) -> str:
 def children(node: dict, schema: dict):
     """(key part, sub-schema) of each key a mapping can hold: its properties, then its free keys."""
     node = resolve(node, schema)
-    for name, sub in node.get("properties", {}).items():
-        yield name, sub
+    yield from node.get("properties", {}).items()
     extra = node.get("additionalProperties")
     if isinstance(extra, dict):
         yield placeholder(extra), extra

@@ -348,7 +348,8 @@ def cross_study_row(cfg: dict, summary: dict, audit: dict, run: str) -> dict:
     comp = summary["comparisons"][primary]
     lo, hi = comp["grouped_interval"]
     methods = summary["methods"]
-    return {"study": cfg["study"]["name"], "dataset": cfg["study"]["dataset"], "reranker": cfg["study"]["reranker"],
+    return {"study": cfg["study"]["name"], "dataset": cfg["study"]["dataset"],
+            "reranker": cfg["study"]["reranker"],
             "scorer": summary["scorer"], "run": run, "n_queries": summary["n_queries"],
             "n_groups": summary["n_groups"], "rrf_mean": methods["rrf"]["mean"],
             "ce_mean": methods["ce"]["mean"], "blend_mean": methods["blend"]["mean"],

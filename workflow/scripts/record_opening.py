@@ -14,19 +14,11 @@ from rerank_study.seal.locations import LEDGER
 log = logging.getLogger("confirm")
 
 
-def main(sm):
-    u = sm.params.unseal
-    manifest = read_json(sm.input.manifest)
-    audit = read_json(sm.input.audit)
-    summary = read_json(sm.input.summary)
-    started = read_json(sm.input.started)
-    scoring = read_json(sm.input.scoring)
-    if not audit["ok"]:
-        raise PipelineError(f"the audit of this opening failed ({audit['failed_checks']}): its 'started' "
-                            "line stays the only record; it is not recorded as completed")
-    arte = {a["key"]: a["sha256"] for a in manifest["artefacts"] if a["deterministic"]}
+def completed_entry(sm, u: dict, manifest: dict, summary: dict, started: dict, scoring: dict,
+                    arte: dict) -> dict:
+    """The ledger's 'completed' record of this opening: what ran, on what, and its primary result."""
     prim = summary["comparisons"][summary["primary"]]
-    entry = {
+    return {
         "event": ledger.COMPLETED,
         "time": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
         "protocol_sha256": u["sha256"],
@@ -54,6 +46,20 @@ def main(sm):
                     "grouped_interval": prim["grouped_interval"], "query_interval": prim["query_interval"],
                     "reaches_threshold": prim["mean_reaches_threshold"], "threshold": summary["threshold"]},
     }
+
+
+def main(sm):
+    u = sm.params.unseal
+    manifest = read_json(sm.input.manifest)
+    audit = read_json(sm.input.audit)
+    summary = read_json(sm.input.summary)
+    started = read_json(sm.input.started)
+    scoring = read_json(sm.input.scoring)
+    if not audit["ok"]:
+        raise PipelineError(f"the audit of this opening failed ({audit['failed_checks']}): its 'started' "
+                            "line stays the only record; it is not recorded as completed")
+    arte = {a["key"]: a["sha256"] for a in manifest["artefacts"] if a["deterministic"]}
+    entry = completed_entry(sm, u, manifest, summary, started, scoring, arte)
     differences = []
     if u["previous"]:
         first = u["previous"][0]

@@ -45,7 +45,8 @@ def main(sm):
     n = min(sm.params.ce["shape_check_pairs"], len(ranked[first_q]))
     qs, ds = [queries[first_q]] * n, [corpus[d].full_text for d in ranked[first_q][:n]]
     key = scoring.batch_cache_key(meta["identity"], settings, scoring.library_versions(), qs, ds)
-    cache_file = Path(sm.params.cache) / scoring.CACHE_FORMAT / meta["identity_sha256"][:16] / "shapes" / f"shape-{key}.json"
+    cache_file = (Path(sm.params.cache) / scoring.CACHE_FORMAT / meta["identity_sha256"][:16] / "shapes"
+                  / f"shape-{key}.json")
     shapes = measured_shapes(model_dir, qs, ds, settings, cache_file)
     # pinned = the verified config.json's
     arch = read_json(sm.input.model_pins)["cross_encoder"]["architecture"]

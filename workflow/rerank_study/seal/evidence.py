@@ -142,7 +142,8 @@ def development_evidence(run_dir, cfg: dict, lockdir, root, allow_standin: bool 
     summary = read_json(run_dir / "summary.json")
     power = recompute_power(run_dir, manifest, summary, cfg)
     prim = summary["comparisons"][summary["primary"]]
-    evidence = {"run": run_dir.name, "scorer": manifest["scorer"], "model_weights_sha256": manifest["model_weights_sha256"],
+    evidence = {"run": run_dir.name, "scorer": manifest["scorer"],
+                "model_weights_sha256": manifest["model_weights_sha256"],
                 "manifest_sha256": sha256_file(run_dir / "manifest.json"),
                 "audit_sha256": sha256_file(run_dir / "audit.json"),
                 "summary_sha256": sha256_file(run_dir / "summary.json"),

@@ -128,10 +128,10 @@ def check_tree(cfg: dict, lockdir: Path, root, fixture: bool, labels: list[str])
             what = ("is not a git checkout with a commit" if not state.is_repo else
                     "differs from its last commit: " + ", ".join(state.dirty[:12])
                     + (f" and {len(state.dirty) - 12} more" if len(state.dirty) > 12 else ""))
-            raise SealError(f"REFUSED: the working tree {what}. The opening must be traceable to a commit, byte for "
-                            "byte: COMMIT changes (git add -A && git commit), move untracked files out of "
-                            "the repository (byte-code caches: find . -name __pycache__ -prune -exec rm -r "
-                            "{} +), clear index flags (git update-index --no-skip-worktree "
+            raise SealError(f"REFUSED: the working tree {what}. The opening must be traceable to a commit, "
+                            "byte for byte: COMMIT changes (git add -A && git commit), move untracked files "
+                            "out of the repository (byte-code caches: find . -name __pycache__ -prune -exec "
+                            "rm -r {} +), clear index flags (git update-index --no-skip-worktree "
                             "--no-assume-unchanged <path>); never stash or discard lockfiles/. For the TEST "
                             "SUITE's fixture lock folder ONLY: --config allow_dirty_for_testing=true "
                             "(labelled in the report and the ledger).")
