@@ -46,7 +46,8 @@ class Expected:
         for q in self.run.analysed:
             cands, lg = self.run.cands[q], self.run.logits[q]
             if set(lg) != set(cands):
-                raise Unreadable(self.run.path("pairs"), f"query {q}: the scored pairs are not its candidates")
+                raise Unreadable(self.run.path("pairs"), f"query {q}: the scored pairs are not "
+                                 "its candidates")
             ce_order = tie_rule_order(lg)
             r1 = {d: i for i, d in enumerate(ce_order, start=1)}
             s = blend_scores(cands, r1, k)

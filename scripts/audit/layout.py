@@ -1,15 +1,15 @@
-"""The documented layout of a run folder (docs/outputs.md), kept here independently of the pipeline's own table
-(its layout module; a test holds the two equal): every artefact a manifest must list - key, path inside the run
-folder, role, whether its bytes are reproducible - and every other file a run folder may hold. The manifest does
-not decide what is audited: a manifest that lists another set, another path or another role fails, and so does a
-file in the run folder that the layout does not name."""
+"""The documented layout of a run folder (docs/outputs.md), kept here independently of the pipeline's own
+table (its layout module; a test holds the two equal): every artefact a manifest must list - key, path inside
+the run folder, role, whether its bytes are reproducible - and every other file a run folder may hold. The
+manifest does not decide what is audited: a manifest that lists another set, another path or another role
+fails, and so does a file in the run folder that the layout does not name."""
 
 from __future__ import annotations
 
 import re
 
-# the inputs outside the run folder (key, role); plus the analysed judgements: qrels_dev (a development run) or
-# qrels_confirm (an opening)
+# the inputs outside the run folder (key, role); plus the analysed judgements: qrels_dev (a development run)
+# or qrels_confirm (an opening)
 INPUTS = (("corpus", "corpus"), ("queries", "queries"), ("split_dev", "split_dev"),
           ("split_confirm", "split_confirm"), ("candidates", "candidates"))
 QRELS_OF_KIND = {"development": "qrels_dev", "confirmation": "qrels_confirm"}
@@ -47,8 +47,8 @@ RUN_FILES = ("manifest.json", "audit.json", "pairs.parquet", "per_query.parquet"
              "reproduction.json")
 OPENING_FILES = ("OPENING_STARTED.json", "OPENING.json")
 # the rules whose log and benchmark files a run folder holds (a test holds this list equal to the rule files)
-RULES = ("analyse", "audit", "check_reproduction", "evaluate", "fetch_sealed_qrels", "groups", "manifest", "parquet",
-         "record_opening", "report", "run_inputs", "score", "shape_check", "verify_scores")
+RULES = ("analyse", "audit", "check_reproduction", "evaluate", "fetch_sealed_qrels", "groups", "manifest",
+         "parquet", "record_opening", "report", "run_inputs", "score", "shape_check", "verify_scores")
 RULE = "(" + "|".join(RULES) + ")"
 OTHER_FILES = (
     re.compile(rf"logs/{RULE}\.(log|job\.json)"),

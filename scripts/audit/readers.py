@@ -79,7 +79,8 @@ def _no_constant(name):
 
 
 def read_json(path: Path):
-    """A JSON file as strict JSON: a repeated key in any object, NaN or Infinity is refused (naming the file)."""
+    """A JSON file as strict JSON: a repeated key in any object, NaN or Infinity is refused (naming the
+    file)."""
     try:
         return json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_no_repeated_keys,
                           parse_constant=_no_constant)

@@ -1,6 +1,6 @@
-"""The two kinds of report.md line the audit cannot write out in full, beside the lines it writes exactly (plain
-strings): a provenance table row (``Row``) and a line with one declared part (``Free``). ``report_check``
-compares each with report.md's line."""
+"""The two kinds of report.md line the audit cannot write out in full, beside the lines it writes exactly
+(plain strings): a provenance table row (``Row``) and a line with one declared part (``Free``).
+``report_check`` compares each with report.md's line."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import NamedTuple
 
 
 class Row(NamedTuple):
-    """``| label | value |`` (the value in backticks when ``code``). ``value`` None: declared provenance the audit
-    cannot recompute (``why`` says what it is) - the label must be there with a value."""
+    """``| label | value |`` (the value in backticks when ``code``). ``value`` None: declared provenance the
+    audit cannot recompute (``why`` says what it is) - the label must be there with a value."""
 
     label: str
     value: str | None
@@ -23,8 +23,8 @@ class Row(NamedTuple):
 
 
 class Free(NamedTuple):
-    """``prefix`` + a part matching ``pattern`` + ``suffix``: the part is declared (``why``); every line of one
-    ``group`` must show the same part; ``verify(part)`` returns what is wrong with it, or None."""
+    """``prefix`` + a part matching ``pattern`` + ``suffix``: the part is declared (``why``); every line of
+    one ``group`` must show the same part; ``verify(part)`` returns what is wrong with it, or None."""
 
     prefix: str
     suffix: str

@@ -25,15 +25,16 @@ class RunFiles:
         except (Unreadable, KeyError, TypeError) as exc:
             raise Unauditable(f"{manifest_path} is not a run manifest: {type(exc).__name__}: {exc}") from None
         self.manifest_path = manifest_path
-        self.lockdir = lockdir  # the audit's anchor (never the folder the run names: check_layout compares them)
+        # the audit's anchor (never the folder the run names: check_layout compares them)
+        self.lockdir = lockdir
         self.kind = self.manifest.get("kind", "development")
         self.scorer = self.manifest.get("scorer")
         self._trec_runs: dict[str, dict] = {}
 
     def path(self, key: str) -> Path:
-        """Where an artefact is: a run artefact at its DOCUMENTED path (whatever the manifest says: check_layout
-        compares them), an input outside the run folder where the manifest says (its sha256 is checked against
-        the pins)."""
+        """Where an artefact is: a run artefact at its DOCUMENTED path (whatever the manifest says:
+        check_layout compares them), an input outside the run folder where the manifest says (its sha256 is
+        checked against the pins)."""
         if key in layout.RUN_ARTEFACTS:
             return self.rundir / layout.RUN_ARTEFACTS[key][0]
         if key not in self.art:

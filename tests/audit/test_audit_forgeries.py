@@ -1,8 +1,8 @@
 """Corruptions of a finished run that a hash check alone cannot catch, by class: the manifest deciding what is
 audited (entries dropped, a path moved to an honest copy), a lock folder the run brings along, the measurement
 records' scoring contract, and the columns nobody read (counts, r0, TREC scores and tags, model labels, token
-counts, the verification record's fields). Each runs with the manifest stale and re-hashed; each names the check
-that rejects it. (Every other column and key: test_audit_every_value.py.)"""
+counts, the verification record's fields). Each runs with the manifest stale and re-hashed; each names the
+check that rejects it. (Every other column and key: test_audit_every_value.py.)"""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ def _json(path, edit):
 
 
 def _drop_entries(d, keys):
-    _json(d / "manifest.json", lambda m: m.update(artefacts=[a for a in m["artefacts"] if a["key"] not in keys]))
+    _json(d / "manifest.json",
+          lambda m: m.update(artefacts=[a for a in m["artefacts"] if a["key"] not in keys]))
 
 
 # ---- the manifest decides what is audited
@@ -48,8 +49,8 @@ def report_moved_to_honest_copy(d):
 
 
 def own_lock_folder(d):
-    """A lock folder inside the run (a copy of the real one with the split shortened by one query), named by the
-    manifest: the audit's anchor is the committed (or given) folder, never the run's."""
+    """A lock folder inside the run (a copy of the real one with the split shortened by one query), named by
+    the manifest: the audit's anchor is the committed (or given) folder, never the run's."""
     pins = d / ".pins"
     shutil.copytree(d / "../../lockfiles", pins, symlinks=False)
     dev = (pins / "splits/dev.txt").read_text().split()
@@ -78,7 +79,8 @@ def _edit_rows(path, edit):
 
 
 def n_relevant_changed(d):
-    _edit_rows(d / "per_query.tsv", lambda rows: rows[0].update(n_relevant=str(int(rows[0]["n_relevant"]) + 1)))
+    _edit_rows(d / "per_query.tsv",
+               lambda rows: rows[0].update(n_relevant=str(int(rows[0]["n_relevant"]) + 1)))
 
 
 def rankings_r0_changed(d):
@@ -89,7 +91,8 @@ def trec_scores_are_logits(d):
     """The CE run's scores replaced by the raw logits (same order): a tool could re-break their ties."""
     logits = {(r["qid"], r["doc_id"]): r["logit"] for r in read_rows(d / "pairs.tsv")}
     lines = [l.split() for l in (d / "runs/ce.trec").read_text().splitlines()]
-    (d / "runs/ce.trec").write_text("".join(f"{q} Q0 {doc} {r} {logits[(q, doc)]} {t}\n" for q, _, doc, r, _, t in lines))
+    (d / "runs/ce.trec").write_text("".join(f"{q} Q0 {doc} {r} {logits[(q, doc)]} {t}\n"
+                                            for q, _, doc, r, _, t in lines))
 
 
 def trec_tag_changed(d):
@@ -98,7 +101,8 @@ def trec_tag_changed(d):
 
 def model_label_changed_everywhere(d):
     """Every pair names another model (weights hash unchanged), the manifest kept as it is."""
-    _edit_rows(d / "pairs.tsv", lambda rows: [r.update(model=r["model"].replace("standin-sha256:", "standin-sha256:0"))
+    _edit_rows(d / "pairs.tsv",
+               lambda rows: [r.update(model=r["model"].replace("standin-sha256:", "standin-sha256:0"))
                                               for r in rows])
 
 
@@ -111,7 +115,8 @@ def token_counts_inconsistent(d):
 
 
 def total_tokens_not_the_sum(d):
-    _edit_rows(d / "pairs.tsv", lambda rows: rows[0].update(total_tokens=str(int(rows[0]["total_tokens"]) - 1)))
+    _edit_rows(d / "pairs.tsv",
+               lambda rows: rows[0].update(total_tokens=str(int(rows[0]["total_tokens"]) - 1)))
 
 
 def verification_seed_changed(d):

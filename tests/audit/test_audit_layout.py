@@ -1,6 +1,6 @@
 """The audit's own copy of the documented layout equals the pipeline's table (rerank_study.layout), and a
-manifest, a run folder or a lock folder that does not follow it is refused (tests/audit/test_audit_corruptions.py
-runs the corruptions on real runs)."""
+manifest, a run folder or a lock folder that does not follow it is refused
+(tests/audit/test_audit_corruptions.py runs the corruptions on real runs)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ def test_the_audit_layout_is_the_pipelines():
     audit_layout = audit_module("layout")
     assert audit_layout.INPUTS == layout.INPUTS
     assert set(audit_layout.QRELS_OF_KIND.values()) == set(layout.QRELS_KEYS)
-    assert audit_layout.RUN_ARTEFACTS == {a.key: (a.path, a.role, a.deterministic) for a in layout.RUN_ARTEFACTS}
+    assert audit_layout.RUN_ARTEFACTS == {a.key: (a.path, a.role, a.deterministic)
+                                          for a in layout.RUN_ARTEFACTS}
     assert set(audit_layout.RUN_FILES) | set(audit_layout.OPENING_FILES) == set(layout.RUN_FILES.values())
     assert audit_layout.SEALED_FOLDER == layout.SEALED_FOLDER
     for kind, qrels in audit_layout.QRELS_OF_KIND.items():
@@ -27,8 +28,8 @@ def test_the_audit_layout_is_the_pipelines():
 def test_only_documented_files_belong_to_a_run_folder():
     allowed = audit_module("layout").allowed_file
     for rel in ("report.md", "pairs.tsv", "logs/score.log", "logs/score_shard/0-of-4.job.json",
-                "benchmarks/score_shard/3-of-4.tsv", "shards/score-of-4/3.tsv", "measurements/score-of-1/0.json",
-                "audit.json", "pairs.parquet"):
+                "benchmarks/score_shard/3-of-4.tsv", "shards/score-of-4/3.tsv",
+                "measurements/score-of-1/0.json", "audit.json", "pairs.parquet"):
         assert allowed(rel, "development", None), rel
     for rel in ("report-honest.md", "inputs/extra.tsv", "runs/rrf.trec.bak", "sealed/qrels/test.tsv",
                 "logs/../report.md", "figures/other.png"):
@@ -44,10 +45,11 @@ def test_the_documented_columns_are_the_audits():
 
 
 def test_every_table_and_json_artefact_has_its_columns_documented():
-    """Every run artefact that is a table, a list or a JSON record is in the columns table (the figures and the
-    report are checked by their own checks)."""
+    """Every run artefact that is a table, a list or a JSON record is in the columns table (the figures and
+    the report are checked by their own checks)."""
     columns, audit_layout = audit_module("columns"), audit_module("layout")
-    covered = set(columns.TABLES) | set(columns.PARAMETRIC_TABLES) | set(columns.JSON_KEYS) | set(columns.WHOLE_FILES)
+    covered = (set(columns.TABLES) | set(columns.PARAMETRIC_TABLES) | set(columns.JSON_KEYS)
+               | set(columns.WHOLE_FILES))
     for key, (path, _role, _det) in audit_layout.RUN_ARTEFACTS.items():
         if path.endswith((".tsv", ".json", ".trec", ".txt")):
             assert key in covered, key

@@ -57,9 +57,9 @@ def make_zip(tmp_path, files=GOOD, name="toyset"):
 
 def entry_for(zpath, **over):
     data = zpath.read_bytes()
-    entry = {"name": "toyset", "url": "https://example.invalid/beir/toyset.zip", "md5": hashlib.md5(data).hexdigest(),
-             "bytes": len(data), "zip_top_folder": "toyset", "qrels_splits": ["train", "test"], "sha256": None,
-             "note": "test archive"}
+    entry = {"name": "toyset", "url": "https://example.invalid/beir/toyset.zip",
+             "md5": hashlib.md5(data).hexdigest(), "bytes": len(data), "zip_top_folder": "toyset",
+             "qrels_splits": ["train", "test"], "sha256": None, "note": "test archive"}
     entry.update(over)
     return entry
 
@@ -90,13 +90,15 @@ def test_good_pin_writes_data_pins_format_with_independent_hashes(tmp_path):
                                                                        for l in TEST.splitlines()[1:]})
     assert key_shape(written) == key_shape(json.loads(DATA_PINS.read_text()))
     assert written["dataset"] == "toyset"
-    assert written["zip"] == {"bytes": len(zbytes), "md5": hashlib.md5(zbytes).hexdigest(), "sha256": sha(zbytes),
-                              "top_folder": "toyset", "url": "https://example.invalid/beir/toyset.zip"}
+    assert written["zip"] == {"bytes": len(zbytes), "md5": hashlib.md5(zbytes).hexdigest(),
+                              "sha256": sha(zbytes), "top_folder": "toyset",
+                              "url": "https://example.invalid/beir/toyset.zip"}
     roles = {"corpus.jsonl": "corpus", "queries.jsonl": "queries", "qrels/train.tsv": "qrels_dev",
              "qrels/test.tsv": "qrels_confirm"}
     for rel, data in GOOD.items():
         f = written["files"][rel]
-        assert (f["sha256"], f["bytes"], f["lines"], f["role"]) == (sha(data), len(data), data.count(b"\n"), roles[rel])
+        assert (f["sha256"], f["bytes"], f["lines"], f["role"]) == (sha(data), len(data),
+                                                                    data.count(b"\n"), roles[rel])
     assert written["files"]["qrels/train.tsv"]["content_sha256"] == content_sha(TRAIN)
     assert written["files"]["qrels/test.tsv"]["content_sha256"] == content_sha(TEST)
     assert written["files"]["qrels/test.tsv"]["sealed"] is True

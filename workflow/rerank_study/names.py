@@ -62,7 +62,8 @@ def measures(metrics_cfg: Mapping) -> list[Measure]:
     """Every per-query measure of a run, in column order (the first is the primary metric)."""
     ks = metrics_cfg["recall_ks"]
     return ([primary_measure(metrics_cfg)] + [Measure("recall", k) for k in ks]
-            + [Measure("capped_recall", k) for k in ks] + [Measure("mrr", metrics_cfg["mrr_k"]), FIRST_REL_RANK])
+            + [Measure("capped_recall", k) for k in ks] + [Measure("mrr", metrics_cfg["mrr_k"]),
+                                                           FIRST_REL_RANK])
 
 
 def column(method: str, measure: Measure | str) -> str:

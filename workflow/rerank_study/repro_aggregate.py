@@ -37,7 +37,8 @@ DEFINITIONS = {
     "nrmse": "RMSE / sqrt(mean_q max(o_q, 1 - o_q)^2) (ideal 0)",
     "ktu": "repro_eval's Kendall's tau union per query: tau_b of the sorted-union index codes, position by "
            "position; numpy mean over queries (ideal 1)",
-    "rbo": "RBO_ext (Webber et al. 2010, eq. 32) of the whole ranked lists, persistence p; numpy mean (ideal 1)",
+    "rbo": "RBO_ext (Webber et al. 2010, eq. 32) of the whole ranked lists, persistence p; numpy "
+           "mean (ideal 1)",
     "er": "mean(Δ') / mean(Δ) (ideal 1); null when mean(Δ) = 0",
     "delta_ri": "RI - RI', RI = (mean a - mean b) / mean b (ideal 0); null when a mean b is 0",
     "band": "Pyserini: OK equal at 4 decimals, OKish <= 5e-4 apart at 4 decimals, FAIL otherwise",
