@@ -56,7 +56,8 @@ def genuine_repo(dest: Path) -> Path:
     """A git checkout of this code whose own lockfiles/ is a genuine (not a test fixture) lock folder of the
     fixture data: the repository's sealed set is the fixture's qrels/test.tsv."""
     repo = code_copy(dest)
-    keep = {name: (repo / "lockfiles" / name).read_bytes() for name in ("requirements.lock", "torch.txt")}
+    keep = {name: (repo / "lockfiles" / name).read_bytes()  # the environment's locks (the seal checks them)
+            for name in ("requirements.lock", "requirements-dev.lock", "torch.txt")}
     shutil.rmtree(repo / "lockfiles")
     make_lockdir(repo / "lockfiles")
     (repo / "lockfiles" / locations.TEST_FIXTURE).unlink()

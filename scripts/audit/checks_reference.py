@@ -10,9 +10,11 @@ see checks_provenance.
 * A run that claims ANOTHER model (identity or weights differ) on the same texts (corpus and queries equal)
   must not have the reference's logits: a query (>= ``MIN_PAIRS`` pairs in common) whose logits are an affine
   image ``a * reference + b`` of the reference's within the tolerance fails - a stand-in run relabelled as the
-  pinned model, also when shifted or scaled to keep its rankings. (Two different models do not give affine
-  images of each other's logits on 5 or more pairs; a rank-preserving nonlinear transform is beyond this
-  check: the auditor's own re-inference, check 'reinfer', is the general answer.)
+  pinned model, also when shifted or scaled to keep its rankings; and a query (>= ``ORDER_PAIRS`` in common)
+  whose logits rank the pairs exactly as the reference's do fails too - the same, through any rank-preserving
+  transform. (Two different models do not give affine images of each other's logits on 5 or more pairs, nor
+  the same order of 10; a transform that reorders some pairs is beyond this check: the auditor's own
+  re-inference, check 'reinfer', is the general answer.)
 * A run with the reference's model (identity and weights) on the same texts but another shape, split,
   candidate list or kind (a smoke run, a ``--configfile`` with another depth) scores some of the reference's
   pairs: each pair in common must be within ``TOLERANCE`` of the reference logit (a pair's logit depends on
@@ -43,6 +45,7 @@ EVIDENCE = ("cross-CPU evidence: the committed smoke reference (AMD EPYC, AVX2, 
 INPUT_ROLES = ("corpus", "queries", "qrels_dev", "qrels_confirm", "split_dev", "split_confirm", "candidates")
 TEXTS = ("corpus", "queries")  # what a pair's texts are made of: equal files, equal (query, document) texts
 MIN_PAIRS = 5
+ORDER_PAIRS = 10  # two models ranking 10 pairs alike by chance: 1 / 10! = 2.8e-7 per query
 CHECK = "reference"
 
 
@@ -130,9 +133,31 @@ def affine_image(xs: list[float], ys: list[float]):
     return (a, b, resid) if resid <= bound else None
 
 
+def in_reference_order(xs: list[float], ys: list[float]) -> bool:
+    """True when ``ys`` ranks the pairs exactly as the distinct reference logits ``xs`` do (a rank-preserving
+    image of them: ties allowed, not all equal)."""
+    if len(set(xs)) < len(xs) or max(ys) == min(ys):
+        return False
+    by_x = [y for _, y in sorted(zip(xs, ys))]
+    return all(a <= b for a, b in zip(by_x, by_x[1:]))
+
+
+def relabelled_as(xs: list[float], ys: list[float]) -> str | None:
+    """How the run's logits ``ys`` of one query are the reference's ``xs`` under another label, or None."""
+    image = affine_image(xs, ys)
+    if image is not None:
+        return (f"logit = {image[0]!r} * reference + {image[1]!r} within {image[2]!r}: the reference's "
+                "logits under another label (or a stale reference)")
+    if len(xs) >= ORDER_PAIRS and in_reference_order(xs, ys):
+        return (f"the {len(xs)} logits rank the pairs exactly as the reference's do: the reference's logits "
+                "through a rank-preserving transform, under another label")
+    return None
+
+
 def not_relabelled(run, name: str, ref_json: dict, folder: Path, au) -> str:
     """The run claims another model than the reference's on the same texts: no query's logits may be an affine
-    image of the reference's."""
+    image of the reference's (>= MIN_PAIRS pairs in common) or rank them exactly as it does
+    (>= ORDER_PAIRS)."""
     f, ref = str(run.path("pairs")), reference_logits(folder)
     ident = ref_json["identity"]
     checked = 0
@@ -141,15 +166,14 @@ def not_relabelled(run, name: str, ref_json: dict, folder: Path, au) -> str:
         if len(common) < MIN_PAIRS:
             continue
         checked += 1
-        image = affine_image([ref[(q, r["doc_id"])] for r in common], [float(r["logit"]) for r in common])
-        au.check(CHECK, image is None, f, f"qid {q}: {len(common)} pairs in common with reference {name}",
+        how = relabelled_as([ref[(q, r["doc_id"])] for r in common], [float(r["logit"]) for r in common])
+        au.check(CHECK, how is None, f, f"qid {q}: {len(common)} pairs in common with reference {name}",
                  f"the logits of the model the run names ({run.manifest.get('model_identity')}), not those "
-                 f"of reference {name}'s ({ident.get('model_identity')})",
-                 None if image is None else f"logit = {image[0]!r} * reference + {image[1]!r} within "
-                 f"{image[2]!r}: the reference's logits under another label (or a stale reference)")
+                 f"of reference {name}'s ({ident.get('model_identity')})", how)
     return (f"reference {name} (model {ident.get('model_identity')}): the run names another model on the "
             f"same texts; {checked} queries with >= {MIN_PAIRS} pairs in common checked not to be an affine "
-            f"image of the reference's logits (within {TOLERANCE!r})")
+            f"image of the reference's logits (within {TOLERANCE!r}) nor, with >= {ORDER_PAIRS}, in exactly "
+            "its order")
 
 
 def check_reference(run, want, au) -> None:

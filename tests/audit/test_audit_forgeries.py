@@ -136,6 +136,31 @@ def extra_column_added(d):
     _edit_rows(d / "per_query.tsv", lambda rows: [r.update(significant="yes") for r in rows])
 
 
+# ---- what the audit's readers and its allowlist of files decide
+def repeated_json_key(d):
+    """summary.json holding a key twice: a JSON reader keeps the last, a human may read the first."""
+    text = (d / "summary.json").read_text()
+    (d / "summary.json").write_text(text.replace("{", '{\n  "n_queries": 999,', 1))
+
+
+def nan_in_json(d):
+    _json(d / "summary.json", lambda s: s["comparisons"]["blend-rrf"].update(mean=float("nan")))
+
+
+def opening_record_in_a_development_run(d):
+    """A confirmation opening's record dropped into a development run: only an opening may hold one."""
+    (d / "OPENING.json").write_text('{"opening": 1}\n')
+
+
+def log_of_no_rule(d):
+    (d / "logs/confirm_quietly.log").write_text("nothing to see\n")
+
+
+def logit_not_a_number(d):
+    """A value the readers cannot parse: the checks reading it fail (the audit itself does not crash)."""
+    _edit_rows(d / "pairs.tsv", lambda rows: rows[0].update(logit="high"))
+
+
 FORGERIES = {
     "figures_dropped_from_manifest": (drop_figures, {"layout"}),
     "measurements_dropped_and_forged": (drop_measurements, {"layout", "measurements"}),
@@ -155,6 +180,11 @@ FORGERIES = {
     "verification_queries_changed": (verification_queries_changed, {"verification"}),
     "verification_pairs_count_changed": (verification_pairs_count_changed, {"verification"}),
     "undocumented_column_added": (extra_column_added, {"columns"}),
+    "repeated_json_key": (repeated_json_key, {"summary"}),  # unreadable: every check reading it fails
+    "nan_in_json": (nan_in_json, {"summary"}),
+    "opening_record_in_a_development_run": (opening_record_in_a_development_run, {"layout"}),
+    "log_of_no_rule": (log_of_no_rule, {"layout"}),
+    "logit_not_a_number": (logit_not_a_number, {"columns", "summary"}),  # the checks that cannot run fail
 }
 
 

@@ -6,6 +6,7 @@ rankings), a run of another model does not; a run no reference applies to says s
 nothing."""
 
 import json
+import math
 import random
 import subprocess
 import sys
@@ -210,3 +211,14 @@ def test_a_run_of_another_shape_is_still_compared_on_the_pairs_it_shares_with_th
     (fail,) = failures(result, "reference")
     assert fail["item"] == (f"qid {row['qid']} doc {row['doc_id']} logit vs reference fixture-smoke (same "
                             "model and texts, other shape)")
+
+
+def test_a_stand_in_run_relabelled_through_a_rank_preserving_transform_fails(referenced):
+    """exp(40 x) keeps every query's ranking (and so every metric) and is no affine image: the order rule."""
+    rundir, lockdir = referenced
+    relabel_as_pinned(rundir, lambda x: math.exp(40.0 * x))
+    proc, result = run_audit(rundir, lockdir)
+    assert proc.returncode == 1 and "reference" in result["failed_checks"]
+    fails = failures(result, "reference")
+    assert len(fails) == 5, fails  # each smoke query: 10 pairs, ranked exactly as the reference ranks them
+    assert all("the 10 logits rank the pairs exactly as the reference's do" in f["found"] for f in fails)
