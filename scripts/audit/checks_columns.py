@@ -5,6 +5,7 @@ believed. Signature: see checks_provenance."""
 
 from __future__ import annotations
 
+import json
 import math
 
 from columns import (
@@ -73,9 +74,34 @@ def _check_json(au, path, found, keys: dict, where: str = "") -> None:
             au.check("columns", ok(found[name]), str(path), f"{where}{name} ({check})", what, found[name])
 
 
+def canonical_json(obj) -> str:
+    """The one text of a JSON record of a run (as the pipeline documents it: keys sorted, 2-space indent,
+    ASCII escapes, no NaN/Infinity, a final newline)."""
+    return json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
+
+
+def _check_json_texts(run, au) -> None:
+    """Every JSON file of the run folder but the job records (logs/) is its record's canonical text: the same
+    value written another way ("1e2", "0.50000000000000001", a BOM, spaces) is not the documented file."""
+    for path in sorted(run.rundir.rglob("*.json")):
+        rel = path.relative_to(run.rundir)
+        if rel.parts[0] == "logs" or path.is_symlink() or not path.is_file():
+            continue
+        text = path.read_bytes().decode("utf-8", errors="replace")
+        try:
+            want = canonical_json(read_json(path))
+        except Exception as exc:  # unreadable: named here, failed by every check that reads it
+            au.check("columns", False, str(path), "canonical JSON text", "strict JSON", f"{exc}")
+            continue
+        first = next((i for i, (a, b) in enumerate(zip(want, text)) if a != b), min(len(want), len(text)))
+        au.check("columns", text == want, str(path), "canonical JSON text (sorted keys, indent 2, ASCII)",
+                 repr(want[max(0, first - 20):first + 20]), repr(text[max(0, first - 20):first + 20]))
+
+
 def check_columns(run, want, au) -> None:
     for key in (*TABLES, *PARAMETRIC_TABLES):
         _check_table(run, want, au, key)
+    _check_json_texts(run, au)
     for key, keys in JSON_KEYS.items():
         path = run.manifest_path if key == "manifest" else run.path(key)
         found = read_json(path)

@@ -161,6 +161,13 @@ def logit_not_a_number(d):
     _edit_rows(d / "pairs.tsv", lambda rows: rows[0].update(logit="high"))
 
 
+def json_numbers_rewritten(d):
+    """The same values written another way (1e2 for 100, trailing digits that parse to the same float): a
+    reader sees digits the record does not hold."""
+    text = (d / "summary.json").read_text()
+    (d / "summary.json").write_text(text.replace('"n_queries": 5,', '"n_queries": 5e0,', 1))
+
+
 FORGERIES = {
     "figures_dropped_from_manifest": (drop_figures, {"layout"}),
     "measurements_dropped_and_forged": (drop_measurements, {"layout", "measurements"}),
@@ -184,6 +191,7 @@ FORGERIES = {
     "nan_in_json": (nan_in_json, {"summary"}),
     "opening_record_in_a_development_run": (opening_record_in_a_development_run, {"layout"}),
     "log_of_no_rule": (log_of_no_rule, {"layout"}),
+    "json_numbers_rewritten": (json_numbers_rewritten, {"columns"}),
     "logit_not_a_number": (logit_not_a_number, {"columns", "summary"}),  # the checks that cannot run fail
 }
 
