@@ -118,12 +118,20 @@ def canonical(kind: str, text: str, empty_allowed: bool = False) -> bool:
     return _CANONICAL[kind].fullmatch(text) is not None
 
 
+# a study whose candidates are a user's TREC run (study.candidates: trec, per the committed derived pins): its
+# candidate table keeps the run file's own score text
+TREC_CANDIDATES = (("qid", ID, "frozen_candidates"), ("split", TEXT, "candidates"),
+                   ("rank", INT, "candidates"), ("doc_id", ID, "frozen_candidates"),
+                   ("run_score", TEXT, "frozen_candidates"))
 EMPTY_ALLOWED = {("run_candidates", "bm25_rank"), ("run_candidates", "dense_rank")}  # in one list only
 EMPTY_ALLOWED_SUFFIX = "_first_rel_rank"  # per_query: no relevant document in the list
 
 
-def table_columns(key: str, settings: dict, n_groups: int, n_queries: int) -> list[tuple[str, str, str]]:
+def table_columns(key: str, settings: dict, n_groups: int, n_queries: int,
+                  trec_candidates: bool = False) -> list[tuple[str, str, str]]:
     """The documented (column, kind, check) of a table, the parametric ones named from the settings."""
+    if key == "run_candidates" and trec_candidates:
+        return list(TREC_CANDIDATES)
     if key in TABLES:
         return list(TABLES[key])
     kind, check = PARAMETRIC_TABLES[key]
@@ -148,6 +156,8 @@ def markdown() -> str:
     lines = ["| file | column or key | written as | recomputed by (or declared as) |", "|---|---|---|---|"]
     for key, cols in TABLES.items():
         lines += [f"| `{key}` | `{c}` | {kind} | {check} |" for c, kind, check in cols]
+    lines += [f"| `run_candidates` (candidates: trec) | `{c}` | {kind} | {check} |" for c, kind, check in
+              TREC_CANDIDATES]
     for key, (kind, check) in PARAMETRIC_TABLES.items():
         lines.append(f"| `{key}` | every column (named from the settings) | {kind} (ids and counts: id, "
                      f"int) | {check} |")
