@@ -13,6 +13,7 @@ from columns import (
     EMPTY_ALLOWED_SUFFIX,
     FLAG,
     JSON_KEYS,
+    MACHINE,
     PARAMETRIC_TABLES,
     PROSE,
     PROVENANCE,
@@ -47,6 +48,14 @@ def _check_table(run, want, au, key: str) -> None:
     au.check("columns", True, str(path), "cells", "canonical", "canonical")
 
 
+def description(value) -> bool:
+    """A record describing the machine: texts, numbers and flags, in records, all the way down."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and description(v) for k, v in value.items())
+    finite = not (isinstance(value, float) and not math.isfinite(value))
+    return isinstance(value, (str, int, float, bool)) and finite
+
+
 def measurement(value) -> bool:
     """A timing/memory/count figure, or a list/record of them: finite numbers >= 0 all the way down."""
     if isinstance(value, bool):
@@ -60,7 +69,8 @@ def measurement(value) -> bool:
 
 DECLARED_KIND = {PROVENANCE: (measurement, "finite numbers >= 0 (a measurement)"),
                  PROSE: (lambda v: isinstance(v, str), "a description (text)"),
-                 FLAG: (lambda v: isinstance(v, bool), "true or false")}
+                 FLAG: (lambda v: isinstance(v, bool), "true or false"),
+                 MACHINE: (lambda v: isinstance(v, dict) and description(v), "a record of texts and numbers")}
 
 
 def _check_json(au, path, found, keys: dict, where: str = "") -> None:
@@ -73,6 +83,11 @@ def _check_json(au, path, found, keys: dict, where: str = "") -> None:
         if check in DECLARED_KIND and name in found:
             ok, what = DECLARED_KIND[check]
             au.check("columns", ok(found[name]), str(path), f"{where}{name} ({check})", what, found[name])
+
+
+def shard_records(run) -> list:
+    """The per-shard measurement records the run folder holds (measurements/score-of-<N>/<i>.json)."""
+    return sorted(run.rundir.glob("measurements/score-of-*/*.json"))
 
 
 def canonical_json(obj) -> str:
@@ -104,8 +119,9 @@ def check_columns(run, want, au) -> None:
         _check_table(run, want, au, key)
     _check_json_texts(run, au)
     for key, keys in JSON_KEYS.items():
-        path = run.manifest_path if key == "manifest" else run.path(key)
-        found = read_json(path)
-        _check_json(au, path, found, keys)
-        if key == "scoring_measurements" and isinstance(found, dict):
-            _check_json(au, path, found.get("settings"), SCORING_SETTINGS, "settings.")
+        for path in shard_records(run) if key == "shard_measurements" else [
+                run.manifest_path if key == "manifest" else run.path(key)]:
+            found = read_json(path)
+            _check_json(au, path, found, keys)
+            if key in ("scoring_measurements", "shard_measurements") and isinstance(found, dict):
+                _check_json(au, path, found.get("settings"), SCORING_SETTINGS, "settings.")

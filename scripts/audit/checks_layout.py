@@ -4,6 +4,7 @@ audit is anchored to, and the splits have the committed sizes. Signature: see ch
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import layout
@@ -49,7 +50,10 @@ def sealed_name(run, want) -> str | None:
 def _check_files(run, want, au) -> None:
     sealed = sealed_name(run, want)
     for p in sorted(run.rundir.rglob("*")):
-        if p.is_file() or p.is_symlink():
+        if p.is_symlink() or not (p.is_file() or p.is_dir()):  # the run must HOLD its bytes
+            au.check("layout", False, str(p), "a file of the run folder", "a regular file or folder",
+                     f"a symbolic link to {os.readlink(p)}" if p.is_symlink() else "another kind of file")
+        elif p.is_file():
             rel = p.relative_to(run.rundir).as_posix()
             au.check("layout", layout.allowed_file(rel, run.kind, sealed), str(p), "a file of the run folder",
                      "a file the documented layout names", "not in the documented layout")

@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 
 from anchors import REPO
-from checks_scores import scorer_label
+from checks_scores import scorer_label, shard_tables
 from columns import DTYPE, NUMERICS
 from definitions import STANDIN
+from readers import read_json, read_table
 
 LOCKS = (REPO / "lockfiles" / "requirements.lock", REPO / "lockfiles" / "torch.txt")
 RECORDED_LIBRARIES = ("tokenizers", "torch", "transformers")
@@ -65,6 +66,33 @@ def _check_scoring(run, want, au) -> dict:
     return rec
 
 
+# the process environment every scoring process states (docs/scoring.md: oneMKL strict CNR, no dynamic
+# threads)
+NUMERICS_ENV = {"MKL_CBWR": NUMERICS, "MKL_DYNAMIC": "FALSE", "OMP_DYNAMIC": "FALSE"}
+
+
+def _check_shard_records(run, want, au, scoring: dict) -> None:
+    """Each shard's measurement record (measurements/score-of-<N>/<i>.json) states the scoring contract and
+    counts its own shard table's rows."""
+    ce = want.anchor.config["ce"]
+    for i, table in enumerate(shard_tables(want)):
+        path = run.rundir / table.replace("shards/", "measurements/", 1).replace(".tsv", ".json")
+        rec, rows = read_json(path), read_table(run.rundir / table)
+        f, numerics = str(path), rec.get("numerics") or {}
+        _expect(au, f, rec, {"shard": i, "shards": ce["shards"], "pairs": len(rows),
+                             "queries": len({r["qid"] for r in rows}), "versions": scoring.get("versions"),
+                             "truncated_pairs": sum(1 for r in rows if r["truncated"] == "true")})
+        _expect(au, f, numerics if isinstance(numerics, dict) else {},
+                {"mkl_cnr": NUMERICS, "env": NUMERICS_ENV}, "numerics.")
+        _expect(au, f, rec.get("settings") or {}, {k: scoring.get("settings", {}).get(k) for k in
+                                                   ("dtype", "batch_size", "seed", "max_length",
+                                                    "truncation")},
+                "settings.")
+        au.check("measurements", rec.get("pairs_inferred", 0) + rec.get("pairs_from_cache", 0) == len(rows),
+                 f, "pairs_inferred + pairs_from_cache", len(rows), [rec.get("pairs_inferred"),
+                                                                  rec.get("pairs_from_cache")])
+
+
 def _check_verification(run, want, au) -> None:
     f, rec = str(run.path("verification_measurements")), run.measurements("verification_measurements")
     sample = {tuple(x) for x in run.verification.get("sample", [])}
@@ -78,6 +106,7 @@ def _check_verification(run, want, au) -> None:
 
 def check_measurements(run, want, au) -> None:
     scoring = _check_scoring(run, want, au)
+    _check_shard_records(run, want, au, scoring)
     _check_verification(run, want, au)
     report, f = run.measurements("report_measurements"), str(run.path("report_measurements"))
     copies = {k: scoring.get(v) for k, v in REPORT_COPIES.items()}

@@ -31,6 +31,7 @@ def check_pairs(run, want, au) -> None:
     au.check("pairs", [(r["qid"], r["doc_id"]) for r in run.pair_rows] == order, f, "row order",
              "the candidates' order (analysed queries, then rank)", "another order")
     _check_token_counts(run, au, f)
+    _check_shards(run, want, au)
     # the batching rule, re-implemented from the recorded token counts: per query, the candidates sorted by
     # truncated joint token length min(total_tokens, max_length) descending, ties by rank ascending, cut into
     # consecutive chunks of ce.batch_size; a pair's batch number is its chunk's index
@@ -41,6 +42,34 @@ def check_pairs(run, want, au) -> None:
             au.check("pairs", int(row["batch"]) == pos // size, f, f"qid {q} doc {row['doc_id']} batch",
                      f"{pos // size} (position {pos} of the token-length order, chunks of {size})",
                      row["batch"])
+
+
+def shard_tables(want) -> list[str]:
+    """The shard tables a run holds (ce.shards of the anchor config): shards/score-of-<N>/<i>.tsv."""
+    n = want.anchor.config["ce"]["shards"]
+    return [f"shards/score-of-{n}/{i}.tsv" for i in range(n)]
+
+
+def _check_shards(run, want, au) -> None:
+    """pairs.tsv is exactly the rows of its shard tables, each with pairs.tsv's header: no shard table holds
+    a row (another logit, another model) the gathered table does not."""
+    names, where = shard_tables(want), str(run.rundir / "shards")
+    found = sorted(p.relative_to(run.rundir).as_posix() for p in run.rundir.glob("shards/**/*")
+                   if not p.is_dir())
+    au.check("pairs", found == sorted(names), where, "shard tables (ce.shards)", names, found)
+    header, *body = run.path("pairs").read_text(encoding="utf-8").split("\n")
+    rows = []
+    for name in names:
+        path = run.rundir / name
+        if not path.is_file():
+            continue
+        first, *rest = path.read_text(encoding="utf-8").split("\n")
+        au.check("pairs", first == header, str(path), "header", header, first)
+        rows += [line for line in rest if line]
+    want_rows = sorted(line for line in body if line)
+    au.check("pairs", sorted(rows) == want_rows, where, "the shards' rows", "exactly pairs.tsv's "
+             f"{len(want_rows)}",
+             f"{len(rows)} rows, {len(set(rows) ^ set(want_rows))} not in both")
 
 
 def _check_token_counts(run, au, f: str) -> None:

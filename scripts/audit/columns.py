@@ -49,8 +49,8 @@ PAIR_SPECIAL_TOKENS = 3
 # be this one. Declared values are checked by 'columns' for their kind only: PROVENANCE a measurement (finite
 # numbers >= 0, also inside a list or record), PROSE a description (text; its words are not checked), FLAG a
 # record of how the run was made (true/false; an opening's: checked by 'measurements').
-PROVENANCE, PROSE, FLAG = "provenance", "prose", "flag"
-DECLARED = (PROVENANCE, PROSE, FLAG)
+PROVENANCE, PROSE, FLAG, MACHINE = "provenance", "prose", "flag", "machine"
+DECLARED = (PROVENANCE, PROSE, FLAG, MACHINE)  # MACHINE: a record describing the machine (texts and numbers)
 
 
 def _keys(check: str, names: str, **declared: str) -> dict:
@@ -75,6 +75,15 @@ JSON_KEYS = {
                                    "pairs_per_second_inference", "per_shard", "shards", "threads",
                                    "threads_granted_by_scheduler", "tokens_inferred",
                                    "useful_gflop_inferred")},
+        "fresh_inference": FLAG, "_note": PROSE},
+    # measurements/score-of-<N>/<i>.json, one per scoring shard (checks_measurements.check_shard_records)
+    "shard_measurements": {
+        **_keys("measurements", "numerics pairs queries settings shard shards truncated_pairs versions"),
+        **_TIMINGS, "machine": MACHINE,
+        **{n: PROVENANCE for n in ("cache_entries_verified", "model_load_seconds", "padded_tokens_inferred",
+                                   "pairs_from_cache", "pairs_inferred", "threads",
+                                   "threads_granted_by_scheduler", "tokenizer_load_seconds",
+                                   "tokens_inferred", "useful_gflop_inferred")},
         "fresh_inference": FLAG, "_note": PROSE},
     "verification_measurements": {**_keys("measurements", "batches numerics pairs_inferred"), **_TIMINGS,
                                   "threads": PROVENANCE, "_note": PROSE},

@@ -84,9 +84,9 @@ MUST_FAIL = {name: "per_query" for name in list(WRONG)[:9]} | {
 
 
 def audit_copy(tmp: Path, name: str, wrong: tuple | None) -> Path:
-    """A copy of the audit package (scripts/audit), with one definition replaced by a wrong one. It sits in a
-    repository-shaped folder (<copy>/scripts/audit) whose lockfiles/ and config/ are this checkout's: the audit
-    finds the committed locks and config beside itself."""
+    """A copy of the audit package (scripts/audit), with one definition replaced by a wrong one. It sits in
+    a repository-shaped folder (<copy>/scripts/audit) whose lockfiles/ and config/ are this checkout's: the
+    audit finds the committed locks and config beside itself."""
     repo = tmp / f"audit-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
     dest = repo / "scripts" / "audit"
     shutil.copytree(AUDIT, dest, ignore=shutil.ignore_patterns("__pycache__"))

@@ -78,7 +78,7 @@ def test_every_table_column_is_checked(copy_of, key, col, kind, check):
 
 def _json_cases():
     return ([(key, name, check) for key, keys in columns.JSON_KEYS.items() for name, check in keys.items()]
-            + [("scoring_measurements", f"settings.{name}", check)
+            + [(key, f"settings.{name}", check) for key in ("scoring_measurements", "shard_measurements")
                for name, check in columns.SCORING_SETTINGS.items()])
 
 
@@ -88,7 +88,7 @@ def _changed(value, check):
     changes)."""
     if check == columns.PROVENANCE:
         return -1
-    if check in (columns.PROSE, columns.FLAG):
+    if check in (columns.PROSE, columns.FLAG, columns.MACHINE):
         return 1
     if isinstance(value, bool):
         return not value
@@ -108,7 +108,9 @@ def _changed(value, check):
 @pytest.mark.parametrize("key,name,check", _json_cases(), ids=lambda x: str(x))
 def test_every_json_key_is_checked(copy_of, key, name, check):
     rundir = copy_of("smoke")
-    path = rundir / ("manifest.json" if key == "manifest" else layout.RUN_ARTEFACTS[key][0])
+    path = (rundir / "manifest.json" if key == "manifest" else
+            sorted(rundir.glob("measurements/score-of-*/*.json"))[0] if key == "shard_measurements" else
+            rundir / layout.RUN_ARTEFACTS[key][0])  # a shard's record: the first shard's
     record = json.loads(path.read_text())
     *outer, last = name.split(".")
     holder = record[outer[0]] if outer else record

@@ -168,6 +168,29 @@ def json_numbers_rewritten(d):
     (d / "summary.json").write_text(text.replace('"n_queries": 5,', '"n_queries": 5e0,', 1))
 
 
+def report_is_a_link_to_an_honest_copy(d):
+    """report.md replaced by a symbolic link to an honest copy outside the run: whoever can write that file
+    changes the report after the audit."""
+    outside = d.parents[2] / "outside-report.md"
+    shutil.copy(d / "report.md", outside)
+    (d / "report.md").unlink()
+    (d / "report.md").symlink_to(outside)
+
+
+def shard_row_forged(d):
+    """A shard table (the raw per-shard scores) holding a logit and a model pairs.tsv does not."""
+    path = sorted(d.glob("shards/score-of-*/*.tsv"))[0]
+    lines = path.read_text().split("\n")
+    cells = lines[1].split("\t")
+    cells[3] = "9.99"
+    path.write_text("\n".join([lines[0], "\t".join(cells)] + lines[2:]))
+
+
+def shard_record_claims_other_numerics(d):
+    path = sorted(d.glob("measurements/score-of-*/*.json"))[0]
+    _json(path, lambda r: r["numerics"].update(mkl_cnr="OFF"))
+
+
 FORGERIES = {
     "figures_dropped_from_manifest": (drop_figures, {"layout"}),
     "measurements_dropped_and_forged": (drop_measurements, {"layout", "measurements"}),
@@ -192,6 +215,9 @@ FORGERIES = {
     "opening_record_in_a_development_run": (opening_record_in_a_development_run, {"layout"}),
     "log_of_no_rule": (log_of_no_rule, {"layout"}),
     "json_numbers_rewritten": (json_numbers_rewritten, {"columns"}),
+    "report_is_a_link_to_an_honest_copy": (report_is_a_link_to_an_honest_copy, {"layout"}),
+    "shard_row_forged": (shard_row_forged, {"pairs"}),
+    "shard_record_claims_other_numerics": (shard_record_claims_other_numerics, {"measurements"}),
     "logit_not_a_number": (logit_not_a_number, {"columns", "summary"}),  # the checks that cannot run fail
 }
 
