@@ -71,6 +71,8 @@ from .calibration_intervals import Workspace, column_totals, drawn_totals, ratio
 METHODS = ("percentile", "bca", "bootstrap_t", "cluster_t", "query_percentile")
 STREAMS = {"coverage": 1, "null": 2, "power": 3, "randomization": 4}  # never 0: see the docstring
 _ND = NormalDist()
+AUDIT_NOTE = ("first n_audit simulations of each stream (power: of each grid size); draw order and seeding in "
+              "rerank_study.calibration's module docstring")
 
 
 # -------------------------------------------------------------------- small formulas --
@@ -293,6 +295,12 @@ def power_summary(curve: list[dict], k: int, settings: CalibrationSettings) -> l
 
 # ------------------------------------------------------------------------ top level --
 
+def settings_record(settings: CalibrationSettings) -> dict:
+    """The settings as the output records them (JSON-able)."""
+    return {**asdict(settings), "power_n": list(settings.power_n), "percentiles": list(settings.percentiles),
+            "nominal_coverage": settings.nominal, "test_level": settings.alpha}
+
+
 def calibrate(deltas: Mapping[str, Sequence[float]], positions: Sequence[Sequence[int]], *,
               settings: CalibrationSettings, workers: int = 1) -> dict:
     """Coverage, type I error, sign-flip p-value and power of the run's data (a JSON-able dict).
@@ -314,11 +322,8 @@ def calibrate(deltas: Mapping[str, Sequence[float]], positions: Sequence[Sequenc
             "bootstrap_t_dropped_replicates": {"coverage": cov.dropped[k], "null": null.dropped[k]},
             "randomization": rand[k], "power": power_summary(curve, k, settings),
         }
-    return {"settings": {**asdict(settings), "power_n": list(settings.power_n),
-                         "percentiles": list(settings.percentiles),
-                         "nominal_coverage": settings.nominal, "test_level": settings.alpha},
+    return {"settings": settings_record(settings),
             "data": {"n_queries": data.N, "n_groups": data.G, "comparisons": list(data.names)},
             "methods": list(METHODS), "comparisons": comparisons,
             "audit": {"coverage": cov_records, "null": null_records, "power": power_records,
-                      "note": "first n_audit simulations of each stream (power: of each grid size); "
-                              "draw order and seeding in rerank_study.calibration's module docstring"}}
+                      "note": AUDIT_NOTE}}
