@@ -109,7 +109,9 @@ def power_plot(cal: Mapping, scorer: str, path) -> None:
                  "tab:blue"),
                 ("p_lower_above_0", "wilson_lower_above_0", "P(lower bound > 0)", "tab:orange")):
             ys = [p[key] for p in curve]
-            err = [[y - p[wkey][0] for y, p in zip(ys, curve)], [p[wkey][1] - y for y, p in zip(ys, curve)]]
+            # (a Wilson bound can sit an ulp inside a share of 0 or 1: never a negative bar)
+            err = [[max(0.0, y - p[wkey][0]) for y, p in zip(ys, curve)],
+                   [max(0.0, p[wkey][1] - y) for y, p in zip(ys, curve)]]
             ax.errorbar(ns, ys, yerr=err, marker="o", capsize=3, color=colour, label=label)
         ax.axvline(cal["confirmation_n"], color="grey", ls="--", lw=1, label=f"confirmation n = {cal['confirmation_n']}")
         ax.set_ylim(-0.02, 1.02)

@@ -1,0 +1,79 @@
+"""The audit's standard-library calibration arithmetic against the pipeline's (numpy / scipy) on the same draws:
+every endpoint, z0, a, SE and dropped count of one simulation equal bit for bit, the draws of the documented
+generators equal numpy's, Student's t quantile within its stated tolerance, Wilson equal to statsmodels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import audit_module
+from rerank_study import calibration as cal
+from rerank_study import calibration_inputs as cin
+from rerank_study import calibration_intervals as civ
+
+cs = audit_module("calib_stats")
+ec = audit_module("expected_calibration")
+
+
+def data(seed, G, K=3, ties=False):
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 4, G).tolist()
+    members, i = [], 0
+    for s in sizes:
+        members.append(list(range(i, i + s)))
+        i += s
+    deltas = {f"c{k}": (np.round(rng.normal(0.05 * k, 0.3, i), 1 if ties else 6)).tolist() for k in range(K)}
+    return deltas, members
+
+
+@pytest.mark.parametrize("seed,G,ties", [(1, 6, False), (2, 25, False), (3, 12, True), (4, 3, True)])
+def test_one_simulation_of_each_stream_equals_the_pipelines(seed, G, ties):
+    deltas, members = data(seed, G, ties=ties)
+    settings = cin.CalibrationSettings(seed=110 + seed, S=3, B_inner=60, R=50, S_power=2, power_n=(7, 30),
+                                       n_audit=3)
+    out = cal.calibrate(deltas, members, settings=settings)
+    mine = ec.CalibrationData(list(deltas), deltas, members)
+    st = {"seed": settings.seed, "B_inner": 60, "percentiles": [2.5, 97.5], "R": 50}
+    t_q = out["audit"]["coverage"][0]["t_quantile"]
+    assert abs(cs.t_quantile(0.975, len(members) - 1) - t_q) <= cs.T_QUANTILE_REL * t_q
+    for s in range(3):
+        assert ec.coverage_sample(mine, st, s, t_q) == out["audit"]["coverage"][s]
+        assert ec.null_sample(mine, st, s, t_q) == out["audit"]["null"][s]
+    for n in (7, 30):
+        for s in range(2):
+            assert ec.power_sample(mine, st, n, s) == out["audit"]["power"][str(n)][s]
+    for k, name in enumerate(deltas):
+        theta, se = cs.ratio_and_se(mine.sums[k], mine.sizes, range(len(members)))
+        assert (theta, se) == (out["comparisons"][name]["theta_hat"], out["comparisons"][name]["se"])
+        flips = ec.randomization(mine, st, 10 ** 9)[k]
+        assert flips["flips"] == 50 and flips["p"] == out["comparisons"][name]["randomization"]["p"]
+        assert flips["extreme"] == out["comparisons"][name]["randomization"]["extreme"]
+
+
+def test_a_degenerate_sample_is_undefined_on_both_sides():
+    deltas = {"zero": [0.0] * 6}
+    members = [[0], [1, 2], [3], [4, 5]]
+    settings = cin.CalibrationSettings(seed=5, S=2, B_inner=20, R=10, S_power=1, power_n=(4,), n_audit=2)
+    out = cal.calibrate(deltas, members, settings=settings)
+    mine = ec.CalibrationData(["zero"], deltas, members)
+    st = {"seed": 5, "B_inner": 20, "percentiles": [2.5, 97.5]}
+    rec = ec.coverage_sample(mine, st, 0, out["audit"]["coverage"][0]["t_quantile"])
+    assert rec == out["audit"]["coverage"][0]
+    assert rec["comparisons"][0]["intervals"]["bca"] is None and rec["comparisons"][0]["intervals"]["bootstrap_t"] is None
+
+
+def test_t_quantile_within_its_tolerance_of_scipy():
+    from scipy.stats import t
+
+    for df in (1, 2, 3, 4, 7, 30, 91, 551):
+        for p in (0.975, 0.995, 0.9):
+            assert cs.t_quantile(p, df) == pytest.approx(float(t.ppf(p, df)), rel=cs.T_QUANTILE_REL)
+
+
+def test_wilson_equals_statsmodels():
+    from statsmodels.stats.proportion import proportion_confint
+
+    for x, n in ((0, 20), (14, 20), (1900, 2000), (40, 40)):
+        assert cs.wilson(x, n, 0.05) == pytest.approx(list(proportion_confint(x, n, 0.05, "wilson")), abs=1e-12)
+        assert cs.wilson(x, n, 0.05) == list(cal.wilson_interval(x, n, 0.05))  # the same arithmetic: bit-equal
