@@ -4,13 +4,13 @@ vectorised simulations' throughput against the plain-loop reference (prints numb
     .venv/bin/python scripts/bench.py calibrate [--rundir results/dev-standin] [--threads 2]
 
 * rule: ``calibration_run.calibration_record`` on the run's per_query.tsv and groups.tsv with the committed
-  config's calibration settings (a development run's: config.yaml, not the smoke sizes), ``--threads`` workers -
-  what rule calibrate does, timed here (and the rule's own Snakemake benchmark, when the run has one);
+  config's calibration settings (a development run's: config.yaml, not the smoke sizes), ``--threads`` workers
+  - what rule calibrate does, timed here (and the rule's own Snakemake benchmark, when the run has one);
 * throughput: inner bootstrap replicates per second (B_inner per outer sample, all five methods, every
   comparison) of ``calibration_intervals.sample_intervals`` on the first coverage samples, against
-  ``naive_sample_intervals`` (plain Python loops) on the same samples (checked equal), and the ratio.
-Without a finished run it uses synthetic data of the development run's shape (100 queries, 92 groups: 86 of one
-query, 6 of two) and says so."""
+  ``naive_sample_intervals`` (plain Python loops) on the same samples (checked equal), and the ratio. Without
+  a finished run it uses synthetic data of the development run's shape (100 queries, 92 groups: 86 of one
+  query, 6 of two) and says so."""
 
 from __future__ import annotations
 
@@ -38,14 +38,16 @@ def run_data(rundir: Path, cfg: dict):
                 last = r["group_id"]
             groups[-1].append(r["qid"])
         deltas = calibration_run.run_deltas(rows, cfg["comparisons"]["all"], summary["metric"])
-        return deltas, calibration_run.group_positions(qids, groups), summary["primary"], summary["metric"], str(rundir)
+        positions = calibration_run.group_positions(qids, groups)
+        return deltas, positions, summary["primary"], summary["metric"], str(rundir)
     import numpy as np
 
     rng = np.random.default_rng(0)
     positions = [[i] for i in range(86)] + [[86 + 2 * j, 87 + 2 * j] for j in range(7)][:6]
     n = sum(len(g) for g in positions)
     deltas = {name: np.round(rng.normal(0.02, 0.2, n), 6).tolist() for name in cfg["comparisons"]["all"]}
-    return deltas, positions, cfg["comparisons"]["primary"], "ndcg@10", f"synthetic ({n} queries, {len(positions)} groups)"
+    label = f"synthetic ({n} queries, {len(positions)} groups)"
+    return deltas, positions, cfg["comparisons"]["primary"], "ndcg@10", label
 
 
 def rule_benchmark(rundir: Path):
@@ -102,8 +104,8 @@ def main(rundir: str, threads: int) -> int:
                                        confirmation_n=st["calibration"]["confirmation_n"], workers=threads)
     seconds = time.perf_counter() - t0
     bench = rule_benchmark(Path(rundir))
-    print(f"calibrate  the rule's computation with the defaults: {seconds:.1f} s"
-          + (f" (the run's own rule benchmark, its run's settings: {bench:.1f} s)" if bench is not None else ""))
+    own = f" (the run's own rule benchmark, its run's settings: {bench:.1f} s)" if bench is not None else ""
+    print(f"calibrate  the rule's computation with the defaults: {seconds:.1f} s{own}")
     for key, val in throughput(deltas, positions, settings, samples=40, naive_samples=2).items():
         print(f"calibrate  {key}: {val}")
     return 0

@@ -1,10 +1,11 @@
-"""The calibration's interval methods on one sample of groups, re-implemented with the standard library from their
-written definitions (docs/outputs.md "calibration.json", SOURCE_MAP rows 55-62), in the documented arithmetic
-order, so that every number of a recorded simulation is recomputed exactly: sums sequential, left to right, in draw
-order; the percentile is numpy's linear rule (``definitions.percentile``); Φ and Φ⁻¹ are ``statistics.NormalDist``.
-The one number this module cannot give exactly is Student's t quantile (the pipeline takes scipy's ``t.ppf``):
-``t_quantile`` inverts the t distribution function by bisection to within T_QUANTILE_REL, and the check accepts
-the run's quantile within that tolerance (and then uses it, so the cluster-t endpoints are compared exactly)."""
+"""The calibration's interval methods on one sample of groups, re-implemented with the standard library from
+their written definitions (docs/outputs.md "calibration.json", SOURCE_MAP rows 55-62), in the documented
+arithmetic order, so that every number of a recorded simulation is recomputed exactly: sums sequential, left
+to right, in draw order; the percentile is numpy's linear rule (``definitions.percentile``); Φ and Φ⁻¹ are
+``statistics.NormalDist``. The one number this module cannot give exactly is Student's t quantile (the
+pipeline takes scipy's ``t.ppf``): ``t_quantile`` inverts the t distribution function by bisection to within
+T_QUANTILE_REL, and the check accepts the run's quantile within that tolerance (and then uses it, so the
+cluster-t endpoints are compared exactly)."""
 
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ def ratio(sums, sizes, draw) -> float:
 
 
 def acceleration(jack: list[float]):
-    """a = (1/6)(Σ U³/n³)/(Σ U²/n²)^{3/2}, U_j = (n−1)(θ̄ − θ_(j)), θ̄ and the sums sequential; None when Σ U² = 0."""
+    """a = (1/6)(Σ U³/n³)/(Σ U²/n²)^{3/2}, U_j = (n−1)(θ̄ − θ_(j)), θ̄ and the sums sequential; None when Σ U²
+    = 0."""
     n = float(len(jack))
     total = 0.0
     for x in jack:
@@ -80,8 +82,9 @@ def bca_levels(reps: list[float], theta: float, jack: list[float], lo_p: float):
 
 
 def bootstrap_t(theta, se, reps, se_reps, tol, pcts):
-    """[θ̂ − q_hi(t*) se, θ̂ − q_lo(t*) se] over the replicates with se* > tol; (interval or None, dropped)."""
-    t = [(r - theta) / e for r, e in zip(reps, se_reps) if e > tol]
+    """[θ̂ − q_hi(t*) se, θ̂ − q_lo(t*) se] over the replicates with se* > tol; (interval or None,
+    dropped)."""
+    t = [(r - theta) / e for r, e in zip(reps, se_reps, strict=True) if e > tol]
     dropped = len(reps) - len(t)
     if se <= tol or len(t) < 2:
         return None, dropped
@@ -100,7 +103,7 @@ def comparison_intervals(sums, sizes, deltas, g_idx, q_idx, pcts, t_q) -> dict:
         se_reps.append(e)
     jack = [ratio(sums, sizes, [g for g in range(G) if g != j]) for j in range(G)]
     levels, z0, a = bca_levels(reps, theta, jack, pcts[0])
-    tol = DEGENERATE_SE * max(abs(s / n) for s, n in zip(sums, sizes))
+    tol = DEGENERATE_SE * max(abs(s / n) for s, n in zip(sums, sizes, strict=True))
     boot_t, dropped = bootstrap_t(theta, se, reps, se_reps, tol, pcts)
     n_q = len(deltas)
     qreps = []
@@ -116,11 +119,13 @@ def comparison_intervals(sums, sizes, deltas, g_idx, q_idx, pcts, t_q) -> dict:
         "cluster_t": [theta - t_q * se, theta + t_q * se],
         "query_percentile": [percentile(qreps, pcts[0]), percentile(qreps, pcts[1])],
     }
-    return {"theta": theta, "se": se, "z0": z0, "a": a, "bootstrap_t_dropped": dropped, "intervals": intervals}
+    return {"theta": theta, "se": se, "z0": z0, "a": a, "bootstrap_t_dropped": dropped,
+            "intervals": intervals}
 
 
 def wilson(successes: int, trials: int, alpha: float) -> list[float]:
-    """Wilson score interval, z = Φ⁻¹(1 − α/2): (p̂ + z²/2n ± z √(p̂(1−p̂)/n + z²/4n²)) / (1 + z²/n), clipped to [0, 1]."""
+    """Wilson score interval, z = Φ⁻¹(1 − α/2): (p̂ + z²/2n ± z √(p̂(1−p̂)/n + z²/4n²)) / (1 + z²/n), clipped
+    to [0, 1]."""
     z = ND.inv_cdf(1 - alpha / 2)
     p, z2 = successes / trials, z * z
     denom = 1 + z2 / trials
@@ -139,7 +144,9 @@ def _betacf(a: float, b: float, x: float) -> float:
     h = d
     for m in range(1, 10_000):
         m2 = 2 * m
-        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+        even = m * (b - m) * x / ((qam + m2) * (a + m2))
+        odd = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        for aa in (even, odd):
             d = 1.0 + aa * d
             d = 1.0 / (d if abs(d) > tiny else tiny)
             c = 1.0 + aa / c
@@ -155,7 +162,8 @@ def _incomplete_beta(a: float, b: float, x: float) -> float:
         return 0.0
     if x >= 1.0:
         return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    log_beta = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+    front = math.exp(log_beta + a * math.log(x) + b * math.log1p(-x))
     if x < (a + 1.0) / (a + b + 2.0):
         return front * _betacf(a, b, x) / a
     return 1.0 - front * _betacf(b, a, 1.0 - x) / b

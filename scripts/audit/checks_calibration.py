@@ -1,35 +1,40 @@
-"""Check 'calibration': calibration.json is the calibration the definitions give on the run's own data (the audit's
-recomputed Δ and groups) with the ANCHOR's settings. Recomputed exactly, in the documented arithmetic order: the
-settings record, the data, θ̂ and its SE, every recorded simulation (the first n_audit of each stream and of each
-power size: every endpoint, z0, a and dropped count), the sign-flip test from the audit's own flips (all R when
-R·G ≤ FLIPS_LIMIT), and every share and Wilson interval from its counts. The tallies over simulations the file does
-not record (S > n_audit) cannot be recomputed without redoing them; they must be consistent with the recorded ones
-(counts in range, at least the recorded successes and failures, shares = counts / S exactly); with n_audit ≥ S (a
-smoke run) every tally and mean width is recomputed. Tolerances, each stated: Student's t quantile (scipy in the
-pipeline) within calib_stats.T_QUANTILE_REL; a sign-flip count from a prefix of the flips within 4.5 binomial
-standard errors. Signature: see checks_provenance."""
+"""Check 'calibration': calibration.json is the calibration the definitions give on the run's own data (the
+audit's recomputed Δ and groups) with the ANCHOR's settings. The file records every simulation's outcome
+(``simulations``, column-wise); the audit recomputes exactly, in the documented arithmetic order: the settings
+record, the data, θ̂ and its SE, a seeded sample of ``n_audit`` simulations of the coverage stream, of the
+null stream and of the power grid (all of them when n_audit is at least their number; every endpoint and
+dropped count, or θ̂*, lower bound and query count), the sign-flip test from the audit's own flips (all R when
+R·G ≤ FLIPS_LIMIT), and every tally, share, Wilson interval and mean from the recorded columns. The sample:
+``DefaultRng([seed, 5])`` (a stream the pipeline never draws from), a partial Fisher-Yates shuffle of the
+simulation numbers (``audit_sample``), drawn for coverage, null and the power grid in that order. Tolerances,
+each stated: Student's t quantile (scipy in the pipeline) within calib_stats.T_QUANTILE_REL; a sign-flip count
+from a prefix of the flips within 4.5 binomial standard errors. Signature: see checks_provenance."""
 
 from __future__ import annotations
 
 import math
 
 from calib_stats import T_QUANTILE_REL, ratio_and_se, t_quantile
-from calibration_tallies import consistent_tree, recomputed_tree
+from calibration_tallies import METHODS, read_columns, tallies
 from expected_calibration import CalibrationData, coverage_sample, null_sample, power_sample, randomization
 from readers import read_json
+from rng import DefaultRng
 
 CHECK = "calibration"
-FLIPS_LIMIT = 3_000_000  # sign-flip draws the audit makes itself (R·G); above it, the first FLIPS_LIMIT // G flips
-METHODS = ["percentile", "bca", "bootstrap_t", "cluster_t", "query_percentile"]
+# sign-flip draws the audit makes itself (R·G); above it, the first FLIPS_LIMIT // G flips
+FLIPS_LIMIT = 3_000_000
+SAMPLE_STREAM = 5  # the audit's sample of simulations to recompute (the pipeline's streams are 1..4)
 NOT_COMPUTABLE = "fewer than two evidence groups: nothing to resample"
 
 
 def expected_settings(c: dict, settings: dict) -> dict:
-    """The settings record of calibration.json from the anchor (its percentiles and threshold: the bootstrap's)."""
+    """The settings record of calibration.json from the anchor (its percentiles and threshold: the
+    bootstrap's)."""
     pct = [float(p) for p in settings["percentiles"]]
     return {"seed": c["seed"], "S": c["S"], "B_inner": c["B_inner"], "R": c["R"], "S_power": c["S_power"],
             "power_n": list(c["power_n"]), "threshold": float(settings["threshold"]), "percentiles": pct,
-            "n_audit": c["n_audit"], "nominal_coverage": (pct[1] - pct[0]) / 100, "test_level": 2 * pct[0] / 100}
+            "n_audit": c["n_audit"], "nominal_coverage": (pct[1] - pct[0]) / 100,
+            "test_level": 2 * pct[0] / 100}
 
 
 def same(a, b) -> bool:
@@ -59,15 +64,15 @@ def compare(au, f: str, path: str, found, want) -> None:
     elif isinstance(want, list):
         ok = isinstance(found, list) and len(found) == len(want)
         au.check(CHECK, ok, f, f"{path} entries", len(want), len(found) if isinstance(found, list) else found)
-        for i, (x, y) in enumerate(zip(found if ok else [], want)):
+        for i, (x, y) in enumerate(zip(found, want, strict=True) if ok else ()):
             compare(au, f, f"{path}[{i}]", x, y)
     else:
         au.check(CHECK, same(found, want), f, path, want, found)
 
 
 def comparison_names(au, f, found: dict, want) -> list[str]:
-    """The comparisons in the order the file records them (its records are indexed in it), when that order is a
-    permutation of the anchor's; else the anchor's (and a failure)."""
+    """The comparisons in the order the file records them (its records are indexed in it), when that order is
+    a permutation of the anchor's; else the anchor's (and a failure)."""
     names = list(want.comparisons)
     given = (found.get("data") or {}).get("comparisons") if isinstance(found.get("data"), dict) else None
     ok = isinstance(given, list) and sorted(given) == sorted(names) and len(given) == len(names)
@@ -76,22 +81,56 @@ def comparison_names(au, f, found: dict, want) -> list[str]:
 
 
 def run_t_quantile(au, f, found: dict, own: float) -> float:
-    """The run's t quantile when it is within the stated tolerance of the audit's own, else the audit's own."""
-    recs = (found.get("audit") or {}).get("coverage") or []
-    if not recs:  # nothing recorded (n_audit 0) shows a quantile: the record's tree holds none
-        return own
-    theirs = recs[0].get("t_quantile") if isinstance(recs[0], dict) else None
+    """The run's t quantile when it is within the stated tolerance of the audit's own, else the audit's
+    own."""
+    sims = found.get("simulations")
+    theirs = sims.get("t_quantile") if isinstance(sims, dict) else None
     ok = isinstance(theirs, float) and abs(theirs - own) <= T_QUANTILE_REL * abs(own)
-    au.check(CHECK, ok, f, f"t quantile (within {T_QUANTILE_REL} relative of the audit's own)", own, theirs)
+    au.check(CHECK, ok, f, f"simulations.t_quantile (within {T_QUANTILE_REL} relative of the audit's own)",
+             own, theirs)
     return theirs if ok else own
 
 
-def records(data, st: dict, t_q: float) -> dict:
-    """The recorded simulations, recomputed: the first n_audit of the coverage and null streams and of each size."""
-    n_cov, n_pow = min(st["n_audit"], st["S"]), min(st["n_audit"], st["S_power"])
-    return {"coverage": [coverage_sample(data, st, s, t_q) for s in range(n_cov)],
-            "null": [null_sample(data, st, s, t_q) for s in range(n_cov)],
-            "power": {str(n): [power_sample(data, st, n, s) for s in range(n_pow)] for n in st["power_n"]}}
+def audit_sample(rng: DefaultRng, total: int, n: int) -> list[int]:
+    """min(n, total) distinct numbers of 0..total-1, sorted: a partial Fisher-Yates shuffle, step i swapping
+    position i with i + integers(0, total - i)."""
+    order = list(range(total))
+    for i in range(min(n, total)):
+        j = i + rng.integers_flat(total - i, 1)[0]
+        order[i], order[j] = order[j], order[i]
+    return sorted(order[:min(n, total)])
+
+
+def samples(st: dict) -> dict:
+    """The simulations the audit recomputes: coverage and null numbers s, power pairs (n, s)."""
+    rng = DefaultRng([st["seed"], SAMPLE_STREAM])
+    cov = audit_sample(rng, st["S"], st["n_audit"])
+    null = audit_sample(rng, st["S"], st["n_audit"])
+    grid = audit_sample(rng, len(st["power_n"]) * st["S_power"], st["n_audit"])
+    return {"coverage": cov, "null": null,
+            "power": [(st["power_n"][j // st["S_power"]], j % st["S_power"]) for j in grid]}
+
+
+def overlay(cols: dict, names: list[str], data, st: dict, t_q: float, picked: dict) -> dict:
+    """The recorded columns with the sampled simulations replaced by the audit's recomputation of them."""
+    one = {"coverage": coverage_sample, "null": null_sample}
+    for stream in ("coverage", "null"):
+        for s in picked[stream]:
+            rec = one[stream](data, st, s, t_q)
+            for name, comp in zip(names, rec["comparisons"], strict=True):
+                col = cols[stream][name]
+                col["bootstrap_t_dropped"][s] = comp["bootstrap_t_dropped"]
+                for m in METHODS:
+                    iv = comp["intervals"][m]
+                    col["intervals"][m]["lower"][s] = None if iv is None else iv[0]
+                    col["intervals"][m]["upper"][s] = None if iv is None else iv[1]
+    for n, s in picked["power"]:
+        rec, col = power_sample(data, st, n, s), cols["power"][str(n)]
+        col["queries"][s] = rec["queries"]
+        for k, name in enumerate(names):
+            col["comparisons"][name]["theta"][s] = rec["theta"][k]
+            col["comparisons"][name]["lower"][s] = rec["lower"][k]
+    return cols
 
 
 def randomization_view(au, f, found_comp: dict, own: dict, R: int) -> dict:
@@ -111,27 +150,36 @@ def randomization_view(au, f, found_comp: dict, own: dict, R: int) -> dict:
 
 
 def expected_record(run, want, au, f: str, found: dict) -> dict:
-    """calibration.json as the audit vouches for it (recomputed, or consistent where it cannot be recomputed)."""
+    """calibration.json as the audit vouches for it: the sampled simulations recomputed, the rest as recorded
+    (when well formed), every tally recounted from them."""
     st = dict(expected_settings(want.settings["calibration"], want.settings))
     names = comparison_names(au, f, found, want)
     head = {"primary": want.settings["comparisons"]["primary"], "metric": want.metric,
-            "confirmation_n": want.settings["calibration"]["confirmation_n"], "settings": st, "methods": METHODS,
+            "confirmation_n": want.settings["calibration"]["confirmation_n"], "settings": st,
+            "methods": list(METHODS),
             "data": {"n_queries": len(run.analysed), "n_groups": len(want.groups), "comparisons": names}}
     if len(want.groups) < 2:
         return {**head, "computable": False, "reason": NOT_COMPUTABLE, "comparisons": {},
-                "audit": {"coverage": [], "null": [], "power": {}}}
+                "simulations": {"coverage": {}, "null": {}, "power": {}, "t_quantile": None}}
     data = CalibrationData(names, want.deltas, want.members)
     t_q = run_t_quantile(au, f, found, t_quantile(st["percentiles"][1] / 100, data.G - 1))
-    recs = records(data, st, t_q)
-    tally = recomputed_tree if st["n_audit"] >= max(st["S"], st["S_power"]) else consistent_tree
+    cols = overlay(read_columns(au, f, found, names, st), names, data, st, t_q, samples(st))
     rand = randomization(data, st, FLIPS_LIMIT)
     comps = {}
     for k, name in enumerate(names):
         theta, se = ratio_and_se(data.sums[k], data.sizes, range(data.G))
-        found_comp = (found.get("comparisons") or {}).get(name) if isinstance(found.get("comparisons"), dict) else None
-        comps[name] = {"theta_hat": theta, "se": se, "randomization": randomization_view(au, f, found_comp, rand[k], st["R"]),
-                       **tally(au, f, name, k, data, st, recs, found_comp if isinstance(found_comp, dict) else {})}
-    return {**head, "computable": True, "reason": None, "comparisons": comps, "audit": recs}
+        found_comp = _get_comp(found, name)
+        comps[name] = {"theta_hat": theta, "se": se,
+                       "randomization": randomization_view(au, f, found_comp, rand[k], st["R"]),
+                       **tallies(name, data.theta(k), data, st, cols)}
+    return {**head, "computable": True, "reason": None, "comparisons": comps,
+            "simulations": {**cols, "t_quantile": t_q}}
+
+
+def _get_comp(found: dict, name: str) -> dict:
+    comps = found.get("comparisons")
+    comp = comps.get(name) if isinstance(comps, dict) else None
+    return comp if isinstance(comp, dict) else {}
 
 
 def calibration_view(run, want, au) -> dict:
@@ -147,10 +195,12 @@ def check_calibration(run, want, au) -> None:
     f = str(run.path("calibration"))
     found = read_json(run.path("calibration"))
     if want.settings.get("calibration") is None:
-        au.check(CHECK, False, f, "settings", "the anchor's calibration settings", "the anchor has none (a protocol "
-                 "frozen before the calibration existed): freeze a new protocol")
+        au.check(CHECK, False, f, "settings", "the anchor's calibration settings",
+                 "the anchor has none (a protocol frozen before the calibration existed): freeze a new "
+                 "protocol")
         return
-    au.note(CHECK, "recorded simulations, θ̂, SE, sign-flip test, shares and Wilson intervals recomputed exactly; "
-                   "tallies over unrecorded simulations checked for consistency (all recomputed when n_audit >= S); "
-                   f"t quantile within {T_QUANTILE_REL} relative")
+    au.note(CHECK, "a seeded sample of n_audit simulations per stream recomputed exactly (all when n_audit "
+                   "covers them); θ̂, SE and the sign-flip test recomputed; every tally, share and Wilson "
+                   f"interval recounted from the recorded simulations; t quantile within {T_QUANTILE_REL} "
+                   "relative")
     compare(au, f, "", found, calibration_view(run, want, au))

@@ -1,19 +1,21 @@
-"""What calibration.json must hold, recomputed from the run's per-query differences (``expected.Expected.deltas``:
-the audit's own metrics), its evidence groups and the ANCHOR's calibration settings, with the audit's own
-generator (``rng.DefaultRng`` with list seeds). Each outer simulation has its own generator and its draws in the
-documented order (docs/outputs.md, "calibration.json"), so any one of them is recomputed alone:
+"""What calibration.json must hold, recomputed from the run's per-query differences
+(``expected.Expected.deltas``: the audit's own metrics), its evidence groups and the ANCHOR's calibration
+settings, with the audit's own generator (``rng.DefaultRng`` with list seeds). Each outer simulation has its
+own generator and its draws in the documented order (docs/outputs.md, "calibration.json"), so any one of them
+is recomputed alone:
 
 * coverage, sample s: ``DefaultRng([seed, 1, s])``; groups = integers(0, G, G); grouped index matrix
-  integers(0, G, (B, G)); query index matrix integers(0, N_s, (B, N_s)), N_s the sample's queries (its groups in
-  draw order, each group's members in order);
+  integers(0, G, (B, G)); query index matrix integers(0, N_s, (B, N_s)), N_s the sample's queries (its groups
+  in draw order, each group's members in order);
 * paired null, simulation s: ``DefaultRng([seed, 2, s])``; e = integers(0, 2, G), sign 2e − 1 per group (all G
   groups in order); then integers(0, G, (B, G)) and integers(0, N, (B, N));
-* power, size n, simulation s: ``DefaultRng([seed, 3, n, s])``; m = max(2, ⌊(2nG + N)/(2N)⌋) groups = integers(0,
-  G, m); integers(0, m, (B, m));
+* power, size n, simulation s: ``DefaultRng([seed, 3, n, s])``; m = max(2, ⌊(2nG + N)/(2N)⌋) groups =
+  integers(0, G, m); integers(0, m, (B, m));
 * randomization: ``DefaultRng([seed, 4])``; integers(0, 2, (R, G)).
 
-Streams are numbered from 1 (a trailing 0 of a list seed does not count). ``sample`` / ``null`` / ``power`` give
-one simulation's record; ``randomization`` the sign-flip test (all R flips, or the first ``limit`` // G)."""
+Streams are numbered from 1 (a trailing 0 of a list seed does not count). ``sample`` / ``null`` / ``power``
+give one simulation's record; ``randomization`` the sign-flip test (all R flips, or the first ``limit`` //
+G)."""
 
 from __future__ import annotations
 
@@ -60,8 +62,9 @@ def coverage_sample(data: CalibrationData, st: dict, s: int, t_q: float) -> dict
     queries = [i for g in groups for i in data.members[g]]
     q_idx = rng.integers_matrix(len(queries), B, len(queries))
     sizes = [data.sizes[g] for g in groups]
-    comps = [comparison_intervals([data.sums[k][g] for g in groups], sizes, [data.deltas[k][i] for i in queries],
-                                  g_idx, q_idx, st["percentiles"], t_q) for k in range(len(data.names))]
+    comps = [comparison_intervals([data.sums[k][g] for g in groups], sizes,
+                                  [data.deltas[k][i] for i in queries], g_idx, q_idx, st["percentiles"], t_q)
+             for k in range(len(data.names))]
     return _record(s, comps, t_q)
 
 
@@ -74,8 +77,8 @@ def null_sample(data: CalibrationData, st: dict, s: int, t_q: float) -> dict:
     q_idx = rng.integers_matrix(N, B, N)
     comps = []
     for k in range(len(data.names)):
-        sums = [x * e for x, e in zip(data.sums[k], signs)]
-        flipped = [data.deltas[k][i] * e for m, e in zip(data.members, signs) for i in m]
+        sums = [x * e for x, e in zip(data.sums[k], signs, strict=True)]
+        flipped = [data.deltas[k][i] * e for m, e in zip(data.members, signs, strict=True) for i in m]
         comps.append(comparison_intervals(sums, data.sizes, flipped, g_idx, q_idx, st["percentiles"], t_q))
     return _record(s, comps, t_q)
 
@@ -85,7 +88,8 @@ def power_groups(n: int, G: int, N: int) -> int:
 
 
 def power_sample(data: CalibrationData, st: dict, n: int, s: int) -> dict:
-    """Simulation s at size n: θ̂* of m drawn groups, the percentile lower bound of its bootstrap, its queries."""
+    """Simulation s at size n: θ̂* of m drawn groups, the percentile lower bound of its bootstrap, its
+    queries."""
     rng = DefaultRng([st["seed"], STREAMS["power"], n, s])
     B, m = st["B_inner"], power_groups(n, data.G, data.N)
     groups = rng.integers_flat(data.G, m)

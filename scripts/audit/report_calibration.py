@@ -1,8 +1,9 @@
-"""report.md's section "How far to trust these intervals here", rendered by the audit from the calibration record
-it vouches for (``checks_calibration.calibration_view``: recomputed, or consistent with the recorded simulations
-where S exceeds them) with the fixed words of the report's specification copied here: the settings sentence, the
-primary comparison's table (coverage at nominal with its Wilson interval, type I error with its interval, mean
-width, undefined counts), the one-line reading, the sign-flip p-values and the power of the confirmation size."""
+"""report.md's section "How far to trust these intervals here", rendered by the audit from the calibration
+record it vouches for (``checks_calibration.calibration_view``: a seeded sample of the simulations recomputed,
+every tally recounted from the recorded ones) with the fixed words of the report's specification copied here:
+the settings sentence, the primary comparison's table (coverage at nominal with its Wilson interval, type I
+error with its interval, mean width, undefined counts), the one-line reading, the sign-flip p-values and the
+power of the confirmation size."""
 
 from __future__ import annotations
 
@@ -37,17 +38,18 @@ def verdict(wilson, nominal: float) -> str:
 def intro(st: dict) -> str:
     return (f"Calibration on this run's own data (rule calibrate, calibration.json; seed {st['seed']}, "
             f"S = {st['S']} outer simulations per stream, B_inner = {st['B_inner']} replicates inside each, "
-            f"R = {st['R']} sign flips, S_power = {st['S_power']} simulations per power size): coverage under the "
-            "empirical population (the evidence groups resampled with replacement; truth = the observed mean Δ), "
-            "type I error under the grouped paired null (each group's Δ sign-flipped together). Monte-Carlo "
-            "intervals: Wilson 95 %. The preregistered percentile interval decides; this is reported beside it.")
+            f"R = {st['R']} sign flips, S_power = {st['S_power']} simulations per power size): coverage "
+            "under the empirical population (the evidence groups resampled with replacement; truth = the "
+            "observed mean Δ), type I error under the grouped paired null (each group's Δ sign-flipped "
+            "together). Monte-Carlo intervals: Wilson 95 %. The preregistered percentile interval decides; "
+            "this is reported beside it.")
 
 
 def table(cal: dict, comp: dict) -> list[str]:
     st = cal["settings"]
-    out = [f"| method ({cal['primary']}) | coverage at nominal {100 * st['nominal_coverage']:g} % [MC interval] | "
-           f"type I error at nominal {100 * st['test_level']:g} % [MC interval] | mean width | "
-           "undefined (coverage / null) |", "|---|---|---|---|---|"]
+    out = [f"| method ({cal['primary']}) | coverage at nominal {100 * st['nominal_coverage']:g} % "
+           f"[MC interval] | type I error at nominal {100 * st['test_level']:g} % [MC interval] | "
+           "mean width | undefined (coverage / null) |", "|---|---|---|---|---|"]
     for m in cal["methods"]:
         c, t = comp["coverage"][m], comp["type_i_error"][m]
         out.append(f"| {METHOD_LABELS[m]} | {pct(c['coverage'])} {mc(c['wilson'])} | {pct(t['rate'])} "
@@ -73,10 +75,11 @@ def randomization(cal: dict) -> str:
 def power(cal: dict, comp: dict) -> str:
     n = cal["confirmation_n"]
     point = next(p for p in comp["power"] if p["n"] == n)
-    return (f"Power of a confirmation of {n} queries ({point['m_groups']} groups drawn; it assumes the true effect is "
-            f"this run's estimate, so it is optimistic), {cal['primary']}: P(mean Δ ≥ {cal['settings']['threshold']}) "
-            f"= {pct(point['p_mean_reaches_threshold'])} {mc(point['wilson_reaches'])}; P(grouped percentile lower "
-            f"bound > 0) = {pct(point['p_lower_above_0'])} {mc(point['wilson_lower_above_0'])}.")
+    return (f"Power of a confirmation of {n} queries ({point['m_groups']} groups drawn; it assumes the true "
+            f"effect is this run's estimate, so it is optimistic), {cal['primary']}: "
+            f"P(mean Δ ≥ {cal['settings']['threshold']}) = {pct(point['p_mean_reaches_threshold'])} "
+            f"{mc(point['wilson_reaches'])}; P(grouped percentile lower bound > 0) = "
+            f"{pct(point['p_lower_above_0'])} {mc(point['wilson_lower_above_0'])}.")
 
 
 def calibration_lines(run, want, au) -> list[str]:
@@ -86,5 +89,5 @@ def calibration_lines(run, want, au) -> list[str]:
     if not cal["computable"]:
         return out + [f"Not computable: {cal['reason']}."]
     comp = cal["comparisons"][cal["primary"]]
-    return out + [intro(cal["settings"]), "", *table(cal, comp), "", reading(cal, comp), "", randomization(cal), "",
-                  power(cal, comp)]
+    return out + [intro(cal["settings"]), "", *table(cal, comp), "", reading(cal, comp), "",
+                  randomization(cal), "", power(cal, comp)]

@@ -1,15 +1,16 @@
-"""Forgeries of calibration.json and of the report's calibration section on copies of the fixture's runs, each with
-the manifest re-hashed (so a hash check is not what catches it): a changed coverage number, p-value, power value,
-recorded simulation or calibration setting fails the check 'calibration' (the report's section: 'report'). The
-smoke run records every simulation (everything recomputed); the development run records the first n_audit, so
-there a share must still equal its count over S and every recorded simulation is recomputed."""
+"""Forgeries of calibration.json and of the report's calibration section on copies of the fixture's runs, each
+with the manifest re-hashed (so a hash check is not what catches it): a changed coverage number, p-value,
+power value, recorded simulation or calibration setting fails the check 'calibration' (the report's section:
+'report'). Both runs record every simulation; the audit recounts every tally from the records and recomputes a
+seeded sample of them (the smoke run's n_audit covers every simulation: all recomputed; the development run's
+covers a sample, so the forgeries of records there change a whole column, whichever simulations the sample
+holds)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-
 from conftest import DATA, audit_module
 from run_copies import rehash_manifest, run_audit
 
@@ -28,7 +29,8 @@ def pct_block(c, comp="blend-ce", m="percentile"):
 
 
 def careful_coverage(c):
-    """One more covering sample, the share and its Wilson interval made to agree (what a careful forger does)."""
+    """One more covering sample, the share and its Wilson interval made to agree (what a careful forger
+    does)."""
     b, S = pct_block(c), c["settings"]["S"]
     b["covered"] += 1
     b["coverage"] = b["covered"] / S
@@ -51,11 +53,23 @@ def power_share(c):
 
 
 def recorded_power(c):
-    c["audit"]["power"]["300"][0]["lower"][0] += 1e-9
+    col = c["simulations"]["power"]["300"]["comparisons"]["blend-ce"]["lower"]
+    col[:] = [x + 1e-9 for x in col]
 
 
-def recorded_endpoint(c):
-    c["audit"]["coverage"][1]["comparisons"][2]["intervals"]["bca"][0] -= 1e-12
+def recorded_endpoints(c):
+    col = c["simulations"]["coverage"]["ce-rrf"]["intervals"]["bca"]["lower"]
+    col[:] = [None if x is None else x - 1e-12 for x in col]
+
+
+def one_recorded_endpoint(c):
+    """The last simulation's upper endpoint, a hair lower: no tally changes; only recomputing it shows it."""
+    col = c["simulations"]["null"]["blend-rrf"]["intervals"]["percentile"]["upper"]
+    col[-1] -= 1e-12
+
+
+def a_column_too_short(c):
+    c["simulations"]["coverage"]["blend-ce"]["bootstrap_t_dropped"].pop()
 
 
 def setting_S(c):
@@ -63,8 +77,7 @@ def setting_S(c):
 
 
 def t_quantile(c):
-    for rec in c["audit"]["coverage"] + c["audit"]["null"]:
-        rec["t_quantile"] *= 1 + 1e-6
+    c["simulations"]["t_quantile"] *= 1 + 1e-6
 
 
 def dropped(c):
@@ -73,13 +86,16 @@ def dropped(c):
 
 FORGERIES = {
     ("smoke", "coverage_count_and_share"): careful_coverage,
+    ("dev", "coverage_count_and_share"): careful_coverage,
+    ("smoke", "one_recorded_endpoint"): one_recorded_endpoint,
+    ("dev", "recorded_endpoints_of_a_method"): recorded_endpoints,
+    ("dev", "a_column_too_short"): a_column_too_short,
     ("dev", "coverage_share_without_its_count"): share_only,
     ("smoke", "p_value_and_its_count"): p_value,
     ("dev", "p_value_and_its_count"): p_value,
     ("smoke", "power_share"): power_share,
     ("dev", "power_share_not_a_count"): power_share,
     ("dev", "recorded_power_simulation"): recorded_power,
-    ("dev", "recorded_endpoint"): recorded_endpoint,
     ("dev", "setting_S"): setting_S,
     ("dev", "t_quantile_beyond_tolerance"): t_quantile,
     ("dev", "dropped_count_out_of_range"): dropped,
@@ -120,7 +136,8 @@ def test_a_run_calibrated_with_another_seed_than_its_anchor_fails(copy_of, tmp_p
     extra = tmp_path / "seed.yaml"
     extra.write_text("calibration:\n  seed: 7\n")
     out = tmp_path / "audit.json"
-    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), str(rundir), "--lockdir", str(copy_of.lockdir),
+    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), str(rundir),
+                           "--lockdir", str(copy_of.lockdir),
                            "--configfile", str(DATA / "fixture_config.yaml"), "--configfile", str(extra),
                            "--out", str(out)], capture_output=True, text=True)
     failed = json.loads(out.read_text())["failed_checks"]
@@ -137,12 +154,13 @@ def report_edit(rundir, old_start: str, fn):
 
 REPORT_EDITS = {
     "coverage_shown": ("| percentile (preregistered) |", lambda l: l.replace(" % [", "1 % [", 1)),
-    "reading_verdict": ("Reading: ", lambda l: l.replace(l.split(": ")[2].split(";")[0], "as nominal here, within "
-                                                          "Monte-Carlo error", 1)
+    "reading_verdict": ("Reading: ", lambda l: l.replace(l.split(": ")[2].split(";")[0],
+                                                          "as nominal here, within Monte-Carlo error", 1)
                         if "too narrow" in l or "wider" in l else l.replace(l.split(": ")[2].split(";")[0],
                                                                            "too narrow here", 1)),
     "p_value_shown": ("Grouped sign-flip", lambda l: l.replace("blend-ce p = ", "blend-ce p = 0.0", 1)),
-    "power_shown": ("Power of a confirmation", lambda l: l.replace("groups drawn", "groups drawn at random", 1)),
+    "power_shown": ("Power of a confirmation",
+                    lambda l: l.replace("groups drawn", "groups drawn at random", 1)),
 }
 
 

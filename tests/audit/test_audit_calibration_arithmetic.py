@@ -1,19 +1,37 @@
-"""The audit's standard-library calibration arithmetic against the pipeline's (numpy / scipy) on the same draws:
-every endpoint, z0, a, SE and dropped count of one simulation equal bit for bit, the draws of the documented
-generators equal numpy's, Student's t quantile within its stated tolerance, Wilson equal to statsmodels."""
+"""The audit's standard-library calibration arithmetic against the pipeline's (numpy / scipy) on the same
+draws: every endpoint, z0, a, SE and dropped count of one simulation equal bit for bit, the draws of the
+documented generators equal numpy's, Student's t quantile within its stated tolerance, Wilson equal to
+statsmodels."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conftest import audit_module
+
 from rerank_study import calibration as cal
 from rerank_study import calibration_inputs as cin
-from rerank_study import calibration_intervals as civ
 
 cs = audit_module("calib_stats")
 ec = audit_module("expected_calibration")
+
+
+def recorded(out, stream, s):
+    """Simulation s of a stream as calibration's columns hold it (intervals and dropped count per
+    comparison)."""
+    comps = []
+    for name in out["data"]["comparisons"]:
+        col = out["simulations"][stream][name]
+        ivs = {m: None if c["lower"][s] is None else [c["lower"][s], c["upper"][s]]
+               for m, c in col["intervals"].items()}
+        comps.append({"intervals": ivs, "bootstrap_t_dropped": col["bootstrap_t_dropped"][s]})
+    return comps
+
+
+def outcome(rec):
+    """The audit's record of one simulation, restricted to what calibration.json holds of it."""
+    return [{"intervals": c["intervals"], "bootstrap_t_dropped": c["bootstrap_t_dropped"]}
+            for c in rec["comparisons"]]
 
 
 def data(seed, G, K=3, ties=False):
@@ -35,14 +53,25 @@ def test_one_simulation_of_each_stream_equals_the_pipelines(seed, G, ties):
     out = cal.calibrate(deltas, members, settings=settings)
     mine = ec.CalibrationData(list(deltas), deltas, members)
     st = {"seed": settings.seed, "B_inner": 60, "percentiles": [2.5, 97.5], "R": 50}
-    t_q = out["audit"]["coverage"][0]["t_quantile"]
+    t_q = out["simulations"]["t_quantile"]
     assert abs(cs.t_quantile(0.975, len(members) - 1) - t_q) <= cs.T_QUANTILE_REL * t_q
+    data_ = cin.prepare(deltas, members)
     for s in range(3):
-        assert ec.coverage_sample(mine, st, s, t_q) == out["audit"]["coverage"][s]
-        assert ec.null_sample(mine, st, s, t_q) == out["audit"]["null"][s]
+        redo = ec.coverage_sample(mine, st, s, t_q)
+        assert outcome(redo) == recorded(out, "coverage", s)
+        # θ̂, se, z0 and a of the sample (not in the file): the pipeline's own sample, bit for bit
+        pipeline = cal.coverage_sample(data_, settings, s)
+        keys = ("theta", "se", "z0", "a")
+        for mine_c, theirs in zip(redo["comparisons"], pipeline["comparisons"], strict=True):
+            assert [mine_c[k] for k in keys] == [theirs[k] for k in keys]
+        assert outcome(ec.null_sample(mine, st, s, t_q)) == recorded(out, "null", s)
     for n in (7, 30):
+        col = out["simulations"]["power"][str(n)]
         for s in range(2):
-            assert ec.power_sample(mine, st, n, s) == out["audit"]["power"][str(n)][s]
+            rec = ec.power_sample(mine, st, n, s)
+            assert rec["queries"] == col["queries"][s]
+            assert rec["theta"] == [col["comparisons"][c]["theta"][s] for c in deltas]
+            assert rec["lower"] == [col["comparisons"][c]["lower"][s] for c in deltas]
     for k, name in enumerate(deltas):
         theta, se = cs.ratio_and_se(mine.sums[k], mine.sizes, range(len(members)))
         assert (theta, se) == (out["comparisons"][name]["theta_hat"], out["comparisons"][name]["se"])
@@ -58,9 +87,10 @@ def test_a_degenerate_sample_is_undefined_on_both_sides():
     out = cal.calibrate(deltas, members, settings=settings)
     mine = ec.CalibrationData(["zero"], deltas, members)
     st = {"seed": 5, "B_inner": 20, "percentiles": [2.5, 97.5]}
-    rec = ec.coverage_sample(mine, st, 0, out["audit"]["coverage"][0]["t_quantile"])
-    assert rec == out["audit"]["coverage"][0]
-    assert rec["comparisons"][0]["intervals"]["bca"] is None and rec["comparisons"][0]["intervals"]["bootstrap_t"] is None
+    rec = ec.coverage_sample(mine, st, 0, out["simulations"]["t_quantile"])
+    assert outcome(rec) == recorded(out, "coverage", 0)
+    ivs = rec["comparisons"][0]["intervals"]
+    assert ivs["bca"] is None and ivs["bootstrap_t"] is None
 
 
 def test_t_quantile_within_its_tolerance_of_scipy():
@@ -75,5 +105,7 @@ def test_wilson_equals_statsmodels():
     from statsmodels.stats.proportion import proportion_confint
 
     for x, n in ((0, 20), (14, 20), (1900, 2000), (40, 40)):
-        assert cs.wilson(x, n, 0.05) == pytest.approx(list(proportion_confint(x, n, 0.05, "wilson")), abs=1e-12)
-        assert cs.wilson(x, n, 0.05) == list(cal.wilson_interval(x, n, 0.05))  # the same arithmetic: bit-equal
+        theirs = list(proportion_confint(x, n, 0.05, "wilson"))
+        assert cs.wilson(x, n, 0.05) == pytest.approx(theirs, abs=1e-12)
+        # the same arithmetic as the pipeline's: bit-equal
+        assert cs.wilson(x, n, 0.05) == list(cal.wilson_interval(x, n, 0.05))

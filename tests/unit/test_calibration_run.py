@@ -1,5 +1,5 @@
-"""The run's calibration around the core (rerank_study.calibration_run, config.calibration_settings, the report
-section's reading): expected values are worked out by hand here."""
+"""The run's calibration around the core (rerank_study.calibration_run, config.calibration_settings, the
+report section's reading): expected values are worked out by hand here."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import copy
 
 import pytest
 import yaml
-
 from conftest import ROOT
+
 from rerank_study import calibration_run as cr
 from rerank_study import report_calibration as rc
 from rerank_study.calibration_inputs import CalibrationSettings
@@ -26,10 +26,10 @@ def cfg(**over):
 
 def test_the_settings_follow_the_runs_kind():
     dev = calibration_settings(cfg())
-    assert dev == {"seed": 110, "S": 2000, "B_inner": 1000, "R": 10000, "S_power": 400, "n_audit": 5,
+    assert dev == {"seed": 110, "S": 2000, "B_inner": 1000, "R": 10000, "S_power": 400, "n_audit": 20,
                    "power_n": [100, 200, 300, 400, 500, 600], "confirmation_n": 300}
     smoke = calibration_settings(cfg(smoke=True))
-    assert smoke == {**dev, "S": 20, "B_inner": 50, "R": 200, "S_power": 10, "n_audit": 20}
+    assert smoke == {**dev, "S": 20, "B_inner": 50, "R": 200, "S_power": 10, "n_audit": 100}
     confirm = calibration_settings(cfg(smoke=True), confirmation=True)  # an opening ignores smoke
     assert confirm == {**dev, "seed": 111}
     c = cfg()
@@ -47,8 +47,8 @@ def test_the_frozen_protocol_carries_the_confirmation_calibration():
 def test_settings_of_maps_every_field():
     s = cr.settings_of({**calibration_settings(cfg()), "S": 7}, [2.5, 97.5], 0.01)
     assert s == CalibrationSettings(seed=110, S=7, B_inner=1000, R=10000, S_power=400,
-                                    power_n=(100, 200, 300, 400, 500, 600), threshold=0.01, percentiles=(2.5, 97.5),
-                                    n_audit=5)
+                                    power_n=(100, 200, 300, 400, 500, 600), threshold=0.01,
+                                    percentiles=(2.5, 97.5), n_audit=20)
 
 
 def test_run_deltas_and_positions():
@@ -82,7 +82,8 @@ def test_a_wrong_primary_or_confirmation_size_is_refused():
         cr.calibration_record(deltas, [[0], [1]], SMALL, primary="a", metric="m", confirmation_n=300)
 
 
-@pytest.mark.parametrize("wilson, said", [((0.920, 0.941), "too narrow here"), ((0.951, 0.97), "wider than needed here"),
+@pytest.mark.parametrize("wilson, said", [((0.920, 0.941), "too narrow here"),
+                                          ((0.951, 0.97), "wider than needed here"),
                                           ((0.93, 0.96), "as nominal here, within Monte-Carlo error"),
                                           ((0.95, 0.96), "as nominal here, within Monte-Carlo error")])
 def test_the_reading_says_where_the_coverage_lies_against_nominal(wilson, said):

@@ -1,8 +1,8 @@
-"""Rule calibrate on the fixture's DAG runs (the session's smoke and development runs): calibration.json holds the
-settings the config files give (read here from the YAML files, not from the code under test), the data the run's
-own tables give, counts and shares that agree, the audit's 'calibration' check ran and passed, the report shows
-the section, and the rule is deterministic: a replay of its recorded job gives the same bytes, with one thread or
-two, and another seed gives other bytes."""
+"""Rule calibrate on the fixture's DAG runs (the session's smoke and development runs): calibration.json holds
+the settings the config files give (read here from the YAML files, not from the code under test), the data the
+run's own tables give, counts and shares that agree, the audit's 'calibration' check ran and passed, the
+report shows the section, and the rule is deterministic: a replay of its recorded job gives the same bytes,
+with one thread or two, and another seed gives other bytes."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ import sys
 
 import pytest
 import yaml
-
 from conftest import DATA, ROOT, read_json
 
 pytestmark = pytest.mark.slow
@@ -59,13 +58,19 @@ def test_calibration_json_holds_the_configured_settings_and_the_runs_data(which,
         for m in METHODS:
             c, t = comp["coverage"][m], comp["type_i_error"][m]
             assert c["coverage"] == c["covered"] / st["S"] and t["rate"] == t["rejections"] / st["S"]
-            assert c["covered"] + c["undefined"] <= st["S"] and c["wilson"][0] <= c["coverage"] <= c["wilson"][1]
+            assert c["covered"] + c["undefined"] <= st["S"]
+            assert c["wilson"][0] <= c["coverage"] <= c["wilson"][1]
         assert [p["n"] for p in comp["power"]] == st["power_n"]
         r = comp["randomization"]
         assert r["R"] == st["R"] and r["p"] == (1 + r["extreme"]) / (1 + st["R"])
-    recorded = min(st["n_audit"], st["S"])
-    assert len(cal["audit"]["coverage"]) == len(cal["audit"]["null"]) == recorded
-    assert [r["s"] for r in cal["audit"]["coverage"]] == list(range(recorded))
+    sims = cal["simulations"]  # every simulation recorded
+    for stream in ("coverage", "null"):
+        for name in cal["data"]["comparisons"]:
+            assert len(sims[stream][name]["bootstrap_t_dropped"]) == st["S"]
+            ivs = sims[stream][name]["intervals"]
+            assert {len(ivs[m][end]) for m in METHODS for end in ("lower", "upper")} == {st["S"]}
+    assert sorted(sims["power"], key=int) == [str(n) for n in st["power_n"]]
+    assert {len(col["queries"]) for col in sims["power"].values()} == {st["S_power"]}
 
 
 @pytest.mark.parametrize("which", ["smoke", "dev"])

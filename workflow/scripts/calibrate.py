@@ -34,7 +34,8 @@ def main(sm):
     positions = calibration_run.group_positions(qids, read_groups(sm.input.groups))
     record = calibration_run.calibration_record(deltas, positions, settings, primary=summary["primary"],
                                                 metric=summary["metric"],
-                                                confirmation_n=p.calibration["confirmation_n"], workers=sm.threads)
+                                                confirmation_n=p.calibration["confirmation_n"],
+                                                workers=sm.threads)
     write_json(sm.output[0], record)
 
 

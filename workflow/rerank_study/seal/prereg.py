@@ -10,7 +10,7 @@ def _calibration_text(c) -> str:
         return "No calibration is frozen in this protocol."
     return (f"Calibration (reported beside the interval, decides nothing): seed {c['seed']}, S = {c['S']}, "
             f"B_inner = {c['B_inner']}, R = {c['R']}, S_power = {c['S_power']}, power sizes {c['power_n']}, "
-            f"{c['n_audit']} simulations recorded per stream.")
+            f"{c['n_audit']} simulations per stream recomputed by the audit.")
 
 
 def preregistration_note(p: dict, sha: str) -> str:
