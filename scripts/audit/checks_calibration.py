@@ -4,15 +4,19 @@ audit's recomputed Δ and groups) with the ANCHOR's settings. The file records e
 record, the data, θ̂ and its SE, a seeded sample of ``n_audit`` simulations of the coverage stream, of the
 null stream and of the power grid (all of them when n_audit is at least their number; every endpoint and
 dropped count, or θ̂*, lower bound and query count), the sign-flip test from the audit's own flips (all R when
-R·G ≤ FLIPS_LIMIT), and every tally, share, Wilson interval and mean from the recorded columns. The sample:
-``DefaultRng([seed, 5])`` (a stream the pipeline never draws from), a partial Fisher-Yates shuffle of the
-simulation numbers (``audit_sample``), drawn for coverage, null and the power grid in that order. Tolerances,
-each stated: Student's t quantile (scipy in the pipeline) within calib_stats.T_QUANTILE_REL; a sign-flip count
-from a prefix of the flips within 4.5 binomial standard errors. Signature: see checks_provenance."""
+R·G ≤ FLIPS_LIMIT), and every tally, share, Wilson interval and mean from the recorded columns. The sample is
+seeded with FRESH randomness at audit time (``secrets.randbits(64)``, recorded with the drawn simulation
+numbers in the check's note), so nobody can know beforehand which simulations will be recomputed:
+``DefaultRng(seed)``, a partial Fisher-Yates shuffle of the simulation numbers (``audit_sample``), drawn for
+coverage, null and the power grid in that order (``samples``; the same seed gives the same sample).
+Tolerances, each stated: Student's t quantile (scipy in the pipeline) within calib_stats.T_QUANTILE_REL; a
+sign-flip count from a prefix of the flips within 4.5 binomial standard errors. Signature: see
+checks_provenance."""
 
 from __future__ import annotations
 
 import math
+import secrets
 
 from calib_stats import T_QUANTILE_REL, ratio_and_se, t_quantile
 from calibration_tallies import METHODS, read_columns, tallies
@@ -23,7 +27,6 @@ from rng import DefaultRng
 CHECK = "calibration"
 # sign-flip draws the audit makes itself (R·G); above it, the first FLIPS_LIMIT // G flips
 FLIPS_LIMIT = 3_000_000
-SAMPLE_STREAM = 5  # the audit's sample of simulations to recompute (the pipeline's streams are 1..4)
 NOT_COMPUTABLE = "fewer than two evidence groups: nothing to resample"
 
 
@@ -101,9 +104,9 @@ def audit_sample(rng: DefaultRng, total: int, n: int) -> list[int]:
     return sorted(order[:min(n, total)])
 
 
-def samples(st: dict) -> dict:
+def samples(st: dict, seed: int) -> dict:
     """The simulations the audit recomputes: coverage and null numbers s, power pairs (n, s)."""
-    rng = DefaultRng([st["seed"], SAMPLE_STREAM])
+    rng = DefaultRng(seed)
     cov = audit_sample(rng, st["S"], st["n_audit"])
     null = audit_sample(rng, st["S"], st["n_audit"])
     grid = audit_sample(rng, len(st["power_n"]) * st["S_power"], st["n_audit"])
@@ -163,7 +166,12 @@ def expected_record(run, want, au, f: str, found: dict) -> dict:
                 "simulations": {"coverage": {}, "null": {}, "power": {}, "t_quantile": None}}
     data = CalibrationData(names, want.deltas, want.members)
     t_q = run_t_quantile(au, f, found, t_quantile(st["percentiles"][1] / 100, data.G - 1))
-    cols = overlay(read_columns(au, f, found, names, st), names, data, st, t_q, samples(st))
+    seed = secrets.randbits(64)
+    picked = samples(st, seed)
+    want.__dict__.setdefault("_calibration_view", {})["sample"] = (
+        f"simulations recomputed, drawn with seed {seed} (secrets.randbits(64) at audit time): coverage "
+        f"{picked['coverage']}, null {picked['null']}, power (n, s) {[list(p) for p in picked['power']]}")
+    cols = overlay(read_columns(au, f, found, names, st), names, data, st, t_q, picked)
     rand = randomization(data, st, FLIPS_LIMIT)
     comps = {}
     for k, name in enumerate(names):
@@ -199,8 +207,10 @@ def check_calibration(run, want, au) -> None:
                  "the anchor has none (a protocol frozen before the calibration existed): freeze a new "
                  "protocol")
         return
-    au.note(CHECK, "a seeded sample of n_audit simulations per stream recomputed exactly (all when n_audit "
-                   "covers them); θ̂, SE and the sign-flip test recomputed; every tally, share and Wilson "
-                   f"interval recounted from the recorded simulations; t quantile within {T_QUANTILE_REL} "
-                   "relative")
-    compare(au, f, "", found, calibration_view(run, want, au))
+    view = calibration_view(run, want, au)
+    sample = want.__dict__["_calibration_view"].get("sample", "nothing to recompute (not computable)")
+    au.note(CHECK, "a freshly seeded sample of n_audit simulations per stream recomputed exactly (all "
+                   "when n_audit covers them); θ̂, SE and the sign-flip test recomputed; every tally, share "
+                   "and Wilson interval recounted from the recorded simulations; t quantile within "
+                   f"{T_QUANTILE_REL} relative; {sample}")
+    compare(au, f, "", found, view)

@@ -109,3 +109,24 @@ def test_wilson_equals_statsmodels():
         assert cs.wilson(x, n, 0.05) == pytest.approx(theirs, abs=1e-12)
         # the same arithmetic as the pipeline's: bit-equal
         assert cs.wilson(x, n, 0.05) == list(cal.wilson_interval(x, n, 0.05))
+
+
+def test_the_audits_sample_is_distinct_uniform_and_everything_when_it_covers_all():
+    cc = audit_module("checks_calibration")
+    rng_mod = audit_module("rng")
+    # all when n >= total; distinct, sorted, in range otherwise
+    assert cc.audit_sample(rng_mod.DefaultRng(3), 5, 9) == [0, 1, 2, 3, 4]
+    picks = cc.audit_sample(rng_mod.DefaultRng(4), 2000, 20)
+    assert len(set(picks)) == 20 and picks == sorted(picks) and 0 <= picks[0] and picks[-1] < 2000
+    # uniform: over 3000 samples of 3 out of 10 each number is drawn with probability 3/10
+    # (binomial, n = 3000, p = 0.3: sd 25.1; 4.5 sd band, 10 counts)
+    counts = [0] * 10
+    for seed in range(3000):
+        for i in cc.audit_sample(rng_mod.DefaultRng(seed), 10, 3):
+            counts[i] += 1
+    assert all(abs(c - 900) <= 4.5 * (3000 * 0.3 * 0.7) ** 0.5 for c in counts), counts
+    # the power grid's pairs (n, s): j -> (power_n[j // S_power], j % S_power), every pair when n_audit covers all
+    st = {"S": 3, "S_power": 2, "power_n": [10, 30], "n_audit": 10}
+    picked = cc.samples(st, 11)
+    assert picked["coverage"] == picked["null"] == [0, 1, 2]
+    assert picked["power"] == [(10, 0), (10, 1), (30, 0), (30, 1)]

@@ -50,7 +50,8 @@ column-wise (per stream, comparison and method the lower and upper endpoints of 
 the dropped bootstrap-t replicates; per power size the query count and per comparison θ̂* and
 the lower bound of all S_power simulations) and the t quantile, so that every tally is a recount
 of these columns and any one simulation can be recomputed alone and compared (the audit
-recomputes a seeded sample of ``n_audit`` per stream; the library itself does not use n_audit).
+recomputes a sample of ``n_audit`` per stream, drawn at audit time; the library does not use
+n_audit).
 
 Cost: one outer sample at a time (scratch buffers reused: a few (G, B) arrays, < 50 MB at
 B = 2000, n = 600); ``workers`` threads may share the simulations (the result does not depend on it).
