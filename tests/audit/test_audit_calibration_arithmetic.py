@@ -125,7 +125,7 @@ def test_the_audits_sample_is_distinct_uniform_and_everything_when_it_covers_all
         for i in cc.audit_sample(rng_mod.DefaultRng(seed), 10, 3):
             counts[i] += 1
     assert all(abs(c - 900) <= 4.5 * (3000 * 0.3 * 0.7) ** 0.5 for c in counts), counts
-    # the power grid's pairs (n, s): j -> (power_n[j // S_power], j % S_power), every pair when n_audit covers all
+    # the power grid's pairs (n, s): j -> (power_n[j // S_power], j % S_power); all when n_audit covers them
     st = {"S": 3, "S_power": 2, "power_n": [10, 30], "n_audit": 10}
     picked = cc.samples(st, 11)
     assert picked["coverage"] == picked["null"] == [0, 1, 2]
