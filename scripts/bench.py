@@ -4,7 +4,7 @@
     .venv/bin/python scripts/bench.py score  [--queries 12] [--threads 2] [--data DIR]    # speed + memory
     .venv/bin/python scripts/bench.py stress [--reps 50] [--threads 4]                     # determinism
     .venv/bin/python scripts/bench.py bootstrap | audit [--rundir results/dev-standin]
-    .venv/bin/python scripts/bench.py calibrate [--rundir results/dev-standin] [--threads 2]   # bench_calibrate.py
+    .venv/bin/python scripts/bench.py calibrate [--rundir results/dev-standin] [--threads 2]
 
 Data: the verified SciFact files (``--data``, default resources/data/scifact, i.e. after one run of the
 pipeline; ../shared/data/scifact works too), the committed frozen candidates and development split, and the

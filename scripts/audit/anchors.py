@@ -58,7 +58,8 @@ def settings_from_protocol(protocol: dict, cfg: dict) -> dict:
             "evalstats": protocol["evalstats"],
             # an opening re-infers EVERY batch; the seed then only orders the record
             "verify_batches": None, "verify_seed": cfg["verify"]["seed"],
-            # a protocol frozen before the calibration existed has none: the run's calibration then fails its check
+            # a protocol frozen before the calibration existed has none: the run's calibration then fails its
+            # check
             "calibration": protocol.get("calibration")}
 
 

@@ -42,9 +42,10 @@ def _int_to_uint32_words(n):
 
 
 def entropy_words(seed):
-    """The entropy words of an int seed or of a list of them: bit_generator.pyx ``_coerce_to_uint32_array`` converts
-    each list element by ``_int_to_uint32_array`` and concatenates the words ([s, 0, 0] with s < 2**32: three words,
-    whose trailing zeros hash as the pool's missing words do, so ``default_rng([s, 0, 0])`` is ``default_rng(s)``)."""
+    """The entropy words of an int seed or of a list of them: bit_generator.pyx ``_coerce_to_uint32_array``
+    converts each list element by ``_int_to_uint32_array`` and concatenates the words ([s, 0, 0] with
+    s < 2**32: three words, whose trailing zeros hash as the pool's missing words do, so
+    ``default_rng([s, 0, 0])`` is ``default_rng(s)``)."""
     if isinstance(seed, (list, tuple)):
         words = []
         for x in seed:
@@ -56,7 +57,8 @@ def entropy_words(seed):
 
 
 def seed_sequence_state(seed, n_words64=4):
-    """``SeedSequence(seed).generate_state(n_words64, np.uint64)`` as Python ints (seed: an int or a list of ints).
+    """``SeedSequence(seed).generate_state(n_words64, np.uint64)`` as Python ints (seed: an int or a list
+    of ints).
 
     Mirrors bit_generator.pyx: ``SeedSequence.__init__`` -> ``get_assembled_entropy``
     (no spawn key, so no zero padding), ``mix_entropy`` with ``hashmix``/``mix``,

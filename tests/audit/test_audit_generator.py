@@ -39,7 +39,8 @@ def test_list_seeds_equal_numpy(seed):
     """The calibration's generators default_rng([seed, stream, *index]): numpy concatenates the list elements'
     uint32 words (an element >= 2**32 gives two, more than four words fold into the pool)."""
     npg = np.random.default_rng(seed)
-    want = [npg.integers(0, 7, size=5, dtype=np.int64).tolist(), npg.integers(0, 2, size=(9, 3), dtype=np.int64).tolist(),
+    want = [npg.integers(0, 7, size=5, dtype=np.int64).tolist(),
+            npg.integers(0, 2, size=(9, 3), dtype=np.int64).tolist(),
             npg.integers(0, 93, size=(4, 93), dtype=np.int64).tolist()]
     mine = rng.DefaultRng(seed)
     assert [mine.integers_flat(7, 5), mine.integers_matrix(2, 9, 3), mine.integers_matrix(93, 4, 93)] == want

@@ -148,8 +148,8 @@ def test_report_states_what_was_opened_when_and_under_which_protocol(opened):
 
 
 def test_an_openings_report_shows_the_calibration_on_the_confirmation_data(opened):
-    """The frozen protocol carries the calibration settings (the confirmation seed); the opening calibrates on the
-    sealed queries with them, its report shows the section, and its audit (which recomputed it) passed."""
+    """The frozen protocol carries the calibration settings (the confirmation seed); the opening calibrates on
+    the sealed queries with them, its report shows the section, and its audit (which recomputed it) passed."""
     import yaml
 
     wd, sha, _ = opened

@@ -163,8 +163,8 @@ class Columns:
 
     def __init__(self, names: Sequence[str]):
         self.names, self.t_quantile = list(names), None
-        self.cols = {n: {"intervals": {m: {"lower": [], "upper": []} for m in METHODS}, "bootstrap_t_dropped": []}
-                     for n in self.names}
+        self.cols = {n: {"intervals": {m: {"lower": [], "upper": []} for m in METHODS},
+                         "bootstrap_t_dropped": []} for n in self.names}
 
     def add(self, result: dict) -> None:
         if self.t_quantile is None:
@@ -198,7 +198,8 @@ def ordered_map(fn, items, workers: int = 1):
         yield from pool.map(run, items)
 
 
-def simulate(data: RunData, settings: CalibrationSettings, stream: str, workers: int = 1) -> tuple[Tally, Columns]:
+def simulate(data: RunData, settings: CalibrationSettings, stream: str,
+             workers: int = 1) -> tuple[Tally, Columns]:
     """Run the coverage or null stream: S simulations, tallied, and every outcome recorded."""
     one = {"coverage": coverage_sample, "null": null_sample}[stream]
     targets = [ratio(data.sums[k], data.sizes) for k in range(len(data.names))] if stream == "coverage" \

@@ -126,9 +126,10 @@ def figure_links(sm) -> dict:
             "power curve": str(Path(sm.output.power).relative_to(Path(sm.output.report).parent))}
 
 
-def title_and_sections(sm, summary: dict, calibration: dict, started, scoring: dict) -> tuple[str, list[str]]:
-    """The report's title and extra sections: the evaluation statistics and the calibration; an opening's section
-    first."""
+def title_and_sections(sm, summary: dict, calibration: dict, started,
+                       scoring: dict) -> tuple[str, list[str]]:
+    """The report's title and extra sections: the evaluation statistics and the calibration; an opening's
+    section first."""
     sections = [report.evalstats_section(summary), report_calibration.calibration_section(calibration)]
     title = "Development analysis"
     if sm.params.kind == "confirmation":

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 
 def _calibration_text(c) -> str:
-    """The frozen calibration settings (reported beside the interval on the confirmation data; it decides nothing)."""
+    """The frozen calibration settings (reported beside the interval on the confirmation data; it decides
+    nothing)."""
     if not c:
         return "No calibration is frozen in this protocol."
     return (f"Calibration (reported beside the interval, decides nothing): seed {c['seed']}, S = {c['S']}, "
