@@ -5,6 +5,8 @@
                                               [--config config/config.yaml] [--configfile FILE ...]
                                               [--study NAME_OR_FILE]
     python3 -I -S scripts/audit --read-yaml FILE   (what the audit reads from a YAML file, as canonical JSON)
+    ... [--reinfer N|all --model-dir resources/models/<folder> [--reinfer-python .venv/bin/python]]
+                                              (the auditor's own re-inference: a second stage, needs torch)
 
 It imports nothing from the project and shares no code with it: every definition is re-implemented
 from the written definitions (docs/, SOURCE_MAP.md), so an error in the pipeline's code is not repeated
@@ -15,7 +17,14 @@ the leave-one-group-out range and the report's numbers; and it checks every arte
 manifest and the pins against the lockfiles, and the confirmation seal. What it reads is the documented
 layout (``layout``: every artefact, path and role; no other file in the run folder) and every value of it is
 recomputed or declared (``columns``: every column and key, the check that recomputes it, the canonical text);
-its anchor is the committed config and lock folder, never what the run names for itself.
+its anchor is the committed config and lock folder, never what the run names for itself. It holds the logits
+to the committed reference runs of the stand-in scorer (check 'reference', within a measured cross-CPU
+tolerance).
+
+``--reinfer N``: an optional second stage (check 'reinfer', checks_reinfer): the auditor draws N of the run's
+batches with fresh randomness and re-infers them with upstream sentence-transformers in a child process
+(``reinfer.py``, the one module that needs torch, run with the environment's python); without it the
+standard-library audit runs alone and says the stage was not asked for.
 
 Structure (one module per job, sibling imports): ``run_files`` reads what the run folder says (each
 file once, on first use); ``anchors`` says what the run must have used (committed config / frozen
@@ -41,11 +50,14 @@ import sys
 import time
 from pathlib import Path
 
-# Byte code: the audit's modules are compiled from their source, never from a cache beside them (a planted .pyc
-# would run instead of the source), and no cache is written into the checkout (the seal refuses untracked files)
+# Byte code: the audit's modules are compiled from their source, never from a cache beside them (a planted
+# .pyc would run instead of the source), and no cache is written into the checkout (the seal refuses untracked
+# files)
 sys.dont_write_bytecode = True
-sys.pycache_prefix = os.path.join(os.devnull, "pycache")  # a folder that cannot exist: nothing read or written
+# a folder that cannot exist: nothing read or written
+sys.pycache_prefix = os.path.join(os.devnull, "pycache")
 
+import checks_reinfer  # noqa: E402
 from anchors import DEFAULT_CONFIG, Anchor, committed_lockdir  # noqa: E402
 from bookkeeping import MAX_FAILURES_SHOWN, Audit  # noqa: E402
 from expected import Expected  # noqa: E402
@@ -64,8 +76,8 @@ def audit_run(rundir: Path, lockdir: Path | None, au: Audit, config_anchor: Path
     if lockdir is None:  # the committed lock folder, never the one the run names
         lockdir, source = committed_lockdir(config_anchor, study_anchor), "the committed config / study file"
     run = RunFiles(rundir, lockdir)
-    want = Expected(run, Anchor(run.kind, run.lockdir, config_anchor, study_anchor, run.manifest_settings, source,
-                                config_files))
+    want = Expected(run, Anchor(run.kind, run.lockdir, config_anchor, study_anchor, run.manifest_settings,
+                                source, config_files))
     run_checks(au, run, want)
     info = {"run": run.manifest.get("run"), "kind": run.kind, "scorer": run.scorer,
             "anchor": {"config": str(config_anchor), "config_sha256": sha256_of(config_anchor),
@@ -75,11 +87,13 @@ def audit_run(rundir: Path, lockdir: Path | None, au: Audit, config_anchor: Path
             "manifest_sha256": sha256_of(run.manifest_path),  # which manifest this audit vouches for
             "lockdir": {"path": str(lockdir), "given_by": source}}
     for key, fn in (("queries", lambda: len(run.analysed)), ("pairs", lambda: len(run.pair_rows)),
-                    ("groups", lambda: len(want.groups)), ("replicates", lambda: want.settings["bootstrap_B"])):
+                    ("groups", lambda: len(want.groups)),
+                    ("replicates", lambda: want.settings["bootstrap_B"])):
         try:
             info[key] = fn()
         except Exception:  # noqa: BLE001 - the failing check has already said why
             info[key] = None
+    info["reinfer"] = checks_reinfer.REQUEST.record  # the second stage: what was drawn, how, its own seconds
     info["seconds"] = round(time.perf_counter() - t0, 3)
     return info
 
@@ -88,22 +102,24 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("rundir", type=Path, nargs="?")
     ap.add_argument("--lockdir", type=Path, default=None,
-                    help="lockfile folder (default: the one the committed config names, or the study file's; never "
-                         "the folder a run names for itself)")
-    ap.add_argument("--out", type=Path, default=None, help="where to write audit.json (default: RUNDIR/audit.json)")
+                    help="lockfile folder (default: the one the committed config names, or the study file's; "
+                         "never the folder a run names for itself)")
+    ap.add_argument("--out", type=Path, default=None, help="where to write audit.json (default: "
+                                                           "RUNDIR/audit.json)")
     ap.add_argument("--config", type=Path, default=DEFAULT_CONFIG,
                     help="the committed config a development run is anchored to (default: this checkout's "
                          "config/config.yaml); a confirmation opening is anchored to <lockdir>/protocol.json")
     ap.add_argument("--configfile", type=Path, action="append", default=[],
-                    help="a config file the run's invocation gave (snakemake --configfile), merged over --config in "
-                         "order; the DAG's audit rule passes them")
+                    help="a config file the run's invocation gave (snakemake --configfile), merged over "
+                         "--config in order; the DAG's audit rule passes them")
     ap.add_argument("--study", type=Path, default=None,
-                    help="another study: its name (config/studies/<name>.yaml) or its study file; the file's values over "
-                         "the committed config are the development run's anchor (a run of a study needs it: the "
-                         "DAG's audit rule passes it)")
+                    help="another study: its name (config/studies/<name>.yaml) or its study file; the file's "
+                         "values over the committed config are the development run's anchor (a run of a "
+                         "study needs it: the DAG's audit rule passes it)")
     ap.add_argument("--read-yaml", type=Path, default=None, metavar="FILE",
-                    help="print what the audit's YAML reader reads from FILE as canonical JSON and exit (no audit; "
-                         "the library compares it with PyYAML at start)")
+                    help="print what the audit's YAML reader reads from FILE as canonical JSON and exit (no "
+                         "audit; the library compares it with PyYAML at start)")
+    reinfer_arguments(ap)
     args = ap.parse_args(argv)
     if args.read_yaml is not None:
         if args.rundir is not None:
@@ -115,7 +131,35 @@ def parse_args(argv):
         args.study = DEFAULT_CONFIG.parent / "studies" / f"{args.study}.yaml"  # a study's name
     if args.study is not None and not args.study.is_file():
         ap.error(f"--study {args.study}: no such study file")
+    if args.reinfer is not None and args.model_dir is None:
+        ap.error("--reinfer needs --model-dir (the scorer's model folder, e.g. resources/models/<folder>)")
     return args
+
+
+def reinfer_count(text: str):
+    if text == "all":
+        return text
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a number of batches (1 or more) or 'all'")
+    return int(text)
+
+
+def reinfer_arguments(ap) -> None:
+    ap.add_argument("--reinfer", type=reinfer_count, default=None, metavar="N|all",
+                    help="second stage: re-infer N of the run's (qid, batch) batches drawn with fresh "
+                         "randomness (all: every batch) with upstream sentence-transformers in a child "
+                         "process (needs torch; check 'reinfer'); without it the check records that the "
+                         "stage was not asked for")
+    ap.add_argument("--model-dir", type=Path, default=None,
+                    help="with --reinfer: the scorer's model folder (MODEL.json and the model "
+                         "files; verified)")
+    ap.add_argument("--reinfer-python", type=Path, default=None,
+                    help="with --reinfer: the python that runs reinfer.py (default: this interpreter)")
+    ap.add_argument("--reinfer-threads", type=int, default=1, help="with --reinfer: torch threads "
+                                                                   "(speed only)")
+    ap.add_argument("--reinfer-seed", type=int, default=None,
+                    help="TESTS ONLY: the draw's seed chosen by hand instead of fresh randomness "
+                         "(recorded as such)")
 
 
 def read_yaml(path: Path) -> int:
@@ -131,6 +175,14 @@ def read_yaml(path: Path) -> int:
 def print_verdict(rundir: Path, info: dict, au: Audit) -> int:
     print(f"audit of {rundir} ({info['kind']}, scorer {info['scorer']}): {info['queries']} queries, "
           f"{info['pairs']} pairs, {info['groups']} groups, B={info['replicates']}, {info['seconds']} s")
+    stage = info.get("reinfer", {})
+    if not stage.get("asked"):
+        print("re-inference (--reinfer): not asked for")
+    elif "drawn" in stage:
+        print(f"re-inference (--reinfer): {len(stage['drawn'])} of {stage['batches_in_run']} batches drawn, "
+              f"{stage.get('pairs', 0)} pairs re-inferred, {stage.get('seconds')} s")
+    else:
+        print("re-inference (--reinfer): asked for, but no batch could be drawn (see check 'reinfer')")
     print(f"{'check':<20} {'checked':>9} {'failed':>7}")
     for n, c in au.checks.items():
         print(f"{n:<20} {c['checked']:>9} {len(c['failures']):>7}")
@@ -139,7 +191,8 @@ def print_verdict(rundir: Path, info: dict, au: Audit) -> int:
         print("\nFAILED CHECKS:")
         for n in failed:
             for fl in au.checks[n]["failures"][:MAX_FAILURES_SHOWN]:
-                print(f"  [{n}] {fl['file']} :: {fl['item']} :: expected {fl['expected']!r} found {fl['found']!r}")
+                print(f"  [{n}] {fl['file']} :: {fl['item']} :: expected {fl['expected']!r} found "
+                      f"{fl['found']!r}")
             extra = len(au.checks[n]["failures"]) - MAX_FAILURES_SHOWN
             if extra > 0:
                 print(f"  [{n}] ... and {extra} more")
@@ -149,21 +202,33 @@ def print_verdict(rundir: Path, info: dict, au: Audit) -> int:
     return 0
 
 
+def write_result(out: Path, result: dict) -> None:
+    tmp = out.with_name(f".{out.name}.partial")
+    tmp.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(out)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.read_yaml is not None:
         return read_yaml(args.read_yaml)
     au = Audit()
+    if args.reinfer is not None:
+        checks_reinfer.configure(batches=args.reinfer, model_dir=args.model_dir, seed=args.reinfer_seed,
+                                 python=args.reinfer_python, threads=args.reinfer_threads)
+    out = args.out or (args.rundir / "audit.json")
     try:
         info = audit_run(args.rundir, args.lockdir, au, args.config, args.study, tuple(args.configfile))
-    except Unauditable as exc:
-        print(f"AUDIT ERROR: {args.rundir} cannot be audited: {exc}", file=sys.stderr)
-        return 2
-    result = au.result(info)
-    out = args.out or (args.rundir / "audit.json")
-    tmp = out.with_name(f".{out.name}.partial")
-    tmp.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(out)
+    # noqa: BLE001 - no verdict but a failed one may stay behind (an older audit.json)
+    except Exception as exc:
+        if out.parent.is_dir():
+            write_result(out, {"ok": False, "failed_checks": ["audit"],
+                               "error": f"{type(exc).__name__}: {exc}"})
+        if isinstance(exc, Unauditable):
+            print(f"AUDIT ERROR: {args.rundir} cannot be audited: {exc}", file=sys.stderr)
+            return 2
+        raise
+    write_result(out, au.result(info))
     return print_verdict(args.rundir, info, au)
 
 

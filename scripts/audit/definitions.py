@@ -22,29 +22,41 @@ def blend_scores(cands: list[str], r1: dict[str, int], k) -> dict[str, float]:
     return {d: 1.0 / (k + (i + 1)) + 1.0 / (k + r1[d]) for i, d in enumerate(cands)}
 
 
+def relevant(rels: dict[str, int]) -> dict[str, int]:
+    """The query's judged relevant documents (relevance > 0) with their gains. A query without one has no
+    defined nDCG / Recall / MRR: the pipeline refuses it (metrics._check), so the audit refuses it too with a
+    ValueError (the check that needed it fails, saying so), never a silent 0 nor a ZeroDivisionError."""
+    gains = {d: g for d, g in rels.items() if g > 0}
+    if not gains:
+        raise ValueError(f"a query without a judged relevant document (relevance > 0; {len(rels)} "
+                         "judgement(s), none positive): its nDCG, Recall and MRR are undefined and the "
+                         "pipeline refuses it")
+    return gains
+
+
 def ndcg(order: list[str], rels: dict[str, int], k: int) -> float:
-    """trec_eval ndcg_cut: linear gain, log2(i+2) discount, ideal from all judged relevant docs."""
+    """trec_eval ndcg_cut: linear gain, log2(i+2) discount, ideal from all judged relevant docs cut at k."""
+    gains = relevant(rels)
     dcg = 0.0
     for i, d in enumerate(order[:k]):
-        g = rels.get(d, 0)
-        if g > 0:
-            dcg += g / math.log2(i + 2)
-    ideal = sorted((g for g in rels.values() if g > 0), reverse=True)[:k]
+        if d in gains:
+            dcg += gains[d] / math.log2(i + 2)
     idcg = 0.0
-    for i, g in enumerate(ideal):
+    for i, g in enumerate(sorted(gains.values(), reverse=True)[:k]):
         idcg += g / math.log2(i + 2)
-    return dcg / idcg if idcg > 0 else 0.0
+    return dcg / idcg
 
 
 def recall(order: list[str], rels: dict[str, int], k: int) -> float:
-    positives = {d for d, g in rels.items() if g > 0}
-    return len(positives & set(order[:k])) / len(positives)
+    """|P ∩ R_k| / |P| (P: every judged relevant document, ranked or not)."""
+    positives = relevant(rels)
+    return len(positives.keys() & set(order[:k])) / len(positives)
 
 
 def capped_recall(order: list[str], rels: dict[str, int], k: int) -> float:
     """|P ∩ R_k| / min(|P|, k) (a separate name: never reported as Recall)."""
-    positives = {d for d, g in rels.items() if g > 0}
-    return len(positives & set(order[:k])) / min(len(positives), k)
+    positives = relevant(rels)
+    return len(positives.keys() & set(order[:k])) / min(len(positives), k)
 
 
 def first_rel(order: list[str], rels: dict[str, int]):
@@ -55,6 +67,7 @@ def first_rel(order: list[str], rels: dict[str, int]):
 
 
 def mrr(order: list[str], rels: dict[str, int], k: int) -> float:
+    relevant(rels)
     r = first_rel(order[:k], rels)
     return 0.0 if r is None else 1.0 / r
 

@@ -11,6 +11,8 @@ import checks_inputs
 import checks_layout
 import checks_measurements
 import checks_provenance
+import checks_reference
+import checks_reinfer
 import checks_report_and_seal
 import checks_scores
 import checks_statistics
@@ -38,10 +40,12 @@ CHECKS = (
     ("verification", checks_scores.check_verification),
     ("shape_check", checks_scores.check_shape),
     ("measurements", checks_measurements.check_measurements),
+    ("reference", checks_reference.check_reference),
     ("frozen_candidates", checks_inputs.check_frozen_candidates),
     ("report", checks_report_and_seal.check_report),
     ("seal", checks_report_and_seal.check_seal),
     ("protocol", checks_provenance.check_protocol),
+    ("reinfer", checks_reinfer.check_reinfer),  # the second stage (--reinfer N): after every other check
 )
 
 

@@ -16,7 +16,8 @@ SPLIT_DEV = "splits/dev.txt"
 SPLIT_CONFIRM = "splits/confirm.txt"
 CANDIDATES = "candidates/candidates.tsv"  # the frozen candidate table every run reads
 TREC_RUN = "candidates/run.trec"          # a TREC-run study's own run (byte copy), the source of its table
-FROZEN_BM25 = "candidates/bm25.tsv.gz"    # the retrievers' ranked lists behind the frozen RRF table (provenance)
+# the retrievers' ranked lists behind the frozen RRF table (provenance)
+FROZEN_BM25 = "candidates/bm25.tsv.gz"
 FROZEN_DENSE = "candidates/dense.tsv.gz"
 REFERENCES = "reference"                  # reference/<name>/: committed fingerprints of reference runs
 TEST_FIXTURE = "TEST_FIXTURE"             # marker of a test-suite lock folder (never the repository's own)
@@ -28,7 +29,8 @@ class Artefact:
     key: str            # the rules' path key (``P[key]``) and the manifest's entry key
     path: str           # inside the run folder
     role: str           # what the audit checks it as
-    deterministic: bool  # same inputs + pins => the same bytes (else: measurements, and the report showing them)
+    # same inputs + pins => the same bytes (else: measurements, and the report showing them)
+    deterministic: bool
 
 
 # the inputs outside the run folder a manifest lists: (key, role); the analysed qrels (development or sealed)
@@ -65,16 +67,18 @@ RUN_ARTEFACTS = (
     Artefact("report_measurements", "measurements/report.json", "measurements", False),
 )
 
-# the run's other files: not in the manifest (the manifest and the audit themselves, conveniences, an opening's
-# records, the reproduction check)
+# the run's other files: not in the manifest (the manifest and the audit themselves, conveniences, an
+# opening's records, the reproduction check)
 RUN_FILES = {
     "manifest": "manifest.json",
     "audit": "audit.json",
-    "pairs_parquet": "pairs.parquet",          # Parquet copies for pandas users (the TSVs are the audited files)
+    # Parquet copies for pandas users (the TSVs are the audited files)
+    "pairs_parquet": "pairs.parquet",
     "per_query_parquet": "per_query.parquet",
     "reproduction": "reproduction.md",
     "reproduction_json": "reproduction.json",
-    "opening_started": "OPENING_STARTED.json",  # an opening: its started ledger line (written before the copy)
+    # an opening: its started ledger line (written before the copy)
+    "opening_started": "OPENING_STARTED.json",
     "opening": "OPENING.json",                  # an opening: its completed ledger line
 }
 SEALED_FOLDER = "sealed"  # an opening: the sealed judgements it copied (sealed/<pinned name>)

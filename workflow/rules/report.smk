@@ -71,32 +71,40 @@ rule manifest:
 
 
 rule audit:
-    """The independent audit of the finished run (its inputs: everything the manifest lists)."""
+    """The independent audit of the finished run (its inputs: everything the manifest lists), then its second stage:
+    the auditor's own re-inference of batches it draws with fresh randomness (audit.reinfer_batches; an opening:
+    every batch) with upstream sentence-transformers, in a child process that needs torch."""
     input:
         manifest=P["manifest"],
         data_pins=P["data_pins"],
         model_pins=P["model_pins"],
         derived=P["derived_pins"],
+        model=P["model"],  # the scorer's folder (MODEL.json and the model files): what the auditor re-infers with
     output:
         P["audit"],
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
         rundir=lambda w, input: os.path.dirname(input.manifest),
         lockdir=lambda w, input: os.path.dirname(input.data_pins),
+        model_dir=lambda w, input: os.path.dirname(input.model),
         python=sys.executable,
         script=str(Path(workflow.basedir) / "scripts" / "audit"),  # a standard-library package: python -I -S <folder>
         study=f"--study {config['study_file']}" if config["study_file"] else "",  # the anchor of another study
         # the config files this invocation gave (snakemake --configfile): the audit merges them over config.yaml
         configfiles=" ".join(f"--configfile {shlex.quote(os.path.abspath(str(c)))}" for c in workflow.overwrite_configfiles),
+        reinfer="all" if CONFIRM else config["audit"]["reinfer_batches"],
+    threads: config["ce"]["threads"]  # the re-inference stage's torch threads (speed only)
     log:
         log_of("audit"),
     benchmark:
         bench_of("audit")
     shell:
         # -B and a byte-code folder that cannot exist: the audit is compiled from its source (a .pyc beside it is never
-        # read) and writes no cache into the checkout
+        # read) and writes no cache into the checkout; its re-inference child runs with the same python (-I -B)
         "{params.python} -I -S -B -X pycache_prefix=/dev/null/pycache {params.script} {params.rundir} "
-        "--lockdir {params.lockdir} {params.study} {params.configfiles} --out {output} > {log} 2>&1"
+        "--lockdir {params.lockdir} {params.study} {params.configfiles} --reinfer {params.reinfer} "
+        "--model-dir {params.model_dir} --reinfer-python {params.python} --reinfer-threads {threads} "
+        "--out {output} > {log} 2>&1"
 
 
 rule check_reproduction:

@@ -12,7 +12,8 @@ def main(sm):
     import pandas as pd
 
     rows = []
-    for cfg, run_name, summary, audit in zip(sm.params.studies, sm.params.runs, sm.input.summaries, sm.input.audits):
+    for cfg, run_name, summary, audit in zip(sm.params.studies, sm.params.runs, sm.input.summaries,
+                                             sm.input.audits):
         verdict = read_json(audit)
         if verdict.get("ok") is not True:
             raise PipelineError(f"STUDY {cfg['study']['name']!r}: its audit {audit} did not pass "
@@ -23,7 +24,8 @@ def main(sm):
         table.to_csv(tmp, sep="\t", index=False, lineterminator="\n")  # floats as repr: shortest exact text
     with atomic_path(sm.output.parquet) as tmp:
         table.to_parquet(tmp, index=False)
-    atomic_write_text(sm.output.md, "# Cross-study table\n\n" + table.to_markdown(index=False, floatfmt=".6f") + "\n")
+    atomic_write_text(sm.output.md, "# Cross-study table\n\n" + table.to_markdown(index=False, floatfmt=".6f")
+                      + "\n")
 
 
 if __name__ == "__main__":

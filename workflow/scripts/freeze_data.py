@@ -1,5 +1,6 @@
 """Rule freeze_data (only with --config repin=data): the first verified acquisition of a catalogue dataset
-writes <lockdir>/data_pins.json (rerank_study.catalogue). This changes the experiment: commit the lock folder."""
+writes <lockdir>/data_pins.json (rerank_study.catalogue). This changes the experiment: commit the lock
+folder."""
 
 import logging
 from pathlib import Path
@@ -19,8 +20,9 @@ def split_of(qrels_name: str) -> str:
 
 
 def seal_check(sm, records: dict):
-    """Before the pins are written: the new lock folder's sealed set, and its development qrels checked against every
-    sealed set of the registry (a folder whose development side holds a sealed set's data cannot be made)."""
+    """Before the pins are written: the new lock folder's sealed set, and its development qrels checked
+    against every sealed set of the registry (a folder whose development side holds a sealed set's data cannot
+    be made)."""
     lockdir = Path(sm.params.lockdir)
 
     def check(new_pins: dict, folder: Path):
@@ -50,7 +52,8 @@ def main(sm):
     pinned = catalogue.pin_first_acquisition(entry, sm.params.pins, dev_qrels=split_of(sm.params.dev),
                                              confirm_qrels=split_of(sm.params.confirm),
                                              zip_path=sm.config["data_zip"] or None,
-                                             split=sm.params.split if sm.params.dev == sm.params.confirm else None,
+                                             split=sm.params.split if sm.params.dev == sm.params.confirm
+                                             else None,
                                              timeout=sm.config["data"]["download_timeout_s"],
                                              before_write=seal_check(sm, records))
     pins.set_pin(sm.params.lockdir, "sealed_set", records["sealed_set"])

