@@ -4,6 +4,7 @@
     .venv/bin/python scripts/bench.py score  [--queries 12] [--threads 2] [--data DIR]    # speed + memory
     .venv/bin/python scripts/bench.py stress [--reps 50] [--threads 4]                     # determinism
     .venv/bin/python scripts/bench.py bootstrap | audit [--rundir results/dev-standin]
+    .venv/bin/python scripts/bench.py calibrate [--rundir results/dev-standin] [--threads 2]
 
 Data: the verified SciFact files (``--data``, default resources/data/scifact, i.e. after one run of the
 pipeline; ../shared/data/scifact works too), the committed frozen candidates and development split, and the
@@ -305,7 +306,7 @@ def bench_audit(rundir):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["score", "stress", "bootstrap", "audit"])
+    ap.add_argument("what", choices=["score", "stress", "bootstrap", "audit", "calibrate"])
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
                     help="torch threads (default: the CPUs this process may use)")
     ap.add_argument("--queries", type=int, default=12, help="development queries (x 50 candidates)")
@@ -323,6 +324,11 @@ def main():
         return child(SCORE_CHILD, args)
     if a.what == "stress":
         return child(STRESS_CHILD, {**args, "queries": max(a.queries, 3)})
+    if a.what == "calibrate":
+        sys.path.insert(0, str(ROOT / "scripts"))
+        import bench_calibrate
+
+        return bench_calibrate.main(a.rundir, a.threads)
     if a.what == "bootstrap":
         bench_bootstrap()
     else:

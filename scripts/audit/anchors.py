@@ -34,7 +34,19 @@ def settings_from_config(cfg: dict, smoke: bool) -> dict:
             "bootstrap_seed": b["seed"], "percentiles": b["percentiles"], "threshold": cfg["threshold"],
             "comparisons": cfg["comparisons"], "max_length": cfg["ce"]["max_length"],
             "evalstats": cfg["evalstats"], "verify_batches": cfg["verify"]["batches"],
-            "verify_seed": cfg["verify"]["seed"]}
+            "verify_seed": cfg["verify"]["seed"],
+            "calibration": calibration_from_config(cfg, smoke, confirmation=False)}
+
+
+def calibration_from_config(cfg: dict, smoke: bool, confirmation: bool) -> dict:
+    """The calibration settings of a run (re-implemented): the kind's seed, the sizes (a smoke run's from
+    smoke_settings.calibration), the power sizes with evalstats.power.confirm_n added, sorted."""
+    c = cfg["calibration"]
+    sizes = cfg["smoke_settings"]["calibration"] if smoke and not confirmation else c
+    confirm_n = cfg["evalstats"]["power"]["confirm_n"]
+    return {"seed": c["confirm_seed"] if confirmation else c["seed"],
+            **{k: sizes[k] for k in ("S", "B_inner", "R", "S_power", "n_audit")},
+            "power_n": sorted(set(c["power_n"]) | {confirm_n}), "confirmation_n": confirm_n}
 
 
 def settings_from_protocol(protocol: dict, cfg: dict) -> dict:
@@ -46,7 +58,10 @@ def settings_from_protocol(protocol: dict, cfg: dict) -> dict:
             "comparisons": protocol["comparisons"], "max_length": protocol["scoring"]["max_length"],
             "evalstats": protocol["evalstats"],
             # an opening re-infers EVERY batch; the seed then only orders the record
-            "verify_batches": None, "verify_seed": cfg["verify"]["seed"]}
+            "verify_batches": None, "verify_seed": cfg["verify"]["seed"],
+            # a protocol frozen before the calibration existed has none: the run's calibration then fails its
+            # check
+            "calibration": protocol.get("calibration")}
 
 
 def committed_lockdir(config_anchor: Path, study_anchor: Path | None) -> Path:

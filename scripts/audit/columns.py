@@ -96,6 +96,10 @@ JSON_KEYS = {
                                        "the scoring process (MiB)")},
         **{f"rule {r} seconds (snakemake benchmark)": PROVENANCE for r in ("score", "evaluate", "analyse")},
         "machine": PROSE, "_note": PROSE},
+    # every leaf below these keys is recomputed (a sample of the recorded simulations; every tally from
+    # the recorded ones): checks_calibration
+    "calibration": _keys("calibration", "comparisons computable confirmation_n data methods metric primary "
+                                        "reason settings simulations"),
 }
 # the keys of scoring.json's settings record: the scoring contract's values, and two descriptions
 SCORING_SETTINGS = {"batch_size": "measurements", "dtype": "measurements", "max_length": "measurements",

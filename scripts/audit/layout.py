@@ -33,8 +33,10 @@ RUN_ARTEFACTS = {
     "query_indices": ("bootstrap/query_indices.tsv", "bootstrap_indices", True),
     "replicates": ("bootstrap/replicates.tsv", "replicates", True),
     "summary": ("summary.json", "summary", True),
+    "calibration": ("calibration.json", "calibration", True),
     "forest_plot": ("figures/forest.png", "figure", True),
     "delta_plot": ("figures/primary_delta.png", "figure", True),
+    "power_plot": ("figures/power_curve.png", "figure", True),
     "report": ("report.md", "report", False),
     "scoring_measurements": ("measurements/scoring.json", "measurements", False),
     "verification_measurements": ("measurements/verification.json", "measurements", False),
@@ -47,8 +49,9 @@ RUN_FILES = ("manifest.json", "audit.json", "pairs.parquet", "per_query.parquet"
              "reproduction.json")
 OPENING_FILES = ("OPENING_STARTED.json", "OPENING.json")
 # the rules whose log and benchmark files a run folder holds (a test holds this list equal to the rule files)
-RULES = ("analyse", "audit", "check_reproduction", "evaluate", "fetch_sealed_qrels", "groups", "manifest",
-         "parquet", "record_opening", "report", "run_inputs", "score", "shape_check", "verify_scores")
+RULES = ("analyse", "audit", "calibrate", "check_reproduction", "evaluate", "fetch_sealed_qrels", "groups",
+         "manifest", "parquet", "record_opening", "report", "run_inputs", "score", "shape_check",
+         "verify_scores")
 RULE = "(" + "|".join(RULES) + ")"
 OTHER_FILES = (
     re.compile(rf"logs/{RULE}\.(log|job\.json)"),

@@ -5,6 +5,7 @@ than one name: ``check_rankings`` records 'blend' and 'ce_ranks'; ``check_summar
 
 from __future__ import annotations
 
+import checks_calibration
 import checks_columns
 import checks_inputs
 import checks_layout
@@ -35,6 +36,7 @@ CHECKS = (
     ("bootstrap_indices", checks_statistics.check_bootstrap_indices),
     ("replicates", checks_statistics.check_replicates),
     ("summary", checks_statistics.check_summary),
+    ("calibration", checks_calibration.check_calibration),
     ("verification", checks_scores.check_verification),
     ("shape_check", checks_scores.check_shape),
     ("measurements", checks_measurements.check_measurements),

@@ -17,6 +17,7 @@ import re
 import report_prose as prose
 from checks_statistics import LIBRARY_P_KEYS, P_ULPS
 from expected_summary import expected_summary
+from report_calibration import calibration_lines
 from report_confirmation import confirmation_lines, opened_rows, opening_record, title
 from report_lines import Free, Row
 from report_provenance import is_standin, measurement_rows, pin_rows
@@ -69,7 +70,8 @@ def expected_lines(run, want, au) -> list:
     out = head_lines(s, head, standin) + body_lines(s)
     if started:
         out += [""] + confirmation_lines(run, want, au, s, started)
-    out += [""] + evalstats_lines(s) + figure_lines() + [""] + prose.PINS_HEADING
+    out += [""] + evalstats_lines(s) + [""] + calibration_lines(run, want, au) + figure_lines() + [""]
+    out += prose.PINS_HEADING
     out += pin_rows(run, want, au, opened_rows(run, started) if started else [], standin)
     out += prose.MEASUREMENTS_HEADING + measurement_rows(run, want, au)
     flat = []

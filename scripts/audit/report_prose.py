@@ -47,7 +47,8 @@ RECALL_NOTE = ("Recall@K divides by |P| (all judged relevant documents); **cappe
                "min(|P|, K) and is a different metric, reported under its own name.")
 SLICES_NOTE = "NA = an empty stratum with positive weight: the declared-weight mean is undefined, not zero."
 
-FIGURES = (("forest plot", "figures/forest.png"), ("primary Δ distribution", "figures/primary_delta.png"))
+FIGURES = (("forest plot", "figures/forest.png"), ("primary Δ distribution", "figures/primary_delta.png"),
+           ("power curve", "figures/power_curve.png"))
 
 # the provenance table: the libraries whose versions it shows, in its order (declared provenance: the versions
 # are the executing machine's; torch, transformers and tokenizers are cross-checked with the scoring record)

@@ -41,15 +41,31 @@ def _int_to_uint32_words(n):
     return words
 
 
+def entropy_words(seed):
+    """The entropy words of an int seed or of a list of them: bit_generator.pyx ``_coerce_to_uint32_array``
+    converts each list element by ``_int_to_uint32_array`` and concatenates the words ([s, 0, 0] with
+    s < 2**32: three words, whose trailing zeros hash as the pool's missing words do, so
+    ``default_rng([s, 0, 0])`` is ``default_rng(s)``)."""
+    if isinstance(seed, (list, tuple)):
+        words = []
+        for x in seed:
+            if isinstance(x, bool) or not isinstance(x, int):
+                raise ValueError("a list seed holds non-negative ints only")
+            words += _int_to_uint32_words(x)
+        return words
+    return _int_to_uint32_words(int(seed))
+
+
 def seed_sequence_state(seed, n_words64=4):
-    """``SeedSequence(seed).generate_state(n_words64, np.uint64)`` as Python ints.
+    """``SeedSequence(seed).generate_state(n_words64, np.uint64)`` as Python ints (seed: an int or a list
+    of ints).
 
     Mirrors bit_generator.pyx: ``SeedSequence.__init__`` -> ``get_assembled_entropy``
     (no spawn key, so no zero padding), ``mix_entropy`` with ``hashmix``/``mix``,
     then ``generate_state`` (uint32 words cycled from the pool, paired
     little-endian into uint64: word k = w[2k] | w[2k+1] << 32).
     """
-    entropy = _int_to_uint32_words(int(seed))
+    entropy = entropy_words(seed)
     hash_const = _INIT_A
 
     def hashmix(value):
@@ -96,8 +112,10 @@ class DefaultRng:  # noqa: D101 - see the block comment above
     """
 
     def __init__(self, seed):
-        if not isinstance(seed, int) or seed < 0:
-            raise ValueError("seed must be a non-negative int")
+        """``seed``: a non-negative int, or a list of them (``default_rng([seed, stream, s])``)."""
+        items = seed if isinstance(seed, (list, tuple)) else [seed]
+        if not items or any(isinstance(x, bool) or not isinstance(x, int) or x < 0 for x in items):
+            raise ValueError("seed must be a non-negative int or a non-empty list of them")
         # _pcg64.pyx PCG64.__init__: val = generate_state(4, uint64);
         # pcg64.c pcg64_set_seed(state, &val[0], &val[2]):
         #   initstate = val[0] << 64 | val[1], initseq = val[2] << 64 | val[3]

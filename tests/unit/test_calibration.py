@@ -46,6 +46,24 @@ def grouped_data(seed, G, K=2, max_size=4):
     return deltas, positions
 
 
+def recorded(out, stream, s):
+    """Simulation s of the coverage or null stream as the output's columns hold it, in the shape of
+    ``sample_intervals``' comparisons (intervals and dropped count)."""
+    comps = []
+    for name in out["data"]["comparisons"]:
+        col = out["simulations"][stream][name]
+        ivs = {m: None if c["lower"][s] is None else (c["lower"][s], c["upper"][s])
+               for m, c in col["intervals"].items()}
+        comps.append({"intervals": ivs, "bootstrap_t_dropped": col["bootstrap_t_dropped"][s]})
+    return comps
+
+
+def outcome(result):
+    """The part of ``sample_intervals``' result the output records per simulation."""
+    return [{"intervals": {m: None if iv is None else tuple(iv) for m, iv in c["intervals"].items()},
+             "bootstrap_t_dropped": c["bootstrap_t_dropped"]} for c in result["comparisons"]]
+
+
 def small_settings(**kw):
     base = dict(seed=11, S=30, B_inner=50, R=200, S_power=10, power_n=(20, 40), n_audit=3)
     base.update(kw)
@@ -391,7 +409,8 @@ def test_degenerate_replicates_are_dropped_and_counted_never_nan():
     assert cov["bootstrap_t"]["undefined"] == 5 and cov["bca"]["undefined"] == 5
     assert cov["percentile"]["coverage"] == 1.0 and cov["bca"]["coverage"] == 0.0
     assert out["comparisons"]["zero"]["bootstrap_t_dropped_replicates"]["coverage"] == 5 * 20
-    assert out["audit"]["coverage"][0]["comparisons"][0]["intervals"]["bca"] is None
+    bca = out["simulations"]["coverage"]["zero"]["intervals"]["bca"]
+    assert bca == {"lower": [None] * 5, "upper": [None] * 5}
 
 
 # ----------------------------------------------------- determinism and audit --
@@ -410,9 +429,9 @@ def test_an_auditor_recomputes_single_outer_simulations_from_the_documented_draw
     out = cal.calibrate(deltas, positions, settings=settings)
     data = cin.prepare(deltas, positions)
     # coverage sample 6 alone, from default_rng([seed, 1, 6]), by the loop reference
-    rec = out["audit"]["coverage"][6]
     redo = civ.naive_sample_intervals(*one_coverage_sample(data, settings, 6), settings.percentiles)
-    assert rec == cal.audit_record(6, redo) and rec["s"] == 6
+    assert recorded(out, "coverage", 6) == outcome(redo)
+    assert out["simulations"]["t_quantile"] == redo["t_quantile"]
     # null simulation 5: signs from default_rng([seed, 2, 5]); a group's queries flip together
     rng = np.random.default_rng([settings.seed, 2, 5])
     signs = 2 * rng.integers(0, 2, size=data.G, dtype=np.int64) - 1
@@ -424,17 +443,19 @@ def test_an_auditor_recomputes_single_outer_simulations_from_the_documented_draw
     assert order == list(range(data.N))
     redo = civ.naive_sample_intervals(data.sums * signs, data.sizes, flipped, g_idx, q_idx,
                                       settings.percentiles)
-    assert out["audit"]["null"][5] == cal.audit_record(5, redo)
+    assert recorded(out, "null", 5) == outcome(redo)
     # power: n = 40, simulation 2, default_rng([seed, 3, 40, 2]); m = round(40 · G/N)
     m = cal.power_groups(40, data.G, data.N)
     rng = np.random.default_rng([settings.seed, 3, 40, 2])
     groups = rng.integers(0, data.G, size=m, dtype=np.int64)
     idx = rng.integers(0, m, size=(settings.B_inner, m), dtype=np.int64)
-    rec = out["audit"]["power"]["40"][2]
+    rec = out["simulations"]["power"]["40"]
+    assert rec["queries"][2] == sum(len(positions[g]) for g in groups.tolist())
     for k in range(2):
         reps = bs.ratio_replicates(data.sums[k, groups], data.sizes[groups], idx)
-        assert rec["lower"][k] == bs.percentile_linear(reps, 2.5)
-        assert rec["theta"][k] == bs.replicate_slow(deltas[f"c{k}"], positions, groups.tolist())
+        assert rec["comparisons"][f"c{k}"]["lower"][2] == bs.percentile_linear(reps, 2.5)
+        slow = bs.replicate_slow(deltas[f"c{k}"], positions, groups.tolist())
+        assert rec["comparisons"][f"c{k}"]["theta"][2] == slow
     # randomization: default_rng([seed, 4]), integers(0, 2, (R, G))
     e = 2 * np.random.default_rng([settings.seed, 4]).integers(0, 2, size=(settings.R, data.G),
                                                                dtype=np.int64) - 1
@@ -445,28 +466,33 @@ def test_an_auditor_recomputes_single_outer_simulations_from_the_documented_draw
         assert out["comparisons"][name]["randomization"]["p"] == (1 + extreme) / (1 + settings.R)
 
 
-def test_tallies_equal_a_recount_of_the_audit_records():
-    # With n_audit = S every simulation is recorded: coverage (lower ≤ truth ≤ upper), type I
-    # (lower > 0 or upper < 0), mean width and the power shares, recounted here by hand.
+def test_tallies_equal_a_recount_of_the_recorded_simulations():
+    # Every simulation is recorded: coverage (lower ≤ truth ≤ upper), type I (lower > 0 or upper
+    # < 0), mean width, the dropped replicates and the power shares, recounted here by hand.
     deltas, positions = grouped_data(6, G=12, K=2)
-    settings = small_settings(S=25, n_audit=25, S_power=25, B_inner=40)
+    settings = small_settings(S=25, n_audit=2, S_power=25, B_inner=40)
     out = cal.calibrate(deltas, positions, settings=settings)
     for k, name in enumerate(deltas):
         comp = out["comparisons"][name]
         truth = comp["theta_hat"]
+        for stream in ("coverage", "null"):
+            dropped = sum(recorded(out, stream, s)[k]["bootstrap_t_dropped"] for s in range(25))
+            assert comp["bootstrap_t_dropped_replicates"][stream] == dropped
         for m in cal.METHODS:
-            cov = [r["comparisons"][k]["intervals"][m] for r in out["audit"]["coverage"]]
-            null = [r["comparisons"][k]["intervals"][m] for r in out["audit"]["null"]]
+            cov = [recorded(out, "coverage", s)[k]["intervals"][m] for s in range(25)]
+            null = [recorded(out, "null", s)[k]["intervals"][m] for s in range(25)]
+            assert None not in cov and None not in null
             assert comp["coverage"][m]["covered"] == sum(iv[0] <= truth <= iv[1] for iv in cov)
             assert comp["coverage"][m]["mean_width"] == pytest.approx(np.mean([iv[1] - iv[0] for iv in cov]),
                                                                       rel=1e-12)
             assert comp["type_i_error"][m]["rejections"] == sum(iv[0] > 0 or iv[1] < 0 for iv in null)
         for point in comp["power"]:
-            recs = out["audit"]["power"][str(point["n"])]
-            assert point["p_mean_reaches_threshold"] == sum(r["theta"][k] >= settings.threshold
-                                                            for r in recs) / 25
-            assert point["p_lower_above_0"] == sum(r["lower"][k] > 0 for r in recs) / 25
-            assert point["mean_queries"] == sum(r["queries"] for r in recs) / 25
+            col = out["simulations"]["power"][str(point["n"])]
+            mine = col["comparisons"][name]
+            reach = sum(t >= settings.threshold for t in mine["theta"])
+            assert point["p_mean_reaches_threshold"] == reach / 25
+            assert point["p_lower_above_0"] == sum(v > 0 for v in mine["lower"]) / 25
+            assert point["mean_queries"] == sum(col["queries"]) / 25 and len(col["queries"]) == 25
 
 
 def test_output_shape_and_power_grid():
@@ -483,7 +509,9 @@ def test_output_shape_and_power_grid():
     N = sum(len(g) for g in positions)
     assert comp["power"][0]["m_groups"] == cal.power_groups(20, 16, N)
     assert out["settings"]["seed"] == 11 and out["settings"]["nominal_coverage"] == 0.95
-    assert len(out["audit"]["coverage"]) == 3 and len(out["audit"]["power"]["20"]) == 3
+    sims = out["simulations"]
+    assert [len(sims["coverage"]["c0"]["intervals"][m]["lower"]) for m in cal.METHODS] == [30] * 5
+    assert len(sims["null"]["c1"]["bootstrap_t_dropped"]) == 30 and len(sims["power"]["20"]["queries"]) == 10
     # m = max(2, floor(n G / N + 1/2)) in integers: 2.5 rounds up (Python's round would give 2)
     assert cal.power_groups(5, 1, 2) == 3 and cal.power_groups(1, 2, 100) == 2
 

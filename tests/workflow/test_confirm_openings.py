@@ -157,6 +157,30 @@ def test_report_states_what_was_opened_when_and_under_which_protocol(opened):
     assert "0.665" in report and "0.6451" in report  # published retriever numbers, for context
 
 
+def test_an_openings_report_shows_the_calibration_on_the_confirmation_data(opened):
+    """The frozen protocol carries the calibration settings (the confirmation seed); the opening calibrates on
+    the sealed queries with them, its report shows the section, and its audit (which recomputed it) passed."""
+    import yaml
+
+    wd, sha, _ = opened
+    run = wd / _sealed_run(sha, 2)
+    config = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    fixture = yaml.safe_load((DATA / "fixture_config.yaml").read_text())
+    frozen = read_json(wd / "lockfiles" / locations.PROTOCOL)["calibration"]
+    assert frozen["seed"] == config["calibration"]["confirm_seed"] == 111
+    assert {k: frozen[k] for k in fixture["calibration"]} == fixture["calibration"]
+    cal = read_json(run / "calibration.json")
+    assert {k: cal["settings"][k] for k in ("seed", "S", "B_inner", "R", "S_power", "n_audit")} == \
+        {k: frozen[k] for k in ("seed", "S", "B_inner", "R", "S_power", "n_audit")}
+    confirm_ids = (wd / "lockfiles/splits/confirm.txt").read_text().split()
+    assert cal["data"]["n_queries"] == len(confirm_ids) == read_json(run / "summary.json")["n_queries"]
+    dev = read_json(wd / "results/dev-standin/calibration.json")
+    assert dev["settings"]["seed"] == 110 and dev["data"]["n_queries"] != cal["data"]["n_queries"]
+    report = (run / "report.md").read_text()
+    assert "## How far to trust these intervals here" in report and "seed 111," in report
+    audit = read_json(run / "audit.json")
+    assert audit["ok"] and audit["checks"]["calibration"]["failures"] == 0
+
 def test_audit_of_a_confirmation_run_compares_with_the_protocol_not_repinned_lockfiles(opened, tmp_path):
     wd, sha, _ = opened
     name = _sealed_run(sha, 2).split("/")[1]

@@ -45,9 +45,13 @@ here T*, with ``column_totals``); one outer sample at a time.
 Output of ``calibrate`` (JSON-able; undefined values are None, never NaN): the settings; per
 comparison θ̂ and se, per method coverage (+ Wilson, covered, undefined, mean width over the
 defined intervals) and type I error (+ Wilson, rejections, undefined), the dropped bootstrap-t
-replicates, the sign-flip test, the power curve; and ``audit``: θ̂, se, z0, a, t quantile and
-every interval endpoint of the first ``n_audit`` simulations of the coverage and null streams, and
-θ̂*, lower bound and query count of the first ``n_audit`` power simulations of each grid size.
+replicates, the sign-flip test, the power curve; and ``simulations``: EVERY simulation's outcome,
+column-wise (per stream, comparison and method the lower and upper endpoints of all S samples and
+the dropped bootstrap-t replicates; per power size the query count and per comparison θ̂* and
+the lower bound of all S_power simulations) and the t quantile, so that every tally is a recount
+of these columns and any one simulation can be recomputed alone and compared (the audit
+recomputes a sample of ``n_audit`` per stream, drawn at audit time; the library does not use
+n_audit).
 
 Cost: one outer sample at a time (scratch buffers reused: a few (G, B) arrays, < 50 MB at
 B = 2000, n = 600); ``workers`` threads may share the simulations (the result does not depend on it).
@@ -71,6 +75,8 @@ from .calibration_intervals import Workspace, column_totals, drawn_totals, ratio
 METHODS = ("percentile", "bca", "bootstrap_t", "cluster_t", "query_percentile")
 STREAMS = {"coverage": 1, "null": 2, "power": 3, "randomization": 4}  # never 0: see the docstring
 _ND = NormalDist()
+AUDIT_NOTE = ("every simulation's outcome, column-wise (index = simulation s); draw order and seeding in "
+              "rerank_study.calibration's module docstring")
 
 
 # -------------------------------------------------------------------- small formulas --
@@ -151,13 +157,24 @@ class Tally:
                 c["width"] += iv[1] - iv[0]
 
 
-def audit_record(s: int, result: dict) -> dict:
-    """JSON-able record of one outer simulation (for recomputation by an auditor)."""
-    comps = [{"theta": c["theta"], "se": c["se"], "z0": c["z0"], "a": c["a"],
-              "bootstrap_t_dropped": c["bootstrap_t_dropped"],
-              "intervals": {m: (None if iv is None else [iv[0], iv[1]]) for m, iv in c["intervals"].items()}}
-             for c in result["comparisons"]]
-    return {"s": s, "t_quantile": result["t_quantile"], "comparisons": comps}
+class Columns:
+    """Every simulation's outcome of one stream, column-wise: per comparison the endpoints of each
+    method (None when undefined) and the dropped bootstrap-t replicates, in simulation order."""
+
+    def __init__(self, names: Sequence[str]):
+        self.names, self.t_quantile = list(names), None
+        self.cols = {n: {"intervals": {m: {"lower": [], "upper": []} for m in METHODS},
+                         "bootstrap_t_dropped": []} for n in self.names}
+
+    def add(self, result: dict) -> None:
+        if self.t_quantile is None:
+            self.t_quantile = result["t_quantile"]
+        for name, comp in zip(self.names, result["comparisons"]):
+            col = self.cols[name]
+            col["bootstrap_t_dropped"].append(comp["bootstrap_t_dropped"])
+            for m, iv in comp["intervals"].items():
+                col["intervals"][m]["lower"].append(None if iv is None else iv[0])
+                col["intervals"][m]["upper"].append(None if iv is None else iv[1])
 
 
 def ordered_map(fn, items, workers: int = 1):
@@ -182,17 +199,16 @@ def ordered_map(fn, items, workers: int = 1):
 
 
 def simulate(data: RunData, settings: CalibrationSettings, stream: str,
-             workers: int = 1) -> tuple[Tally, list]:
-    """Run the coverage or null stream: S simulations, tallied; the first n_audit recorded."""
+             workers: int = 1) -> tuple[Tally, Columns]:
+    """Run the coverage or null stream: S simulations, tallied, and every outcome recorded."""
     one = {"coverage": coverage_sample, "null": null_sample}[stream]
     targets = [ratio(data.sums[k], data.sizes) for k in range(len(data.names))] if stream == "coverage" \
         else [0.0] * len(data.names)
-    tally, records = Tally(len(data.names)), []
-    for s, result in enumerate(ordered_map(partial(one, data, settings), range(settings.S), workers)):
+    tally, columns = Tally(len(data.names)), Columns(data.names)
+    for result in ordered_map(partial(one, data, settings), range(settings.S), workers):
         tally.add(result, targets)
-        if s < settings.n_audit:
-            records.append(audit_record(s, result))
-    return tally, records
+        columns.add(result)
+    return tally, columns
 
 
 def coverage_summary(tally: Tally, k: int, alpha: float) -> dict:
@@ -264,21 +280,23 @@ def power_sample(data: RunData, settings: CalibrationSettings, n: int, s: int, w
 
 
 def simulate_power(data: RunData, settings: CalibrationSettings, workers: int = 1) -> tuple[list[dict], dict]:
-    """Power curve per grid size n (per comparison) and the first n_audit simulations per n."""
+    """Power curve per grid size n (per comparison) and every simulation's outcome per n, column-wise."""
     K, curve, records = len(data.names), [], {}
     for n in settings.power_n:
-        reach, positive, queries, recs = [0] * K, [0] * K, 0, []
+        reach, positive, queries = [0] * K, [0] * K, 0
+        col = {"queries": [], "comparisons": {name: {"theta": [], "lower": []} for name in data.names}}
         one = partial(power_sample, data, settings, n)
-        for s, r in enumerate(ordered_map(one, range(settings.S_power), workers)):
+        for r in ordered_map(one, range(settings.S_power), workers):
             queries += r["queries"]
-            for k in range(K):
+            col["queries"].append(r["queries"])
+            for k, name in enumerate(data.names):
                 reach[k] += r["theta"][k] >= settings.threshold
                 positive[k] += r["lower"][k] > 0
-            if s < settings.n_audit:
-                recs.append(r)
+                col["comparisons"][name]["theta"].append(r["theta"][k])
+                col["comparisons"][name]["lower"].append(r["lower"][k])
         curve.append({"n": n, "m_groups": power_groups(n, data.G, data.N),
                       "mean_queries": queries / settings.S_power, "reach": reach, "positive": positive})
-        records[str(n)] = recs
+        records[str(n)] = col
     return curve, records
 
 
@@ -295,6 +313,12 @@ def power_summary(curve: list[dict], k: int, settings: CalibrationSettings) -> l
 
 # ------------------------------------------------------------------------ top level --
 
+def settings_record(settings: CalibrationSettings) -> dict:
+    """The settings as the output records them (JSON-able)."""
+    return {**asdict(settings), "power_n": list(settings.power_n), "percentiles": list(settings.percentiles),
+            "nominal_coverage": settings.nominal, "test_level": settings.alpha}
+
+
 def calibrate(deltas: Mapping[str, Sequence[float]], positions: Sequence[Sequence[int]], *,
               settings: CalibrationSettings, workers: int = 1) -> dict:
     """Coverage, type I error, sign-flip p-value and power of the run's data (a JSON-able dict).
@@ -302,8 +326,8 @@ def calibrate(deltas: Mapping[str, Sequence[float]], positions: Sequence[Sequenc
     if not isinstance(settings, CalibrationSettings):
         raise ValueError("settings must be a CalibrationSettings")
     data = prepare(deltas, positions)
-    cov, cov_records = simulate(data, settings, "coverage", workers)
-    null, null_records = simulate(data, settings, "null", workers)
+    cov, cov_columns = simulate(data, settings, "coverage", workers)
+    null, null_columns = simulate(data, settings, "null", workers)
     rand = randomization(data, settings)
     curve, power_records = simulate_power(data, settings, workers)
     comparisons = {}
@@ -316,11 +340,8 @@ def calibrate(deltas: Mapping[str, Sequence[float]], positions: Sequence[Sequenc
             "bootstrap_t_dropped_replicates": {"coverage": cov.dropped[k], "null": null.dropped[k]},
             "randomization": rand[k], "power": power_summary(curve, k, settings),
         }
-    return {"settings": {**asdict(settings), "power_n": list(settings.power_n),
-                         "percentiles": list(settings.percentiles),
-                         "nominal_coverage": settings.nominal, "test_level": settings.alpha},
+    return {"settings": settings_record(settings),
             "data": {"n_queries": data.N, "n_groups": data.G, "comparisons": list(data.names)},
             "methods": list(METHODS), "comparisons": comparisons,
-            "audit": {"coverage": cov_records, "null": null_records, "power": power_records,
-                      "note": "first n_audit simulations of each stream (power: of each grid size); "
-                              "draw order and seeding in rerank_study.calibration's module docstring"}}
+            "simulations": {"coverage": cov_columns.cols, "null": null_columns.cols, "power": power_records,
+                            "t_quantile": cov_columns.t_quantile, "note": AUDIT_NOTE}}

@@ -181,7 +181,22 @@ def run_settings(cfg: dict, confirmation: bool = False) -> dict:
             "percentiles": b["percentiles"], "threshold": cfg["threshold"], "comparisons": cfg["comparisons"],
             "max_length": cfg["ce"]["max_length"], "evalstats": cfg["evalstats"],
             "verify_batches": None if confirmation else cfg["verify"]["batches"],
-            "verify_seed": cfg["verify"]["seed"]}
+            "verify_seed": cfg["verify"]["seed"], "calibration": calibration_settings(cfg, confirmation)}
+
+
+CALIBRATION_SIZES = ("S", "B_inner", "R", "S_power", "n_audit")
+
+
+def calibration_settings(cfg: dict, confirmation: bool = False) -> dict:
+    """The calibration's settings (rule calibrate): the seed of the run's kind, the sizes (a smoke run's
+    from ``smoke_settings.calibration``), the power sizes with the confirmation size added (sorted). Also
+    frozen into the confirmation protocol (``seal.protocol``) with ``confirmation=True``."""
+    c = cfg["calibration"]
+    sizes = cfg["smoke_settings"]["calibration"] if cfg["smoke"] and not confirmation else c
+    confirm_n = cfg["evalstats"]["power"]["confirm_n"]
+    return {"seed": c["confirm_seed"] if confirmation else c["seed"],
+            **{k: sizes[k] for k in CALIBRATION_SIZES},
+            "power_n": sorted(set(c["power_n"]) | {confirm_n}), "confirmation_n": confirm_n}
 
 
 def repin_set(cfg: dict) -> set[str]:

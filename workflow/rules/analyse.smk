@@ -29,3 +29,28 @@ rule analyse:
         bench_of("analyse")
     script:
         "../scripts/analyse.py"
+
+
+rule calibrate:
+    """How far the grouped interval can be trusted on these data (reported beside it; it decides nothing):
+    coverage, type I error, the sign-flip test and the power curve -> calibration.json."""
+    input:
+        per_query=P["per_query"],
+        groups=P["groups"],
+        queries=P["run_queries"],
+        summary=P["summary"],  # after analyse: the same comparisons, metric and primary
+    output:
+        P["calibration"],
+    params:
+        code=CODE,  # library source hash: a change in the science reruns the rule
+        calibration=SETTINGS["calibration"],  # development seed 110; the frozen confirmation protocol 111
+        percentiles=SETTINGS["percentiles"],
+        threshold=SETTINGS["threshold"],
+        comparisons=SETTINGS["comparisons"],
+    threads: 2  # the simulations share the threads; the result does not depend on their number
+    log:
+        log_of("calibrate"),
+    benchmark:
+        bench_of("calibrate")
+    script:
+        "../scripts/calibrate.py"

@@ -5,6 +5,7 @@
 rule report:
     input:
         summary=P["summary"],
+        calibration=P["calibration"],
         per_query=P["per_query"],
         pairs=P["pairs"],
         shape_check=P["shape_check"],
@@ -24,6 +25,7 @@ rule report:
         report=P["report"],
         forest=P["forest_plot"],
         delta=P["delta_plot"],
+        power=P["power_plot"],
         measurements=P["report_measurements"],
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule

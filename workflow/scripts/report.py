@@ -4,7 +4,7 @@ import csv
 import platform
 from pathlib import Path
 
-from rerank_study import models, names, report
+from rerank_study import models, names, report, report_calibration
 from rerank_study.fileio import atomic_write_text, read_json, read_tsv, sha256_file, write_json
 from rerank_study.names import column
 from rerank_study.rule import run
@@ -126,12 +126,15 @@ def measurement_rows(sm, scoring: dict) -> dict:
 def figure_links(sm) -> dict:
     """The figures' paths relative to the report."""
     return {"forest plot": str(Path(sm.output.forest).relative_to(Path(sm.output.report).parent)),
-            "primary Δ distribution": str(Path(sm.output.delta).relative_to(Path(sm.output.report).parent))}
+            "primary Δ distribution": str(Path(sm.output.delta).relative_to(Path(sm.output.report).parent)),
+            "power curve": str(Path(sm.output.power).relative_to(Path(sm.output.report).parent))}
 
 
-def title_and_sections(sm, summary: dict, started, scoring: dict) -> tuple[str, list[str]]:
-    """The report's title and extra sections: the evaluation statistics; an opening's section first."""
-    sections = [report.evalstats_section(summary)]
+def title_and_sections(sm, summary: dict, calibration: dict, started,
+                       scoring: dict) -> tuple[str, list[str]]:
+    """The report's title and extra sections: the evaluation statistics and the calibration; an opening's
+    section first."""
+    sections = [report.evalstats_section(summary), report_calibration.calibration_section(calibration)]
     title = "Development analysis"
     if sm.params.kind == "confirmation":
         op = sm.params.opening
@@ -151,12 +154,14 @@ def main(sm):
     derived = read_json(sm.input.derived)
     rows = read_tsv(sm.input.per_query)
     report.plots(summary, primary_deltas(summary, rows), sm.output.forest, sm.output.delta)
+    calibration = read_json(sm.input.calibration)
+    report_calibration.power_plot(calibration, summary.get("scorer"), sm.output.power)
 
     started = read_json(sm.input.started[0]) if sm.params.kind == "confirmation" else None
     provenance = provenance_rows(sm, data_pins, derived, model, scoring, shapes, started)
     meas = measurement_rows(sm, scoring)
     figures = figure_links(sm)
-    title, sections = title_and_sections(sm, summary, started, scoring)
+    title, sections = title_and_sections(sm, summary, calibration, started, scoring)
     text = report.render(summary, meas, provenance, extra_sections=sections, figures=figures, title=title,
                          run=sm.params.run)
     write_json(sm.output.measurements, {"_note": "measurements of this execution; not reproducible "

@@ -4,6 +4,16 @@ decision rule, and the minimum detectable effect with its arithmetic."""
 from __future__ import annotations
 
 
+def _calibration_text(c) -> str:
+    """The frozen calibration settings (reported beside the interval on the confirmation data; it decides
+    nothing)."""
+    if not c:
+        return "No calibration is frozen in this protocol."
+    return (f"Calibration (reported beside the interval, decides nothing): seed {c['seed']}, S = {c['S']}, "
+            f"B_inner = {c['B_inner']}, R = {c['R']}, S_power = {c['S_power']}, power sizes {c['power_n']}, "
+            f"{c['n_audit']} simulations per stream recomputed by the audit.")
+
+
 def preregistration_note(p: dict, sha: str) -> str:
     pw = p["power"]
     label = "\n> TEST-ONLY protocol (frozen from a STAND-IN development run): not a preregistration.\n" \
@@ -25,6 +35,7 @@ template `{p['text_template']}`; blend k = {p['blend']['k']}; tie rule: {p['tie_
 grouping: {p['grouping_rule']}; B = {p['bootstrap']['B']}, seed {p['bootstrap']['seed']}, percentiles
 {p['bootstrap']['percentiles']} (linear); threshold {p['threshold']}; primary {p['comparisons']['primary']};
 guardrails {p['evalstats']['guardrails']}; declared slices and weights {p['evalstats']['slices']}.
+{_calibration_text(p.get('calibration'))}
 
 **Decision rule.** {p['decision_rule']}
 

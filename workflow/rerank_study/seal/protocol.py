@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from .. import layout, scoring
+from ..config import calibration_settings
 from ..errors import SealError
 from ..fileio import atomic_write_text, canonical_json, read_json, sha256_file, sha256_text
 from ..names import STAND_IN
@@ -62,6 +63,8 @@ def _analysis_blocks(cfg: dict) -> dict:
                                    "query-level bootstrap as sensitivity; one index matrix shared by "
                                    "the comparisons"},
         "threshold": cfg["threshold"], "comparisons": cfg["comparisons"], "evalstats": cfg["evalstats"],
+        # reported beside the interval, computed on the confirmation data; it decides nothing
+        "calibration": calibration_settings(cfg, confirmation=True),
         "decision_rule": ("Report the mean primary delta, whether it reaches the threshold, and whether each "
                           "interval covers 0 and the threshold, whatever the outcome. If the mean is below "
                           "the threshold the practical hypothesis is not supported. Never re-tune and "
