@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 
-from columns import (EMPTY_ALLOWED, EMPTY_ALLOWED_SUFFIX, FLAG, JSON_KEYS, PARAMETRIC_TABLES, PROSE, PROVENANCE,
-                     SCORING_SETTINGS, TABLES, canonical, table_columns)
+from columns import (EMPTY_ALLOWED, EMPTY_ALLOWED_SUFFIX, FLAG, PARAMETRIC_TABLES, PROSE, PROVENANCE,
+                     SCORING_SETTINGS, canonical, json_keys_of, table_columns, tables_of)
 from readers import read_json, read_table
 
 
@@ -61,9 +61,10 @@ def _check_json(au, path, found, keys: dict, where: str = "") -> None:
 
 
 def check_columns(run, want, au) -> None:
-    for key in (*TABLES, *PARAMETRIC_TABLES):
+    """Every table and JSON record the anchor's settings give the run (its candidate source, its reranker's kind)."""
+    for key in (*tables_of(want.settings), *PARAMETRIC_TABLES):
         _check_table(run, want, au, key)
-    for key, keys in JSON_KEYS.items():
+    for key, keys in json_keys_of(want.settings).items():
         path = run.manifest_path if key == "manifest" else run.path(key)
         found = read_json(path)
         _check_json(au, path, found, keys)

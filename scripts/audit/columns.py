@@ -30,6 +30,15 @@ TABLES = {
     "rankings": (("qid", ID, "blend"), ("doc_id", ID, "blend"), ("r0", INT, "blend"), ("logit", FLOAT, "blend"),
                  ("r1", INT, "ce_ranks"), ("blend_score", FLOAT, "blend"), ("blend_rank", INT, "blend")),
 }
+# a study whose candidates are a user's TREC run (study.candidates: trec): its candidate table keeps the run's score
+# as the run's own text
+TREC_CANDIDATES = (("qid", ID, "candidates"), ("split", TEXT, "candidates"), ("rank", INT, "candidates"),
+                   ("doc_id", ID, "candidates"), ("run_score", TEXT, "candidates"))
+# a run-file reranker (study.reranker_kind: run): its tables and JSON records in place of a cross-encoder's
+RUN_FILE_TABLES = {
+    "reranker_scores": (("qid", ID, "reranker_run"), ("doc_id", ID, "reranker_run"), ("r0", INT, "reranker_run"),
+                        ("score", FLOAT, "reranker_run")),
+}
 # a table whose columns follow the settings: (key, kind of its value columns, the check)
 PARAMETRIC_TABLES = {"per_query": (FLOAT, "per_query"), "grouped_indices": (INT, "bootstrap_indices"),
                      "query_indices": (INT, "bootstrap_indices"), "replicates": (FLOAT, "replicates")}
@@ -80,6 +89,32 @@ JSON_KEYS = {
         **{f"rule {r} seconds (snakemake benchmark)": PROVENANCE for r in ("score", "evaluate", "analyse")},
         "machine": PROSE, "_note": PROSE},
 }
+RUN_FILE_JSON_KEYS = {
+    "manifest": JSON_KEYS["manifest"],
+    "groups_meta": JSON_KEYS["groups_meta"],
+    "reranker_run": _keys("reranker_run", "reranker file sha256 identity weights_sha256 queries pairs all_tied_queries",
+                          tie_rule=PROSE),
+    "report_measurements": {**{f"rule {r} seconds (snakemake benchmark)": PROVENANCE
+                               for r in ("reranker_scores", "evaluate", "analyse")}, "machine": PROSE, "_note": PROSE},
+}
+CROSS_ENCODER_JSON = ("verification", "shape_check", "scoring_measurements", "verification_measurements")
+
+
+def tables_of(settings: dict) -> dict:
+    """The documented fixed tables of a run made with ``settings`` (its anchor's): the candidate table of its
+    candidate source, the scores of its reranker's kind."""
+    study = settings["study"]
+    out = {k: v for k, v in TABLES.items() if not (k == "pairs" and study["reranker_kind"] == "run")}
+    if study["candidates"] == "trec":
+        out["run_candidates"] = TREC_CANDIDATES
+    return {**out, **(RUN_FILE_TABLES if study["reranker_kind"] == "run" else {})}
+
+
+def json_keys_of(settings: dict) -> dict:
+    """The documented JSON records of a run made with ``settings``, by its reranker's kind."""
+    return RUN_FILE_JSON_KEYS if settings["study"]["reranker_kind"] == "run" else JSON_KEYS
+
+
 # the keys of scoring.json's settings record: the scoring contract's values, and two descriptions
 SCORING_SETTINGS = {"batch_size": "measurements", "dtype": "measurements", "max_length": "measurements",
                     "seed": "measurements", "truncation": "measurements", "batching": PROSE, "numerics": PROSE}
@@ -115,8 +150,9 @@ EMPTY_ALLOWED_SUFFIX = "_first_rel_rank"  # per_query: no relevant document in t
 
 def table_columns(key: str, settings: dict, n_groups: int, n_queries: int) -> list[tuple[str, str, str]]:
     """The documented (column, kind, check) of a table, the parametric ones named from the settings."""
-    if key in TABLES:
-        return list(TABLES[key])
+    fixed = tables_of(settings) if "study" in settings else {**TABLES, **RUN_FILE_TABLES}
+    if key in fixed:
+        return list(fixed[key])
     kind, check = PARAMETRIC_TABLES[key]
     if key == "per_query":
         ms = settings["metrics"]
@@ -144,4 +180,11 @@ def markdown() -> str:
     for key, keys in JSON_KEYS.items():
         lines += [f"| `{key}` | `{k}` | JSON | {check} |" for k, check in keys.items()]
     lines += [f"| `scoring_measurements` | `settings.{k}` | JSON | {check} |" for k, check in SCORING_SETTINGS.items()]
+    trec = "`run_candidates` (candidates: trec)"
+    lines += [f"| {trec} | `{c}` | {kind} | {check} |" for c, kind, check in TREC_CANDIDATES]
+    for key, cols in RUN_FILE_TABLES.items():
+        lines += [f"| `{key}` (reranker_kind: run) | `{c}` | {kind} | {check} |" for c, kind, check in cols]
+    for key in ("reranker_run", "report_measurements"):
+        lines += [f"| `{key}` (reranker_kind: run) | `{k}` | JSON | {check} |"
+                  for k, check in RUN_FILE_JSON_KEYS[key].items()]
     return "\n".join(lines) + "\n"

@@ -18,7 +18,8 @@ from checks_statistics import LIBRARY_P_KEYS, P_ULPS
 from expected_summary import expected_summary
 from report_confirmation import confirmation_lines, opened_rows, opening_record, title
 from report_lines import Free, Row
-from report_provenance import is_standin, measurement_rows, pin_rows
+from layout import RUN_FILE
+from report_provenance import is_standin, measurement_rows, pin_rows, run_file_section
 from report_text import body_lines, evalstats_lines, figure_lines, head_lines
 
 CHECK = "report"
@@ -60,6 +61,8 @@ def expected_lines(run, want, au) -> list:
     out = head_lines(s, head, standin) + body_lines(s)
     if started:
         out += [""] + confirmation_lines(run, want, au, s, started)
+    if run.reranker_kind == RUN_FILE:
+        out += [""] + run_file_section(run, want)
     out += [""] + evalstats_lines(s) + figure_lines() + [""] + prose.PINS_HEADING
     out += pin_rows(run, want, au, opened_rows(run, started) if started else [], standin)
     out += prose.MEASUREMENTS_HEADING + measurement_rows(run, want, au)

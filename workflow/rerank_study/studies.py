@@ -69,7 +69,8 @@ def _load_yaml(path):
     return data
 
 
-PATH_KEYS = ("lockdir", "data_mirror", "data_zip", "model_dir", "trec_run")  # relative to the study file's folder
+PATH_KEYS = ("lockdir", "data_mirror", "data_zip", "data_dir", "model_dir", "hf_cache", "trec_run",
+             "run_file")  # relative to the study file's folder
 
 
 def _resolve_paths(overrides: dict, folder: Path) -> dict:
@@ -260,17 +261,28 @@ def check_candidate_source(cfg: dict, lockdir, repin: set) -> None:
 
 
 def check_first_acquisition(cfg: dict, lockdir, catalogue_path) -> None:
-    """repin=data pins a dataset ONCE, from the catalogue: refused at start when pins exist or the dataset is not
-    listed."""
+    """repin=data pins a dataset ONCE, from the catalogue or a local ``data_dir`` folder: refused at start when pins
+    exist, the dataset is not listed (no data_dir), or the folder misses a file or judges an unknown query."""
+    from .catalogue import check_local_folder
+
     st, path = cfg["study"], Path(lockdir) / layout.DATA_PINS
     if path.is_file():
         _fail(st["name"], path, f"dataset {st['dataset']!r} is already pinned; repin=data writes pins only once.",
               "keep the pins (drop repin=data), or delete the file knowingly, in its own commit, to re-pin.")
+    if cfg["data_dir"]:
+        split = {"seed": cfg["splits"]["seed"], "confirm_size": cfg["splits"]["confirm_size"]}
+        dev, confirm = (Path(st[k]).stem for k in ("qrels_dev", "qrels_confirm"))
+        try:
+            check_local_folder(cfg["data_dir"], path, dev, confirm, split if dev == confirm else None)
+        except PipelineError as exc:
+            raise StudyError(f"STUDY {st['name']!r}: repin=data data_dir={cfg['data_dir']}: {exc}") from None
+        return
     known = read_json(catalogue_path).get("datasets", {})
     if st["dataset"] not in known:
         _fail(st["name"], catalogue_path, f"dataset {st['dataset']!r} is not in the catalogue (known: "
-              f"{', '.join(sorted(known))}).", "name a catalogue dataset in study.dataset, or add an entry with the "
-              "archive's URL, size and md5 as its publisher gives them.")
+              f"{', '.join(sorted(known))}).", "name a catalogue dataset in study.dataset, add an entry with the "
+              "archive's URL, size and md5 as its publisher gives them, or pin a local BEIR-layout folder of it "
+              "(repin=data data_dir=FOLDER).")
 
 
 def check_mirror(cfg: dict, pins: dict) -> None:
@@ -301,37 +313,39 @@ def check_scorer(cfg: dict, ce: dict, default_ce: dict | None) -> None:
               "set scorer: pinned (and model_dir: <its files>) in this study's file.")
 
 
+def check_reranker(cfg: dict, lockdir, repin: set, default_model_pins=None) -> None:
+    """The study's reranker: a run file (``reranker_run.check_study``), or a cross-encoder pinned with one logit or
+    a declared index, runnable by the scorer chosen (repin=model: the model to pin; model_dir: the pinned files)."""
+    from . import model_pinning, reranker_run
+    from .names import RUN_FILE
+
+    if cfg["study"]["reranker_kind"] == RUN_FILE:
+        return reranker_run.check_study(cfg, lockdir, repin)
+    if "reranker_run" in repin:
+        _fail(cfg["study"]["name"], cfg.get("study_file") or "config/config.yaml", "repin=reranker_run pins a run-file "
+              "reranker's run, and study.reranker_kind is cross-encoder.", "set study.reranker_kind: run in the study "
+              "file (its reranker is then the run), or pin the cross-encoder with repin=model.")
+    if "model" in repin:
+        model_pinning.check_request(cfg, lockdir)
+        return
+    if "data" in repin:
+        return  # the data is pinned first (the model pins may come next)
+    ce = check_model_pins(cfg, lockdir)
+    default = read_json(default_model_pins) if default_model_pins and Path(default_model_pins).is_file() else None
+    check_scorer(cfg, ce, (default or {}).get("cross_encoder"))
+    if cfg["model_dir"] and cfg["scorer"] == "pinned" and not repin:
+        model_pinning.check_model_dir(cfg, ce)
+
+
 def check_study(cfg: dict, lockdir, repin: set, catalogue_path=None, default_model_pins=None) -> None:
     """Every parse-time check of a study's inputs (before any job runs)."""
     if "data" in repin and catalogue_path is not None:
         check_first_acquisition(cfg, lockdir, catalogue_path)
     if "data" not in repin:
         check_mirror(cfg, check_data_pins(cfg, lockdir))
-    ce = check_model_pins(cfg, lockdir)
-    default = read_json(default_model_pins) if default_model_pins and Path(default_model_pins).is_file() else None
-    check_scorer(cfg, ce, (default or {}).get("cross_encoder"))
+    check_reranker(cfg, lockdir, repin, default_model_pins)
     if not repin or "candidates" in repin:  # (splits are re-pinned before any candidates exist)
         check_candidate_source(cfg, lockdir, repin)
-
-
-# ------------------------------------------------------------------------ the cross-study table --
-CROSS_STUDY_COLUMNS = ("study", "dataset", "reranker", "scorer", "run", "n_queries", "n_groups",
-                       "rrf_mean", "ce_mean", "blend_mean", "primary", "primary_delta",
-                       "primary_grouped_lo", "primary_grouped_hi", "audit")
-
-
-def cross_study_row(cfg: dict, summary: dict, audit: dict, run: str) -> dict:
-    """One study's line of the cross-study table, read from its summary.json and audit.json."""
-    primary = summary["primary"]
-    comp = summary["comparisons"][primary]
-    lo, hi = comp["grouped_interval"]
-    methods = summary["methods"]
-    return {"study": cfg["study"]["name"], "dataset": cfg["study"]["dataset"], "reranker": cfg["study"]["reranker"],
-            "scorer": summary["scorer"], "run": run, "n_queries": summary["n_queries"], "n_groups": summary["n_groups"],
-            "rrf_mean": methods["rrf"]["mean"], "ce_mean": methods["ce"]["mean"], "blend_mean": methods["blend"]["mean"],
-            "primary": f"{primary} ({summary['metric']})", "primary_delta": comp["mean"],
-            "primary_grouped_lo": lo, "primary_grouped_hi": hi,
-            "audit": "PASSED" if audit.get("ok") is True else "FAILED"}
 
 
 def invocation_studies(config: dict, command_line: dict, root) -> dict[str, dict]:

@@ -23,10 +23,11 @@ CROSS = f"{config['results']}/cross-study/{'+'.join(STUDY_CONFIGS)}/cross_study"
 
 rule cross_study:
     """One row per study: the three method means, the primary delta with its grouped interval, n queries,
-    n groups, the audit verdict (each study's run must have passed its audit)."""
+    n groups, the reranker (kind, identity, sha256), the audit verdict (each study's run must have passed its audit)."""
     input:
         summaries=[f"{r}/summary.json" for r in STUDY_RUNS.values()],
         audits=[f"{r}/audit.json" for r in STUDY_RUNS.values()],
+        manifests=[f"{r}/manifest.json" for r in STUDY_RUNS.values()],  # what each reranker is (identity, sha256)
     output:
         tsv=f"{CROSS}.tsv",
         parquet=f"{CROSS}.parquet",

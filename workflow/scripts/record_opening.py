@@ -48,8 +48,9 @@ def main(sm):
         "summary_sha256": sha256_file(sm.input.summary),
         "audit_sha256": sha256_file(sm.input.audit),
         "artefacts_sha256": arte,
-        "scoring": {k: scoring.get(k) for k in ("fresh_inference", "pairs", "pairs_inferred", "pairs_from_cache",
-                                                "cache_entries_verified")},
+        "scoring": ({k: scoring.get(k) for k in ("fresh_inference", "pairs", "pairs_inferred", "pairs_from_cache",
+                                                 "cache_entries_verified")} if "identity" not in scoring
+                    else {k: scoring[k] for k in ("file", "sha256", "pairs", "queries")}),  # a run file: read, not inferred
         "primary": {"comparison": summary["primary"], "mean": prim["mean"],
                     "grouped_interval": prim["grouped_interval"], "query_interval": prim["query_interval"],
                     "reaches_threshold": prim["mean_reaches_threshold"], "threshold": summary["threshold"]},
