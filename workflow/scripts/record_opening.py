@@ -14,6 +14,15 @@ from rerank_study.rule import run
 log = logging.getLogger("confirm")
 
 
+def scoring_entry(scoring: dict) -> dict:
+    """How the opening's scores were made: a cross-encoder's fresh inference counts, or (a run-file reranker's
+    record) the frozen run file that was read, nothing inferred."""
+    if "identity" in scoring:
+        return {k: scoring[k] for k in ("file", "sha256", "pairs", "queries")}
+    return {k: scoring.get(k) for k in ("fresh_inference", "pairs", "pairs_inferred", "pairs_from_cache",
+                                        "cache_entries_verified")}
+
+
 def main(sm):
     u = sm.params.unseal
     manifest = read_json(sm.input.manifest)
@@ -48,9 +57,7 @@ def main(sm):
         "summary_sha256": sha256_file(sm.input.summary),
         "audit_sha256": sha256_file(sm.input.audit),
         "artefacts_sha256": arte,
-        "scoring": ({k: scoring.get(k) for k in ("fresh_inference", "pairs", "pairs_inferred", "pairs_from_cache",
-                                                 "cache_entries_verified")} if "identity" not in scoring
-                    else {k: scoring[k] for k in ("file", "sha256", "pairs", "queries")}),  # a run file: read, not inferred
+        "scoring": scoring_entry(scoring),
         "primary": {"comparison": summary["primary"], "mean": prim["mean"],
                     "grouped_interval": prim["grouped_interval"], "query_interval": prim["query_interval"],
                     "reaches_threshold": prim["mean_reaches_threshold"], "threshold": summary["threshold"]},
