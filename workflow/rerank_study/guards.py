@@ -36,7 +36,7 @@ def check_invocation(cfg: dict, repin: set, confirm: bool) -> None:
     for alone, what in (("model", "the reranker's model files"), ("reranker_run", "the reranker's development run")):
         if alone in repin and repin != {alone}:
             raise ConfigError(f"repin={cfg['repin']}: repin={alone} pins {what} ALONE (an invocation of its own; "
-                              "the order: data, model, splits, candidates, then a run-file reranker's reranker_run).")
+                              "data first; then splits, candidates, and the model or a run-file reranker's reranker_run).")
     if confirm and cfg["smoke"]:
         raise ConfigError("a confirmation opening analyses the whole confirmation set: drop smoke=true")
 

@@ -328,8 +328,8 @@ def check_reranker(cfg: dict, lockdir, repin: set, default_model_pins=None) -> N
     if "model" in repin:
         model_pinning.check_request(cfg, lockdir)
         return
-    if "data" in repin:
-        return  # the data is pinned first (the model pins may come next)
+    if repin and not (Path(lockdir) / layout.MODEL_PINS).is_file():
+        return  # pinning the data, splits or candidates: the model is pinned when a run needs it (repin=model)
     ce = check_model_pins(cfg, lockdir)
     default = read_json(default_model_pins) if default_model_pins and Path(default_model_pins).is_file() else None
     check_scorer(cfg, ce, (default or {}).get("cross_encoder"))
