@@ -97,7 +97,15 @@ RUN_FILE_JSON_KEYS = {
     "report_measurements": {**{f"rule {r} seconds (snakemake benchmark)": PROVENANCE
                                for r in ("reranker_scores", "evaluate", "analyse")}, "machine": PROSE, "_note": PROSE},
 }
-CROSS_ENCODER_JSON = ("verification", "shape_check", "scoring_measurements", "verification_measurements")
+# the cross-study table of a multi-study invocation (results/cross-study/<a>+<b>/cross_study.tsv): one row per
+# study, every value copied from that study's audited run (summary.json, manifest.json, audit.json) and the study
+# file; the table is not a run artefact and no check of a run recomputes it
+CROSS_STUDY_SOURCE = "copied from the study's audited run"
+CROSS_STUDY = tuple((c, kind, CROSS_STUDY_SOURCE) for c, kind in (
+    ("study", TEXT), ("dataset", TEXT), ("reranker_kind", TEXT), ("reranker", TEXT), ("reranker_sha256", TEXT),
+    ("scorer", TEXT), ("run", TEXT), ("n_queries", INT), ("n_groups", INT), ("rrf_mean", FLOAT),
+    ("ce_mean", FLOAT), ("blend_mean", FLOAT), ("primary", TEXT), ("primary_delta", FLOAT),
+    ("primary_grouped_lo", FLOAT), ("primary_grouped_hi", FLOAT), ("audit", TEXT)))
 
 
 def tables_of(settings: dict) -> dict:
@@ -187,4 +195,5 @@ def markdown() -> str:
     for key in ("reranker_run", "report_measurements"):
         lines += [f"| `{key}` (reranker_kind: run) | `{k}` | JSON | {check} |"
                   for k, check in RUN_FILE_JSON_KEYS[key].items()]
+    lines += [f"| `cross_study` (several studies) | `{c}` | {kind} | {check} |" for c, kind, check in CROSS_STUDY]
     return "\n".join(lines) + "\n"

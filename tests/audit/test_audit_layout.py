@@ -46,6 +46,12 @@ def test_the_documented_columns_are_the_audits():
     assert audit_module("columns").markdown() in doc
 
 
+def test_the_cross_study_table_is_declared_column_by_column():
+    from rerank_study.cross_table import CROSS_STUDY_COLUMNS
+
+    assert tuple(c for c, _, _ in audit_module("columns").CROSS_STUDY) == CROSS_STUDY_COLUMNS
+
+
 def test_every_table_and_json_artefact_has_its_columns_documented():
     """Every run artefact that is a table, a list or a JSON record is in the columns table (the figures and the
     report are checked by their own checks)."""

@@ -1,15 +1,17 @@
-"""A stand-in for "any system": a TREC run of a study's frozen candidates, written by a tiny term-overlap reranker
-(TEST-ONLY; it shows the input a run-file reranker study takes, and its scores mean little).
+"""A stand-in for "any system": a TREC run of a study's frozen candidates, written by a tiny term-overlap
+reranker (TEST-ONLY; it shows the input a run-file reranker study takes, and its scores mean little).
 
-    python tests/data/make_reranker_run.py LOCKDIR DATA_DIR SPLIT OUT [--depth N] [--tie QID ...] [--ranks-only]
+    python tests/data/make_reranker_run.py LOCKDIR DATA_DIR SPLIT OUT [--depth N] [--tie QID ...]
+        [--ranks-only]
 
 For every query of LOCKDIR/splits/SPLIT.txt (dev or confirm), each of its first N (default 20) candidates in
-LOCKDIR/candidates/candidates.tsv gets the score: the number of distinct query words (lower-case letters) found in
-the document's title + text, plus 1/(1000 + candidate rank) (so the first-stage order breaks the reranker's ties).
-One line per candidate, ``qid Q0 docid rank score overlap``, ranked by score descending, ties by document id
-descending, the score printed with ``%.6f``. ``--tie QID``: every candidate of that query gets the score 1.000000
-(a query the reranker cannot tell apart). ``--ranks-only``: the score column holds n + 1 - rank (what a listwise
-reranker that gives only an order writes). Standard library only; the same inputs give the same bytes.
+LOCKDIR/candidates/candidates.tsv gets the score: the number of distinct query words (lower-case letters)
+found in the document's title + text, plus 1/(1000 + candidate rank) (so the first-stage order breaks the
+reranker's ties). One line per candidate, ``qid Q0 docid rank score overlap``, ranked by score descending,
+ties by document id descending, the score printed with ``%.6f``. ``--tie QID``: every candidate of that query
+gets the score 1.000000 (a query the reranker cannot tell apart). ``--ranks-only``: the score column holds
+n + 1 - rank (what a listwise reranker that gives only an order writes). Standard library only; the same
+inputs give the same bytes.
 """
 
 from __future__ import annotations

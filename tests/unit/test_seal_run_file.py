@@ -12,8 +12,8 @@ import json
 import shutil
 
 import pytest
-
 from conftest import STUDY_DIR
+
 from rerank_study import reranker_run
 from rerank_study.errors import SealError
 from rerank_study.seal import freeze, method, protocol
@@ -27,11 +27,13 @@ def cfg(kind="run", run_file="") -> dict:
 
 
 def confirmation_run(path, drop=None):
-    """A run of the synthetic confirmation queries' candidates (read here with csv), without ``drop`` (q, d)."""
+    """A run of the synthetic confirmation queries' candidates (read here with csv), without ``drop`` (q,
+    d)."""
     qids = set((LOCK / "splits" / "confirm.txt").read_text().split())
     with open(LOCK / "candidates" / "candidates.tsv", newline="") as fh:
         rows = [r for r in csv.DictReader(fh, delimiter="\t") if r["qid"] in qids]
-    path.write_text("".join(f"{r['qid']} Q0 {r['doc_id']} {r['rank']} {1 / int(r['rank'])} sys\n" for r in rows
+    path.write_text("".join(f"{r['qid']} Q0 {r['doc_id']} {r['rank']} {1 / int(r['rank'])} sys\n"
+                            for r in rows
                             if (r["qid"], r["doc_id"]) != drop))
     return path
 
@@ -57,7 +59,8 @@ def test_the_freeze_refuses_no_run_an_incomplete_run_and_a_run_for_a_cross_encod
     bad = confirmation_run(tmp_path / "bad.run", drop=("q03", "d030"))
     with pytest.raises(reranker_run.RunFileError) as exc:
         freeze.submit_confirmation_run(cfg(), lock, bad)
-    assert "query q03, document d030 (candidate rank 1): expected one score line, found none" in str(exc.value)
+    missing = "query q03, document d030 (candidate rank 1): expected one score line, found none"
+    assert missing in str(exc.value)
     assert "(nothing was frozen)" in str(exc.value)
     assert not (lock / "reranker" / "confirm.trec").exists()
     with pytest.raises(SealError, match="Drop --reranker-run"):
@@ -78,13 +81,15 @@ def test_an_opening_evaluates_exactly_the_frozen_file(tmp_path, lock):
     run = confirmation_run(tmp_path / "confirm.run")
     proto = frozen_protocol(lock, run)
     protocol.check_frozen_run_file(cfg(), lock, proto)  # the frozen bytes: accepted
-    protocol.check_frozen_run_file(cfg(run_file=str(run)), lock, proto)  # the same bytes given again: accepted
+    # the same bytes given again: accepted
+    protocol.check_frozen_run_file(cfg(run_file=str(run)), lock, proto)
     copy = lock / "reranker" / "confirm.trec"
     copy.write_bytes(run.read_bytes() + b"q03 Q0 d001 21 0.0 sys\n")
     with pytest.raises(SealError) as exc:
         protocol.check_frozen_run_file(cfg(), lock, proto)
     msg = str(exc.value)
-    assert f"file: {copy}" in msg and f"expected sha256: {proto['model']['confirmation_run']['sha256']}" in msg
+    assert (f"file: {copy}" in msg
+            and f"expected sha256: {proto['model']['confirmation_run']['sha256']}" in msg)
     assert f"found: {hashlib.sha256(copy.read_bytes()).hexdigest()}" in msg and "Nothing was opened" in msg
     copy.unlink()
     with pytest.raises(SealError, match="found: missing"):
@@ -99,7 +104,8 @@ def test_an_opening_evaluates_exactly_the_frozen_file(tmp_path, lock):
 
 
 def test_a_cross_encoder_protocol_pins_no_run(lock):
-    protocol.check_frozen_run_file(cfg(kind="cross-encoder"), lock, {"study": {"reranker_kind": "cross-encoder"}})
+    protocol.check_frozen_run_file(cfg(kind="cross-encoder"), lock,
+                                   {"study": {"reranker_kind": "cross-encoder"}})
 
 
 def test_the_method_excludes_the_frozen_copy_only_with_its_pinned_bytes(tmp_path, lock):

@@ -1,12 +1,13 @@
-"""docs/your-reranker.md followed command by command on the synthetic dataset, for both reranker kinds: a fresh lock
-folder, the pins written by the tool (repin=data from a local folder, splits, candidates from a TREC run, repin=model
-of the tiny reranker / repin=reranker_run of a term-overlap run), the development run and its audit, the freeze (a
-run file's blind submission), a fixture opening, and the cross-study table of both new studies.
+"""docs/your-reranker.md followed command by command on the synthetic dataset, for both reranker kinds: a
+fresh lock folder, the pins written by the tool (repin=data from a local folder, splits, candidates from a
+TREC run, repin=model of the tiny reranker / repin=reranker_run of a term-overlap run), the development run
+and its audit, the freeze (a run file's blind submission), a fixture opening, and the cross-study table of
+both new studies.
 
 Every `sh` block of the page runs verbatim, in order, in one bash (`set -eux`); only step 0's settings are
 replaced by the synthetic study's (tests/data/studies/synthetic.yaml) and `$SNAKEMAKE` is a wrapper that names
-this checkout's Snakefile and, for an opening, adds the test-only `allow_dirty_for_testing=true` (the lock folder
-holds a TEST_FIXTURE marker: the opening is a labelled fixture opening). Expected values: the committed
+this checkout's Snakefile and, for an opening, adds the test-only `allow_dirty_for_testing=true` (the lock
+folder holds a TEST_FIXTURE marker: the opening is a labelled fixture opening). Expected values: the committed
 hand-written pins, sha256 by hashlib of the files the test gave, pytest-independent reads of the outputs."""
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import DATA, ROOT, SNAKEMAKE, STUDY_DIR, SYNTH, TINY_REPO, read_json
 
 DOC = ROOT / "docs" / "your-reranker.md"
@@ -43,9 +43,11 @@ def values(wd: Path, kind: str, model_dir: str) -> dict:
     """Step 0's variables for the synthetic study."""
     name = "synth-ce" if kind == "cross-encoder" else "synth-run"
     wrapper = wd / "bin" / "snakemake"
-    return {"REPO": ROOT, "SNAKEMAKE": wrapper, "PY": sys.executable, "NAME": name, "KIND": kind, "DATA": SYNTH,
+    return {"REPO": ROOT, "SNAKEMAKE": wrapper, "PY": sys.executable, "NAME": name, "KIND": kind,
+            "DATA": SYNTH,
               "DATASET": "synthetic-beir", "QRELS_DEV": "qrels/dev.tsv", "QRELS_CONFIRM": "qrels/test.tsv",
-              "DEV_SIZE": 20, "CONFIRM_SIZE": 12, "SEED": 110, "FIRST_STAGE": COMMITTED / "candidates" / "run.trec",
+              "DEV_SIZE": 20, "CONFIRM_SIZE": 12, "SEED": 110,
+              "FIRST_STAGE": COMMITTED / "candidates" / "run.trec",
               "DEPTH": 20, "RERANKER": TINY_REPO if kind == "cross-encoder" else "term-overlap",
               "MODEL_DIR": model_dir, "REVISION": "seeded-20261130",
               "MY_RERANKER": f"{sys.executable} {DATA / 'make_reranker_run.py'}",
@@ -54,17 +56,20 @@ def values(wd: Path, kind: str, model_dir: str) -> dict:
 
 
 def settings(wd: Path, kind: str, model_dir: str) -> str:
-    """Step 0 for the synthetic study (and the snakemake wrapper); the lock folder is made a test fixture first."""
+    """Step 0 for the synthetic study (and the snakemake wrapper); the lock folder is made a test fixture
+    first."""
     wrapper = wd / "bin" / "snakemake"
     wrapper.parent.mkdir(exist_ok=True)
     wrapper.write_text(WRAPPER.format(snakemake=SNAKEMAKE, root=ROOT))
     wrapper.chmod(0o755)
     lines = [f'{k}="{v}"' for k, v in values(wd, kind, model_dir).items()]
-    return "\n".join(lines + ['mkdir -p "$LOCK"', f'cp {DATA / "lockfiles" / "TEST_FIXTURE"} "$LOCK/"']) + "\n"
+    return "\n".join(lines + ['mkdir -p "$LOCK"',
+                              f'cp {DATA / "lockfiles" / "TEST_FIXTURE"} "$LOCK/"']) + "\n"
 
 
 def follow(wd: Path, kind: str, model_dir: str = "", compare: bool = False) -> subprocess.CompletedProcess:
-    """Every block of the page for ``kind`` (step 0 replaced), in one bash; the transcript is kept in ``wd``."""
+    """Every block of the page for ``kind`` (step 0 replaced), in one bash; the transcript is kept in
+    ``wd``."""
     found = blocks()
     assert found[0][1].startswith("REPO=") and "SNAKEMAKE=" in found[0][1], "step 0 is the first sh block"
     wanted = [text for tag, text in found[1:] if tag in (None, kind) or (tag == "compare" and compare)]
@@ -98,7 +103,8 @@ def test_the_page_has_both_kinds_and_the_tests_settings_cover_step_0():
     tags = [tag for tag, _ in blocks()]
     assert tags.count("cross-encoder") == 2 and tags.count("run") == 2 and tags.count("compare") == 1
     names = re.findall(r"^([A-Z_]+)=", blocks()[0][1], re.M)
-    assert names == list(values(Path("wd"), "run", "")), "the test sets every variable of step 0, in its order"
+    # the test sets every variable of step 0, in its order
+    assert names == list(values(Path("wd"), "run", ""))
 
 
 @pytest.mark.slow
@@ -109,9 +115,10 @@ def test_the_tool_writes_the_committed_hand_written_pins(walked):
         # the one added field: the sealed file's query ids (the confirmation split)
         assert pins["files"]["qrels/test.tsv"].pop("queries") == sealed_ids()
         assert pins["files"] == read_json(COMMITTED / "data_pins.json")["files"]
-        assert read_json(lock / "derived_pins.json")["sealed_set"] == read_json(COMMITTED / "derived_pins.json")[
-            "sealed_set"]
-        for rel in ("splits/dev.txt", "splits/confirm.txt", "candidates/candidates.tsv", "candidates/run.trec"):
+        sealed_set = read_json(COMMITTED / "derived_pins.json")["sealed_set"]
+        assert read_json(lock / "derived_pins.json")["sealed_set"] == sealed_set
+        for rel in ("splits/dev.txt", "splits/confirm.txt", "candidates/candidates.tsv",
+                    "candidates/run.trec"):
             assert (lock / rel).read_bytes() == (COMMITTED / rel).read_bytes(), (name, rel)
     ce = walked / "lockfiles" / "studies" / "synth-ce" / "model_pins.json"
     assert read_json(ce)["cross_encoder"] == read_json(COMMITTED / "model_pins.json")["cross_encoder"]
@@ -166,14 +173,16 @@ def test_an_opening_of_another_confirmation_run_is_refused_before_any_job(walked
     frozen = lock / "reranker" / "confirm.trec"
     original = frozen.read_bytes()
     sha = (lock / "protocol.sha256").read_text().split()[0]
-    cmd = [str(walked / "bin" / "snakemake"), "confirm", "--config", "studies=[config/studies/synth-run.yaml]",
+    cmd = [str(walked / "bin" / "snakemake"), "confirm", "--config",
+           "studies=[config/studies/synth-run.yaml]",
            f"unseal={sha}"]
     edited = original.replace(b" 1 ", b" 1  ", 1)  # one more space: the same scores, other bytes
     try:
         frozen.write_bytes(edited)
         proc = subprocess.run(cmd, cwd=walked, capture_output=True, text=True)
         assert proc.returncode != 0
-        assert "REFUSED: the lock folder's confirmation run is not the run frozen in the protocol" in proc.stderr
+        refused = "REFUSED: the lock folder's confirmation run is not the run frozen in the protocol"
+        assert refused in proc.stderr
         assert f"expected sha256: {hashlib.sha256(original).hexdigest()}" in proc.stderr
         assert f"found: {hashlib.sha256(edited).hexdigest()}" in proc.stderr
     finally:
@@ -202,7 +211,8 @@ def audit_copy(walked: Path, tmp: Path) -> tuple[Path, Path]:
 def audit(walked: Path, run: Path, lock: Path) -> dict:
     out = run.parent / "audit-copy.json"
     subprocess.run([sys.executable, "-I", "-S", "-B", str(ROOT / "scripts" / "audit"), str(run), "--lockdir",
-                    str(lock), "--study", str(walked / "config" / "studies" / "synth-run.yaml"), "--out", str(out)],
+                    str(lock), "--study", str(walked / "config" / "studies" / "synth-run.yaml"), "--out",
+                    str(out)],
                    capture_output=True, text=True, cwd=walked)
     return read_json(out)
 

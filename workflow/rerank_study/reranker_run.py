@@ -1,24 +1,24 @@
-"""A run file as the reranker (``study.reranker_kind: run``): the reranker's scores of the frozen candidates come
-from a pinned TREC run made by any system, and no model is loaded.
+"""A run file as the reranker (``study.reranker_kind: run``): the reranker's scores of the frozen candidates
+come from a pinned TREC run made by any system, and no model is loaded.
 
 * The development run is copied byte for byte into ``<lockdir>/reranker/dev.trec`` and pinned
-  (``derived_pins.json`` -> ``reranker_run``) by ``repin=reranker_run run_file=FILE``; the confirmation queries'
-  run is copied into ``<lockdir>/reranker/confirm.trec`` when the protocol is frozen, and its sha256 is a field
-  of the protocol (``seal.protocol``): an opening evaluates exactly that file.
+  (``derived_pins.json`` -> ``reranker_run``) by ``repin=reranker_run run_file=FILE``; the confirmation
+  queries' run is copied into ``<lockdir>/reranker/confirm.trec`` when the protocol is frozen, and its sha256
+  is a field of the protocol (``seal.protocol``): an opening evaluates exactly that file.
 * A run is read strictly (``candidates.read_user_run``: six fields, finite scores, no document twice for a
-  query) and must cover exactly the frozen candidates of its queries (``coverage_problems``): every query of its
-  split, each of its ``depth`` candidates once, no other document, no other query.
-* Its order is trec_eval's (``ranking.order_by_score``: score descending, ties by document id string descending;
-  the rank column is not read). A listwise reranker that gives only an order writes rank-derived scores, so its
-  rank order is the score order. A query whose candidates all have one score is ranked by document id alone
-  (``tied_queries``: warned in the log and the report, not refused).
+  query) and must cover exactly the frozen candidates of its queries (``coverage_problems``): every query of
+  its split, each of its ``depth`` candidates once, no other document, no other query.
+* Its order is trec_eval's (``ranking.order_by_score``: score descending, ties by document id string
+  descending; the rank column is not read). A listwise reranker that gives only an order writes rank-derived
+  scores, so its rank order is the score order. A query whose candidates all have one score is ranked by
+  document id alone (``tied_queries``: warned in the log and the report, not refused).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from . import candidates, layout
 from .errors import MalformedInputError, PipelineError
@@ -26,19 +26,22 @@ from .fileio import sha256_file
 
 SCORES_HEADER = ("qid", "doc_id", "r0", "score")
 PIN_NAME = "reranker_run"  # its key in derived_pins.json
-TIE_RULE = "score descending, then document id as a string descending (trec_eval's order; the rank column is not read)"
-TIE_WARNING = ("every candidate of these queries has the same score: they are ranked by document id as a string, "
-               "descending (trec_eval's tie rule), so the reranker's ranking of them says nothing")
+TIE_RULE = ("score descending, then document id as a string descending (trec_eval's order; the rank column "
+            "is not read)")
+TIE_WARNING = ("every candidate of these queries has the same score: they are ranked by document id as a "
+               "string, descending (trec_eval's tie rule), so the reranker's ranking of them says nothing")
 
 
 class RunFileError(PipelineError):
-    """A reranker run that cannot be the study's reranker: the message names the file, each query and document,
-    the expected and found value and the fix."""
+    """A reranker run that cannot be the study's reranker: the message names the file, each query and
+    document, the expected and found value and the fix."""
 
 
-def refuse(study: str, path, problems: Sequence[str], expected: str, found: str, fix: str, action: str) -> None:
+def refuse(study: str, path, problems: Sequence[str], expected: str, found: str, fix: str,
+           action: str) -> None:
     shown = list(problems[:20]) + ([f"... and {len(problems) - 20} more"] if len(problems) > 20 else [])
-    raise RunFileError(f"STUDY {study!r}: the reranker run {path} is refused ({action}):\n  - " + "\n  - ".join(shown)
+    raise RunFileError(f"STUDY {study!r}: the reranker run {path} is refused ({action}):\n  - "
+                       + "\n  - ".join(shown)
                        + f"\n  file: {path}\n  expected: {expected}\n  found: {found}\n  fix: {fix}")
 
 
@@ -48,7 +51,8 @@ def read(path, study: str, fix: str, action: str) -> dict[str, list[tuple[str, s
     try:
         return candidates.read_user_run(path)
     except MalformedInputError as exc:
-        refuse(study, path, [f"line {exc.line_no}: {exc.problem}"], "one TREC line `qid Q0 docid rank score tag` "
+        refuse(study, path, [f"line {exc.line_no}: {exc.problem}"],
+               "one TREC line `qid Q0 docid rank score tag` "
                "per (query, candidate), a finite score each", f"line {exc.line_no} as said", fix, action)
     raise AssertionError("unreachable")
 
@@ -58,8 +62,8 @@ def query_problems(run: Mapping, queries: Sequence[str], others: Mapping[str, st
     out = []
     for q in sorted(set(run) - set(queries)):
         what = others.get(q, "not a query of the study's split lists")
-        out.append(f"query {q}: expected only the {len(queries)} {split} queries, found {len(run[q])} line(s) of a "
-                   f"query outside them ({what})")
+        out.append(f"query {q}: expected only the {len(queries)} {split} queries, found {len(run[q])} "
+                   f"line(s) of a query outside them ({what})")
     return out
 
 
@@ -71,15 +75,15 @@ def candidate_problems(run: Mapping, frozen: Mapping[str, Sequence[str]], querie
         want = list(frozen.get(q, []))[:depth]
         got = [d for d, _ in run.get(q, [])]
         if not got:
-            out.append(f"query {q}: expected a score for each of its {len(want)} candidates, found none (the query "
-                       "is missing)")
+            out.append(f"query {q}: expected a score for each of its {len(want)} candidates, found none (the "
+                       "query is missing)")
             continue
         for rank, d in enumerate(want, start=1):
             if d not in got:
-                out.append(f"query {q}, document {d} (candidate rank {rank}): expected one score line, found none "
-                           "(a missing candidate)")
-        out += [f"query {q}, document {d}: expected only its {len(want)} frozen candidates, found a score line "
-                "(not a candidate)" for d in got if d not in set(want)]
+                out.append(f"query {q}, document {d} (candidate rank {rank}): expected one score line, found "
+                           "none (a missing candidate)")
+        out += [f"query {q}, document {d}: expected only its {len(want)} frozen candidates, found a score "
+                "line (not a candidate)" for d in got if d not in set(want)]
     return out
 
 
@@ -105,8 +109,8 @@ def tied_queries(run: Mapping, cands: Mapping[str, Sequence[str]], queries: Sequ
 
 
 def score_rows(run: Mapping, cands: Mapping[str, Sequence[str]], queries: Sequence[str]) -> list[tuple]:
-    """reranker_scores.tsv: one row per analysed candidate (queries in order, candidates by r0), the run's score
-    as a float (written as its shortest round-trip text)."""
+    """reranker_scores.tsv: one row per analysed candidate (queries in order, candidates by r0), the run's
+    score as a float (written as its shortest round-trip text)."""
     rows = []
     for q in queries:
         scores = scores_of(run, q)
@@ -125,11 +129,13 @@ def pin(lockdir, rel: str, given_as: str, n_queries: int, depth: int) -> dict:
 
 
 def identity(reranker: str, run_pin: Mapping) -> str:
-    """What the manifest and the report call the reranker: its name and the pinned file (the sha256 beside it)."""
+    """What the manifest and the report call the reranker: its name and the pinned file (the sha256 beside
+    it)."""
     return f"{reranker} run:{run_pin['file']}"
 
 
-def record(reranker: str, run_pin: Mapping, queries: Sequence[str], n_pairs: int, tied: Sequence[str]) -> dict:
+def record(reranker: str, run_pin: Mapping, queries: Sequence[str], n_pairs: int,
+           tied: Sequence[str]) -> dict:
     """reranker_run.json: what the reranker of this run is (file, sha256), what was read from it, the ties."""
     return {"reranker": reranker, "file": run_pin["file"], "sha256": run_pin["sha256"],
             "identity": identity(reranker, run_pin), "weights_sha256": run_pin["sha256"],
@@ -138,7 +144,8 @@ def record(reranker: str, run_pin: Mapping, queries: Sequence[str], n_pairs: int
 
 def lock_path(lockdir, kind: str) -> Path:
     """The lock folder's copy of the development or confirmation run."""
-    return Path(lockdir) / (layout.RERANKER_CONFIRM_RUN if kind == "confirmation" else layout.RERANKER_DEV_RUN)
+    return (Path(lockdir) / (layout.RERANKER_CONFIRM_RUN if kind == "confirmation"
+                             else layout.RERANKER_DEV_RUN))
 
 
 # ------------------------------------------------------------- checks of a study's run-file reranker --
@@ -165,14 +172,16 @@ def checked_run(cfg: dict, lockdir, path, split: str, action: str) -> dict:
     other_kind = "a confirmation query: its scores are submitted when the protocol is frozen" \
         if split == "development" else "a development query"
     split_list = Path(lockdir) / (layout.SPLIT_DEV if split == "development" else layout.SPLIT_CONFIRM)
-    fix = (f"rerank exactly the frozen candidates ({Path(lockdir) / layout.CANDIDATES}: the top {depth} of each of "
-           f"the {len(queries)} {split} queries of {split_list}) and write one line `qid Q0 docid rank score tag` per "
-           "candidate, with a finite score (a listwise reranker: rank-derived scores, e.g. n + 1 - rank)")
+    fix = (f"rerank exactly the frozen candidates ({Path(lockdir) / layout.CANDIDATES}: the top {depth} of "
+           f"each of the {len(queries)} {split} queries of {split_list}) and write one line `qid Q0 docid "
+           "rank score tag` per candidate, with a finite score (a listwise reranker: rank-derived scores, "
+           "e.g. n + 1 - rank)")
     run = read(path, study, fix, action)
     problems = coverage_problems(run, frozen, queries, depth, {q: other_kind for q in other}, split)
     if problems:
         n_lines = sum(len(v) for v in run.values())
-        refuse(study, path, problems, f"{len(queries)} queries x {depth} candidates = {len(queries) * depth} lines",
+        refuse(study, path, problems,
+               f"{len(queries)} queries x {depth} candidates = {len(queries) * depth} lines",
                f"{n_lines} lines for {len(run)} queries", fix, action)
     return run
 
@@ -187,36 +196,44 @@ def check_pinned(cfg: dict, lockdir) -> dict:
     run_pin = read_json(derived).get(PIN_NAME) if derived.is_file() else None
     if run_pin is None or not path.is_file():
         raise RunFileError(
-            f"STUDY {study!r}: its reranker is a run file (study.reranker_kind: run) and no development run is pinned."
-            f"\n  file: {path} (pin: {derived} -> {PIN_NAME})\n  expected: the copied run and its pin\n  found: "
-            f"{'no file' if not path.is_file() else 'no pin'}\n  fix: snakemake --config {config_arg(cfg)}"
-            "repin=reranker_run run_file=/path/to/your.run, then commit the lock folder.")
+            f"STUDY {study!r}: its reranker is a run file (study.reranker_kind: run) and no development run "
+            f"is pinned.\n  file: {path} (pin: {derived} -> {PIN_NAME})\n  expected: the copied run and its "
+            f"pin\n  found: {'no file' if not path.is_file() else 'no pin'}\n  fix: snakemake --config "
+            f"{config_arg(cfg)}repin=reranker_run run_file=/path/to/your.run, then commit the lock folder.")
     verify_against(path, run_pin["sha256"], f"study {study!r}'s reranker run",
-                   f"It must be the run pinned in {derived}: restore it from git, or pin another knowingly (delete "
-                   f"{path} and its pin in a commit that says why, then repin=reranker_run run_file=...).")
+                   f"It must be the run pinned in {derived}: restore it from git, or pin another knowingly "
+                   f"(delete {path} and its pin in a commit that says why, then repin=reranker_run "
+                   "run_file=...).")
     return run_pin
 
 
 def check_study(cfg: dict, lockdir, repin: set) -> None:
-    """Parse-time checks of a run-file reranker study: the pinned scorer, no label index, and (re-pinning) a run
-    file that covers exactly the development queries' candidates, or (a run) the pinned development run."""
+    """Parse-time checks of a run-file reranker study: the pinned scorer, no label index, and (re-pinning) a
+    run file that covers exactly the development queries' candidates, or (a run) the pinned development
+    run."""
     st = cfg["study"]
     where = cfg.get("study_file") or "config/config.yaml"
     if cfg["scorer"] != "pinned":
-        raise RunFileError(f"STUDY {st['name']!r}: scorer is {cfg['scorer']}, but a run-file reranker has no stand-in "
-                           f"(nothing is scored here).\n  file: {where}\n  fix: set scorer: pinned in this study's "
-                           "file.")
+        raise RunFileError(f"STUDY {st['name']!r}: scorer is {cfg['scorer']}, but a run-file reranker has no "
+                           f"stand-in (nothing is scored here).\n  file: {where}\n  fix: set scorer: pinned "
+                           "in this study's file.")
     if st["label_index"] is not None:
-        raise RunFileError(f"STUDY {st['name']!r}: study.label_index is {st['label_index']}, but a run file has one "
-                           f"score per line.\n  file: {where}\n  fix: set study.label_index: null.")
+        raise RunFileError(f"STUDY {st['name']!r}: study.label_index is {st['label_index']}, but a run file "
+                           f"has one score per line.\n  file: {where}\n  fix: set study.label_index: null.")
     if "model" in repin:
-        raise RunFileError(f"STUDY {st['name']!r}: repin=model pins a cross-encoder, and study.reranker_kind is run "
-                           f"(the reranker is a run file).\n  file: {where}\n  fix: pin the run with repin=reranker_run "
-                           "run_file=FILE, or set study.reranker_kind: cross-encoder.")
+        raise RunFileError(f"STUDY {st['name']!r}: repin=model pins a cross-encoder, and study.reranker_kind "
+                           f"is run (the reranker is a run file).\n  file: {where}\n  fix: pin the run with "
+                           "repin=reranker_run run_file=FILE, or set study.reranker_kind: cross-encoder.")
+    if cfg["run_file"] and "reranker_run" not in repin and not cfg["unseal"]:
+        raise RunFileError(f"STUDY {st['name']!r}: run_file={cfg['run_file']} is read only when the development "
+                           "run is pinned (an opening compares it with the frozen confirmation run); this run "
+                           "reads the pinned run.\n  fix: drop run_file, or pin it: repin=reranker_run "
+                           "run_file=...")
     if "reranker_run" in repin:
         if not cfg["run_file"]:
-            raise RunFileError(f"STUDY {st['name']!r}: repin=reranker_run needs the run to pin.\n  file: (run_file not "
-                               "set)\n  fix: add --config run_file=/path/to/your.run (TREC format).")
+            raise RunFileError(f"STUDY {st['name']!r}: repin=reranker_run needs the run to pin.\n  file: "
+                               "(run_file not set)\n  fix: add --config run_file=/path/to/your.run (TREC "
+                               "format).")
         checked_run(cfg, lockdir, cfg["run_file"], "development", "nothing was frozen")
     elif not repin and (Path(lockdir) / layout.CANDIDATES).is_file():
         check_pinned(cfg, lockdir)

@@ -14,7 +14,8 @@ if config["repin"]:
                         f"{len(STUDY_CONFIGS)}. Fix: --config studies=[<the study>] repin={config['repin']}.")
 
 
-include: str(_studies.modules_file(STUDY_CONFIGS, Path(config["resources"]) / "studies"))
+# (an absolute path: Snakemake resolves a relative include against this file's folder, not the working directory)
+include: str(_studies.modules_file(STUDY_CONFIGS, Path(config["resources"]).resolve() / "studies"))
 
 
 STUDY_RUNS = {s: f"{c['results']}/{_run_name(c)}" for s, c in STUDY_CONFIGS.items()}  # study name -> its run folder

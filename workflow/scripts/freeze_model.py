@@ -1,5 +1,5 @@
-"""Rule freeze_model (only with --config repin=model): the first pins of a study's cross-encoder, from model_dir,
-a Hugging Face cache or a download at the named revision, written to <lockdir>/model_pins.json
+"""Rule freeze_model (only with --config repin=model): the first pins of a study's cross-encoder, from
+model_dir, a Hugging Face cache or a download at the named revision, written to <lockdir>/model_pins.json
 (rerank_study.model_pinning). This changes the experiment: commit the lock folder."""
 
 import logging
@@ -15,8 +15,8 @@ log = logging.getLogger("freeze_model")
 
 def main(sm):
     if not sm.params.allowed:
-        raise PipelineError("freeze_model pins a study's cross-encoder (an input of the experiment). Ask for it "
-                            "explicitly: snakemake --config repin=model model_dir=... revision=...")
+        raise PipelineError("freeze_model pins a study's cross-encoder (an input of the experiment). Ask for "
+                            "it explicitly: snakemake --config repin=model model_dir=... revision=...")
     folder, revision, source = model_pinning.check_request(sm.config, sm.params.lockdir)
     pinned = model_pinning.model_pins(folder, sm.config["study"]["reranker"], revision, source)
     if Path(sm.params.pins).exists():  # (check_request refused an existing file; none may appear meanwhile)

@@ -1,6 +1,6 @@
-"""Rule freeze_reranker_run (only with --config repin=reranker_run run_file=FILE): a run-file reranker's development
-run, checked against the frozen candidates, becomes <lockdir>/reranker/dev.trec (a byte copy) and its pin in
-derived_pins.json. This changes the experiment: commit the lock folder."""
+"""Rule freeze_reranker_run (only with --config repin=reranker_run run_file=FILE): a run-file reranker's
+development run, checked against the frozen candidates, becomes <lockdir>/reranker/dev.trec (a byte copy) and
+its pin in derived_pins.json. This changes the experiment: commit the lock folder."""
 
 import logging
 from pathlib import Path
@@ -15,8 +15,9 @@ log = logging.getLogger("freeze_reranker_run")
 
 def main(sm):
     if not sm.params.allowed:
-        raise PipelineError("freeze_reranker_run pins the reranker's development run (an input of the experiment). "
-                            "Ask for it explicitly: snakemake --config repin=reranker_run run_file=/path/to/your.run")
+        raise PipelineError("freeze_reranker_run pins the reranker's development run (an input of the "
+                            "experiment). Ask for it explicitly: snakemake --config repin=reranker_run "
+                            "run_file=/path/to/your.run")
     cfg, lockdir, source = sm.config, Path(sm.params.lockdir), Path(sm.input.run_file)
     user_run = reranker_run.checked_run(cfg, lockdir, source, "development", "nothing was frozen")
     frozen, dev, _ = reranker_run.frozen_and_splits(lockdir)
@@ -27,7 +28,8 @@ def main(sm):
     pins.set_pin(lockdir, reranker_run.PIN_NAME, pin)
     tied = reranker_run.tied_queries(user_run, {q: frozen[q][:depth] for q in dev}, dev)
     if tied:
-        log.warning("STUDY %s: the run %s gives %d development query(ies) one score for all candidates (%s): %s",
+        log.warning("STUDY %s: the run %s gives %d development query(ies) one score for all candidates (%s): "
+                    "%s",
                     cfg["study"]["name"], source, len(tied), ", ".join(tied[:20]), reranker_run.TIE_WARNING)
     write_json(sm.output[0], {"pinned": pin, "lockdir": str(lockdir), "all_tied_queries": tied})
     log.warning("PINNED the reranker run %s of study %s as %s (sha256 %s): commit the lock folder", source,
