@@ -28,11 +28,19 @@ from conftest import (
 NO_JOB = "Select jobs to execute"
 
 
+def without_model_dir(study: Path) -> Path:
+    """The study file without its model_dir (synthetic_study always writes one)."""
+    import yaml
+
+    data = yaml.safe_load(study.read_text())
+    data.pop("model_dir")
+    return write_yaml(study, data)
+
+
 def run_file_study(tmp: Path) -> tuple[Path, Path]:
     """The synthetic study (committed splits and candidates) with a run file as its reranker."""
-    study = synthetic_study(tmp, Path(""), study={"reranker_kind": "run", "reranker": "term-overlap"},
-                            model_dir=None)
-    return study, tmp / "synthetic-lock"
+    study = synthetic_study(tmp, Path(""), study={"reranker_kind": "run", "reranker": "term-overlap"})
+    return without_model_dir(study), tmp / "synthetic-lock"
 
 
 def dev_lines(lock: Path) -> list[str]:
@@ -116,7 +124,7 @@ def test_a_revision_the_cache_does_not_hold_stops_before_any_job(tmp_path, tiny_
     shutil.copytree(tiny_models[1], repo / "snapshots" / commit)
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text(commit)
-    study = synthetic_study(tmp_path, Path(""), model_dir=None)
+    study = without_model_dir(synthetic_study(tmp_path, Path("")))
     (tmp_path / "synthetic-lock" / "model_pins.json").unlink()
     proc = run_snakemake(tmp_path, config={"studies": studies_arg(study), "repin": "model", "revision": "v9",
                                            "hf_cache": str(tmp_path / "hub")}, fixture=False, check=False)
@@ -129,7 +137,7 @@ def test_a_revision_the_cache_does_not_hold_stops_before_any_job(tmp_path, tiny_
 
 
 def data_study(tmp: Path, folder: Path) -> Path:
-    study = synthetic_study(tmp, Path(""), model_dir=None)
+    study = without_model_dir(synthetic_study(tmp, Path("")))
     (tmp / "synthetic-lock" / "data_pins.json").unlink()
     return study
 

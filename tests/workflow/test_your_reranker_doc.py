@@ -203,7 +203,7 @@ def audit_copy(walked: Path, tmp: Path) -> tuple[Path, Path]:
     (tmp / "resources").symlink_to(walked / "resources")
     run = tmp / "results" / "synth-run" / "dev"
     shutil.copytree(walked / "results" / "synth-run" / "dev", run)
-    lock = tmp / "lock"
+    lock = tmp / "lockfiles" / "studies" / "synth-run"  # where the run names it (check 'layout')
     shutil.copytree(walked / "lockfiles" / "studies" / "synth-run", lock)
     return run, lock
 

@@ -225,10 +225,10 @@ def check_study(cfg: dict, lockdir, repin: set) -> None:
                            f"is run (the reranker is a run file).\n  file: {where}\n  fix: pin the run with "
                            "repin=reranker_run run_file=FILE, or set study.reranker_kind: cross-encoder.")
     if cfg["run_file"] and "reranker_run" not in repin and not cfg["unseal"]:
-        raise RunFileError(f"STUDY {st['name']!r}: run_file={cfg['run_file']} is read only when the development "
-                           "run is pinned (an opening compares it with the frozen confirmation run); this run "
-                           "reads the pinned run.\n  fix: drop run_file, or pin it: repin=reranker_run "
-                           "run_file=...")
+        raise RunFileError(f"STUDY {st['name']!r}: run_file={cfg['run_file']} is read only when the "
+                           "development run is pinned (an opening compares it with the frozen confirmation "
+                           "run); this run reads the pinned run.\n  fix: drop run_file, or pin it: "
+                           "repin=reranker_run run_file=...")
     if "reranker_run" in repin:
         if not cfg["run_file"]:
             raise RunFileError(f"STUDY {st['name']!r}: repin=reranker_run needs the run to pin.\n  file: "
