@@ -2,10 +2,11 @@
 """Freeze the confirmation protocol, re-freeze it after a refactor, or show the seal's state.
 
     python scripts/confirm.py freeze --dev-run results/dev      # once, before any confirmation data is read
-    python scripts/confirm.py freeze --study S --dev-run results/S/dev --reranker-run confirm.run   # a run-file
-                                                                # reranker: its confirmation run is pinned now
-    python scripts/confirm.py refreeze --reason "..." --dev-run results/dev   # code refactor, before any opening
-    python scripts/confirm.py status                            # protocol, openings started / completed
+    python scripts/confirm.py freeze --study S --dev-run results/S/dev --reranker-run confirm.run   # a
+                                                                run-file # reranker: its confirmation run is
+    pinned now python scripts/confirm.py refreeze --reason "..." --dev-run results/dev   # code refactor,
+    before any opening python scripts/confirm.py status                            # protocol, openings
+    started / completed
 
 Then open the sealed confirmation (the only path that reads the confirmation judgements):
 
@@ -41,9 +42,10 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--dev-run", type=Path, help="the finished development run folder (manifest.json + audit.json)")
     ap.add_argument("--reason", default="", help="refreeze: why (recorded in the ledger)")
     ap.add_argument("--reranker-run", type=Path, default=None,
-                    help="freeze, a run-file reranker (study.reranker_kind: run): its TREC run over the confirmation "
-                         "queries' frozen candidates, blind-submitted now: copied into <lockdir>/reranker/confirm.trec "
-                         "and pinned by the protocol (an opening evaluates exactly that file)")
+                    help="freeze, a run-file reranker (study.reranker_kind: run): its TREC run over the "
+                         "confirmation queries' frozen candidates, blind-submitted now: copied into "
+                         "<lockdir>/reranker/confirm.trec and pinned by the protocol (an opening evaluates "
+                         "exactly that file)")
     ap.add_argument("--configfile", type=Path, action="append", default=[],
                     help="extra config files, as given to snakemake (applied in order)")
     ap.add_argument("--lockdir", type=Path, default=None, help="lockfile folder (default: the config's)")

@@ -32,7 +32,8 @@ def settings_from_config(cfg: dict, smoke: bool) -> dict:
             "depth": shape["depth"] if shape else cfg["candidates"]["depth"],
             "blend_k": cfg["blend"]["k"], "metrics": cfg["metrics"], "bootstrap_B": b["B"],
             "bootstrap_seed": b["seed"], "percentiles": b["percentiles"], "threshold": cfg["threshold"],
-            "comparisons": cfg["comparisons"], **max_length(cfg["study"], cfg["ce"]), "evalstats": cfg["evalstats"],
+            "comparisons": cfg["comparisons"], **max_length(cfg["study"], cfg["ce"]),
+            "evalstats": cfg["evalstats"],
             "verify_batches": cfg["verify"]["batches"], "verify_seed": cfg["verify"]["seed"]}
 
 
@@ -111,8 +112,8 @@ class Anchor:
 
     @cached_property
     def reranker_kind(self) -> str:
-        """What the study's reranker is, by the anchor: ``cross-encoder`` (scored by the run) or ``run`` (a pinned
-        run file; study.reranker_kind)."""
+        """What the study's reranker is, by the anchor: ``cross-encoder`` (scored by the run) or ``run`` (a
+        pinned run file; study.reranker_kind)."""
         return self.settings["study"]["reranker_kind"]
 
     def lock(self, name: str):

@@ -61,7 +61,8 @@ def _check_json(au, path, found, keys: dict, where: str = "") -> None:
 
 
 def check_columns(run, want, au) -> None:
-    """Every table and JSON record the anchor's settings give the run (its candidate source, its reranker's kind)."""
+    """Every table and JSON record the anchor's settings give the run (its candidate source, its reranker's
+    kind)."""
     for key in (*tables_of(want.settings), *PARAMETRIC_TABLES):
         _check_table(run, want, au, key)
     for key, keys in json_keys_of(want.settings).items():

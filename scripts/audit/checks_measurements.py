@@ -76,8 +76,10 @@ def _check_verification(run, want, au) -> None:
 
 
 def check_measurements(run, want, au) -> None:
-    if run.reranker_kind == RUN_FILE:  # nothing was scored: the report's benchmark figures are checked by 'report'
-        return absent_for_a_run_file(run, au, "measurements", "scoring_measurements", "verification_measurements")
+    # nothing was scored: the report's benchmark figures are checked by 'report'
+    if run.reranker_kind == RUN_FILE:
+        return absent_for_a_run_file(run, au, "measurements", "scoring_measurements",
+                                     "verification_measurements")
     scoring = _check_scoring(run, want, au)
     _check_verification(run, want, au)
     report, f = run.measurements("report_measurements"), str(run.path("report_measurements"))

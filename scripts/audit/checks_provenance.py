@@ -120,7 +120,8 @@ def check_protocol(run, want, au) -> None:
     au.check("protocol", run.scorer == scorer, mf, "scorer", scorer, run.scorer)
     if run.reranker_kind == RUN_FILE:  # the confirmation run submitted when the protocol was frozen
         weights = p["model"]["confirmation_run"]["sha256"]
-        au.check("protocol", run.manifest.get("model_weights_sha256") == weights, mf, "the frozen confirmation run",
+        au.check("protocol", run.manifest.get("model_weights_sha256") == weights, mf,
+                 "the frozen confirmation run",
                  weights, run.manifest.get("model_weights_sha256"))
     elif scorer == "pinned":
         weights = p["model"]["files_sha256"]["model.safetensors"]

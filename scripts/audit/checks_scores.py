@@ -14,14 +14,15 @@ from definitions import STANDIN
 from layout import RUN_FILE
 from readers import rows_by_query
 
-NOTHING_INFERRED = ("a run-file reranker (study.reranker_kind: run): nothing was inferred, so the run holds no {}; "
-                    "check 'reranker_run' re-derives every score from the pinned run file")
+NOTHING_INFERRED = ("a run-file reranker (study.reranker_kind: run): nothing was inferred, so the run holds "
+                    "no {}; check 'reranker_run' re-derives every score from the pinned run file")
 
 
 def absent_for_a_run_file(run, au, check: str, *keys: str) -> None:
     """A run-file reranker's run lists none of a cross-encoder's artefacts ``keys`` (a check, not a skip)."""
     for key in keys:
-        au.check(check, key not in run.art, str(run.manifest_path), f"{key} (a run-file reranker infers nothing)",
+        au.check(check, key not in run.art, str(run.manifest_path),
+                 f"{key} (a run-file reranker infers nothing)",
                  "not listed", "listed")
     au.note(check, NOTHING_INFERRED.format(" / ".join(keys)))
 
@@ -96,8 +97,10 @@ def check_scorer_label(run, want, au) -> None:
     if run.reranker_kind == RUN_FILE:
         au.check("scorer_label", run.scorer == "pinned", mf, "scorer", "pinned (a run file has no stand-in)",
                  run.scorer)
-        found = f"{run.manifest.get('model_identity')} weights-sha256:{run.manifest.get('model_weights_sha256')}"
-        au.check("scorer_label", found == label, mf, "model identity and weights (the pinned run file)", label, found)
+        found = (f"{run.manifest.get('model_identity')} "
+                 f"weights-sha256:{run.manifest.get('model_weights_sha256')}")
+        au.check("scorer_label", found == label, mf, "model identity and weights (the pinned run file)",
+                 label, found)
         return
     au.check("scorer_label", run.scorer in (STANDIN, "pinned"), mf, "scorer", f"{STANDIN} or pinned", run.scorer)
     au.check("scorer_label", run.manifest.get("model_identity", "").startswith(f"{STANDIN}:") == stand_in, mf,

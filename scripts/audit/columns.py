@@ -30,13 +30,14 @@ TABLES = {
     "rankings": (("qid", ID, "blend"), ("doc_id", ID, "blend"), ("r0", INT, "blend"), ("logit", FLOAT, "blend"),
                  ("r1", INT, "ce_ranks"), ("blend_score", FLOAT, "blend"), ("blend_rank", INT, "blend")),
 }
-# a study whose candidates are a user's TREC run (study.candidates: trec): its candidate table keeps the run's score
-# as the run's own text
+# a study whose candidates are a user's TREC run (study.candidates: trec): its candidate table keeps the run's
+# score as the run's own text
 TREC_CANDIDATES = (("qid", ID, "candidates"), ("split", TEXT, "candidates"), ("rank", INT, "candidates"),
                    ("doc_id", ID, "candidates"), ("run_score", TEXT, "candidates"))
 # a run-file reranker (study.reranker_kind: run): its tables and JSON records in place of a cross-encoder's
 RUN_FILE_TABLES = {
-    "reranker_scores": (("qid", ID, "reranker_run"), ("doc_id", ID, "reranker_run"), ("r0", INT, "reranker_run"),
+    "reranker_scores": (("qid", ID, "reranker_run"), ("doc_id", ID, "reranker_run"), ("r0", INT,
+                                                                                      "reranker_run"),
                         ("score", FLOAT, "reranker_run")),
 }
 # a table whose columns follow the settings: (key, kind of its value columns, the check)
@@ -92,17 +93,20 @@ JSON_KEYS = {
 RUN_FILE_JSON_KEYS = {
     "manifest": JSON_KEYS["manifest"],
     "groups_meta": JSON_KEYS["groups_meta"],
-    "reranker_run": _keys("reranker_run", "reranker file sha256 identity weights_sha256 queries pairs all_tied_queries",
+    "reranker_run": _keys("reranker_run",
+                          "reranker file sha256 identity weights_sha256 queries pairs all_tied_queries",
                           tie_rule=PROSE),
     "report_measurements": {**{f"rule {r} seconds (snakemake benchmark)": PROVENANCE
-                               for r in ("reranker_scores", "evaluate", "analyse")}, "machine": PROSE, "_note": PROSE},
+                               for r in ("reranker_scores", "evaluate", "analyse")}, "machine": PROSE,
+                               "_note": PROSE},
 }
 # the cross-study table of a multi-study invocation (results/cross-study/<a>+<b>/cross_study.tsv): one row per
-# study, every value copied from that study's audited run (summary.json, manifest.json, audit.json) and the study
-# file; the table is not a run artefact and no check of a run recomputes it
+# study, every value copied from that study's audited run (summary.json, manifest.json, audit.json) and the
+# study file; the table is not a run artefact and no check of a run recomputes it
 CROSS_STUDY_SOURCE = "copied from the study's audited run"
 CROSS_STUDY = tuple((c, kind, CROSS_STUDY_SOURCE) for c, kind in (
-    ("study", TEXT), ("dataset", TEXT), ("reranker_kind", TEXT), ("reranker", TEXT), ("reranker_sha256", TEXT),
+    ("study", TEXT), ("dataset", TEXT), ("reranker_kind", TEXT), ("reranker", TEXT), ("reranker_sha256",
+                                                                                      TEXT),
     ("scorer", TEXT), ("run", TEXT), ("n_queries", INT), ("n_groups", INT), ("rrf_mean", FLOAT),
     ("ce_mean", FLOAT), ("blend_mean", FLOAT), ("primary", TEXT), ("primary_delta", FLOAT),
     ("primary_grouped_lo", FLOAT), ("primary_grouped_hi", FLOAT), ("audit", TEXT)))
@@ -195,5 +199,6 @@ def markdown() -> str:
     for key in ("reranker_run", "report_measurements"):
         lines += [f"| `{key}` (reranker_kind: run) | `{k}` | JSON | {check} |"
                   for k, check in RUN_FILE_JSON_KEYS[key].items()]
-    lines += [f"| `cross_study` (several studies) | `{c}` | {kind} | {check} |" for c, kind, check in CROSS_STUDY]
+    lines += [f"| `cross_study` (several studies) | `{c}` | {kind} | {check} |" for c, kind,
+              check in CROSS_STUDY]
     return "\n".join(lines) + "\n"

@@ -42,10 +42,11 @@ RUN_ARTEFACTS = {
     "reranker_scores": ("reranker_scores.tsv", "reranker_scores", True),
     "reranker_run": ("reranker_run.json", "reranker_run", True),
 }
-# what depends on the reranker's kind (study.reranker_kind of the ANCHOR): a cross-encoder's scoring artefacts, or a
-# run-file reranker's scores of the analysed candidates and the record of its pinned run
+# what depends on the reranker's kind (study.reranker_kind of the ANCHOR): a cross-encoder's scoring
+# artefacts, or a run-file reranker's scores of the analysed candidates and the record of its pinned run
 CROSS_ENCODER, RUN_FILE = "cross-encoder", "run"
-CROSS_ENCODER_ONLY = ("pairs", "shape_check", "verification", "scoring_measurements", "verification_measurements")
+CROSS_ENCODER_ONLY = ("pairs", "shape_check", "verification", "scoring_measurements",
+                      "verification_measurements")
 RUN_FILE_ONLY = ("reranker_scores", "reranker_run")
 
 # the run's other files: the manifest and the audit themselves, conveniences, an opening's records, the

@@ -99,20 +99,22 @@ def completed_before(want, started) -> list:
 
 
 def scores_line(run, want, au) -> str:
-    """How the opening's scores were made: inferred fresh (a cross-encoder), or read from the run file frozen in the
-    protocol (a run-file reranker)."""
+    """How the opening's scores were made: inferred fresh (a cross-encoder), or read from the run file frozen
+    in the protocol (a run-file reranker)."""
     if run.reranker_kind == RUN_FILE:
         pin = read_json(want.anchor.lockdir / "protocol.json")["model"]["confirmation_run"]
         n = sum(len(run.cands.get(q, [])) for q in run.analysed)
-        return (f"- Scores read from the run file `{pin['file']}`, sha256 `{pin['sha256']}`: blind-submitted and pinned "
-                f"in the protocol when it was frozen, before any opening ({n} scores of {len(run.analysed)} queries; "
-                "nothing was inferred).")
-    scoring, sf, n = read_json(run.path("scoring_measurements")), str(run.path("scoring_measurements")), run.n_pairs
+        return (f"- Scores read from the run file `{pin['file']}`, sha256 `{pin['sha256']}`: blind-submitted "
+                f"and pinned in the protocol when it was frozen, before any opening ({n} scores of "
+                f"{len(run.analysed)} queries; nothing was inferred).")
+    sf, n = str(run.path("scoring_measurements")), run.n_pairs
+    scoring = read_json(run.path("scoring_measurements"))
     au.check(CHECK, scoring.get("fresh_inference") is True, sf, "fresh_inference (the protocol: fresh at every "
              "opening)", True, scoring.get("fresh_inference"))
-    return (f"- Scores inferred fresh for this opening: {scoring.get('pairs_inferred')} of {n} pairs (the score cache "
-            f"was not read: fresh_inference {scoring.get('fresh_inference')}); {scoring.get('cache_entries_verified')} "
-            "cached batches were re-inferred and found byte-identical.")
+    return (f"- Scores inferred fresh for this opening: {scoring.get('pairs_inferred')} of {n} pairs (the "
+            f"score cache was not read: fresh_inference {scoring.get('fresh_inference')}); "
+            f"{scoring.get('cache_entries_verified')} cached batches were re-inferred and found "
+            "byte-identical.")
 
 
 def opened_lines(run, want, au, started) -> list:

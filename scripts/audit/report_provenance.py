@@ -87,11 +87,13 @@ def tied_queries(run) -> list[str]:
 
 
 def run_file_rows(run, want) -> list:
-    """A run-file reranker: the pinned file (the anchor's pin), its sha256, the order it is read in, the ties."""
+    """A run-file reranker: the pinned file (the anchor's pin), its sha256, the order it is read in, the
+    ties."""
     pin = run_file_pin(run, want)
     return [row("reranker", f"{want.settings['study']['reranker']} run:{pin['file']}"),
             row("reranker run sha256", pin["sha256"]), row("reranker run order", prose.RUN_FILE_ORDER),
-            row("reranker: queries with one score for all candidates", ", ".join(tied_queries(run)) or "none")]
+            row("reranker: queries with one score for all candidates",
+                ", ".join(tied_queries(run)) or "none")]
 
 
 def run_file_section(run, want) -> list[str]:
@@ -100,9 +102,10 @@ def run_file_section(run, want) -> list[str]:
     n = sum(len(run.cands.get(q, [])) for q in run.analysed)
     ident = f"{want.settings['study']['reranker']} run:{pin['file']}"
     return [prose.RUN_FILE_HEADING, "",
-            f"- `{ident}`, sha256 `{pin['sha256']}`: {n} scores of {len(run.analysed)} queries, read in the order "
-            f"{prose.RUN_FILE_ORDER}. {prose.RUN_FILE_NOTHING_INFERRED}",
-            f"- **WARNING: {len(tied)} quer{'y' if len(tied) == 1 else 'ies'} ({', '.join(tied)}): {prose.TIE_WARNING}.**"
+            f"- `{ident}`, sha256 `{pin['sha256']}`: {n} scores of {len(run.analysed)} queries, read in the "
+            f"order {prose.RUN_FILE_ORDER}. {prose.RUN_FILE_NOTHING_INFERRED}",
+            f"- **WARNING: {len(tied)} quer{'y' if len(tied) == 1 else 'ies'} ({', '.join(tied)}): "
+            f"{prose.TIE_WARNING}.**"
             if tied
             else prose.RUN_FILE_NO_TIES]
 
@@ -171,18 +174,20 @@ def run_rows(run, want) -> list:
 def pin_rows(run, want, au, opened: list, standin: bool) -> list:
     """The whole pins-and-hashes table (``opened``: an opening's rows of what was opened, when)."""
     pins = pins_of(run, want)
-    reranker = run_file_rows(run, want) if run.reranker_kind == RUN_FILE else scorer_rows(run, want, au, pins, standin)
+    reranker = run_file_rows(run, want) if run.reranker_kind == RUN_FILE else scorer_rows(run, want, au, pins,
+                                                                                          standin)
     return data_rows(run, want, pins, opened) + reranker + run_rows(run, want)
 
 
 def benchmark_seconds(run, rules) -> dict:
     """The rules' seconds as their snakemake benchmarks recorded them (declared provenance)."""
-    return {f"rule {k} seconds (snakemake benchmark)": float(read_table(run.rundir / "benchmarks" / f"{k}.tsv")[0]["s"])
-            for k in rules}
+    return {f"rule {k} seconds (snakemake benchmark)":
+            float(read_table(run.rundir / "benchmarks" / f"{k}.tsv")[0]["s"]) for k in rules}
 
 
 def run_file_measurements(run, au) -> list:
-    """A run-file reranker's measurements: its rules' seconds and the machine, as measurements/report.json says."""
+    """A run-file reranker's measurements: its rules' seconds and the machine, as measurements/report.json
+    says."""
     values = benchmark_seconds(run, ("reranker_scores", "evaluate", "analyse"))
     return recorded_rows(run, au, values)
 
@@ -199,7 +204,8 @@ def recorded_rows(run, au, values: dict) -> list:
     au.check(CHECK, re.fullmatch(r"[^,|]+, [^,|]+", str(machine)) is not None, rf, "machine",
              "<machine>, <system>", machine)
     return ([row(label, val, code=False) for label, val in values.items()]
-            + [row("machine", machine, code=False, why="the executing machine, as measurements/report.json says")])
+            + [row("machine", machine, code=False,
+                   why="the executing machine, as measurements/report.json says")])
 
 
 def measurement_rows(run, want, au) -> list:

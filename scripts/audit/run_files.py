@@ -29,7 +29,8 @@ class RunFiles:
         self.lockdir = lockdir  # the audit's anchor (never the folder the run names: check_layout compares them)
         self.kind = self.manifest.get("kind", "development")
         self.scorer = self.manifest.get("scorer")
-        self.reranker_kind = layout.CROSS_ENCODER  # the ANCHOR's (audit_run sets it; never the run's own word)
+        # the ANCHOR's (audit_run sets it; never the run's own word)
+        self.reranker_kind = layout.CROSS_ENCODER
         self._trec_runs: dict[str, dict] = {}
 
     def path(self, key: str) -> Path:
@@ -92,7 +93,8 @@ class RunFiles:
     def logits(self) -> dict[str, dict[str, float]]:
         """The reranker's score of every pair: a cross-encoder's logits (pairs.tsv), or a run file's scores
         (reranker_scores.tsv)."""
-        rows, col = (self.score_rows, "score") if self.reranker_kind == layout.RUN_FILE else (self.pair_rows, "logit")
+        rows, col = (self.score_rows, "score") if self.reranker_kind == layout.RUN_FILE else (self.pair_rows,
+                                                                                              "logit")
         out: dict[str, dict[str, float]] = {}
         for row in rows:
             out.setdefault(row["qid"], {})[row["doc_id"]] = float(row[col])

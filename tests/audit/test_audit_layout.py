@@ -33,9 +33,11 @@ def test_only_documented_files_belong_to_a_run_folder():
         assert not allowed(rel, "development", None), rel
     assert allowed("sealed/qrels/test.tsv", "confirmation", "qrels/test.tsv")
     # a run-file reranker's run folder: its scores and record, none of a cross-encoder's scoring artefacts
-    assert allowed("reranker_scores.tsv", "development", None, "run") and allowed("reranker_run.json", "development",
+    assert allowed("reranker_scores.tsv", "development", None, "run") and allowed("reranker_run.json",
+                                                                                  "development",
                                                                                  None, "run")
-    assert not allowed("pairs.tsv", "development", None, "run") and not allowed("reranker_run.json", "development",
+    assert not allowed("pairs.tsv", "development", None, "run") and not allowed("reranker_run.json",
+                                                                                "development",
                                                                                 None)
     assert not allowed("sealed/qrels/train.tsv", "confirmation", "qrels/test.tsv")
 
@@ -57,7 +59,8 @@ def test_every_table_and_json_artefact_has_its_columns_documented():
     report are checked by their own checks)."""
     columns, audit_layout = audit_module("columns"), audit_module("layout")
     covered = set(columns.TABLES) | set(columns.PARAMETRIC_TABLES) | set(columns.JSON_KEYS) | set(columns.WHOLE_FILES)
-    covered |= set(columns.RUN_FILE_TABLES) | set(columns.RUN_FILE_JSON_KEYS)  # a run-file reranker's artefacts
+    # a run-file reranker's artefacts
+    covered |= set(columns.RUN_FILE_TABLES) | set(columns.RUN_FILE_JSON_KEYS)
     for key, (path, _role, _det) in audit_layout.RUN_ARTEFACTS.items():
         if path.endswith((".tsv", ".json", ".trec", ".txt")):
             assert key in covered, key

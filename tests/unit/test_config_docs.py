@@ -126,7 +126,8 @@ def test_type_column_states_the_constraints():
     assert rows["bootstrap.percentiles"] == "list; each item: number 0 ≤ x ≤ 100; exactly 2 items"
     assert rows["repin"] == ("string matching `^((data|model|splits|candidates|reranker_run)"
                              "(,(data|model|splits|candidates|reranker_run))*)?$`")
-    assert "`^((data\\|model\\|splits\\|candidates\\|reranker_run)" in README.read_text(encoding="utf-8")  # `|` escaped in the table
+    # `|` escaped in the table
+    assert "`^((data\\|model\\|splits\\|candidates\\|reranker_run)" in README.read_text(encoding="utf-8")
 
 
 def test_config_yaml_and_schema_name_the_same_keys():

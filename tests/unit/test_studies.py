@@ -58,7 +58,8 @@ def test_cross_study_row_reads_the_summary_it_is_given():
     cfg = {"study": {"name": "s", "dataset": "d", "reranker": "m", "reranker_kind": "run"}}
     manifest = {"model_identity": "m run:reranker/dev.trec", "model_weights_sha256": "ab" * 32}
     row = cross_table.cross_study_row(cfg, summary, {"ok": True}, "dev", manifest)
-    assert row == {"study": "s", "dataset": "d", "reranker_kind": "run", "reranker": "m run:reranker/dev.trec",
+    assert row == {"study": "s", "dataset": "d", "reranker_kind": "run",
+                   "reranker": "m run:reranker/dev.trec",
                    "reranker_sha256": "ab" * 32, "scorer": "pinned", "run": "dev", "n_queries": 7,
                    "n_groups": 5, "rrf_mean": 0.1, "ce_mean": 0.2, "blend_mean": 0.3, "primary": "blend-ce (ndcg@10)",
                    "primary_delta": 0.1, "primary_grouped_lo": -0.05, "primary_grouped_hi": 0.25, "audit": "PASSED"}

@@ -114,9 +114,9 @@ def judged_tables(dest: Path, qrels_names: list[str], where: str) -> dict[str, d
         if missing:
             raise PipelineError(
                 f"INCONSISTENT DATA: {where.format(name)} judges {len(missing)} query id(s) absent from "
-                f"{where.format(QUERIES)}, e.g. {missing[:5]}.\n  expected: every judged query id in {QUERIES}\n  "
-                f"found: {missing[:10]} absent\n  fix: use another split, or record the discrepancy and pin a "
-                "corrected copy knowingly. Nothing was pinned.")
+                f"{where.format(QUERIES)}, e.g. {missing[:5]}.\n  expected: every judged query id in "
+                f"{QUERIES}\n  found: {missing[:10]} absent\n  fix: use another split, or record the "
+                "discrepancy and pin a corrected copy knowingly. Nothing was pinned.")
     return tables
 
 
@@ -225,24 +225,29 @@ def local_members(dev_qrels: str, confirm_qrels: str | None) -> list[str]:
     return [CORPUS, QUERIES] + qrels
 
 
-def check_local_folder(folder, pins_path, dev_qrels: str, confirm_qrels: str | None, split: dict | None) -> dict:
-    """A ``data_dir`` folder can be pinned: no pins yet, every file present, every judged query in queries.jsonl
-    (cheap enough for the parse-time check: the corpus is parsed by the job). Returns the parsed qrels tables."""
+def check_local_folder(folder, pins_path, dev_qrels: str, confirm_qrels: str | None,
+                       split: dict | None) -> dict:
+    """A ``data_dir`` folder can be pinned: no pins yet, every file present, every judged query in
+    queries.jsonl (cheap enough for the parse-time check: the corpus is parsed by the job). Returns the parsed
+    qrels tables."""
     folder, pins_path = Path(folder), Path(pins_path)
     if pins_path.exists():
-        raise PipelineError(f"ALREADY PINNED: {pins_path} exists, so the data is already pinned.\n  expected: no pins "
-                            "(repin=data writes them once)\n  found: the file\n  fix: keep them (drop repin=data), or "
-                            "delete the file knowingly, in its own commit, to re-pin. Nothing was read or written.")
+        raise PipelineError(f"ALREADY PINNED: {pins_path} exists, so the data is already pinned.\n  "
+                            "expected: no pins (repin=data writes them once)\n  found: the file\n  fix: keep "
+                            "them (drop repin=data), or delete the file knowingly, in its own commit, to "
+                            "re-pin. Nothing was read or written.")
     if confirm_qrels == dev_qrels and split is None:
-        raise ConfigError(f"dev_qrels and confirm_qrels are both {dev_qrels!r}: give the draw's seed and size.")
+        raise ConfigError(f"dev_qrels and confirm_qrels are both {dev_qrels!r}: give the draw's seed and "
+                          "size.")
     names = local_members(dev_qrels, confirm_qrels)
     missing = [n for n in names if not (folder / n).is_file()]
     if missing:
         have = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())[:20]
         raise MissingInputError(f"MISSING FILE in data_dir {folder}: {', '.join(missing)}\n  expected: "
-                                f"{', '.join(names)} (BEIR layout)\n  found: {have or 'an empty or absent folder'}\n  "
-                                "fix: give the folder of the dataset in BEIR layout, or name the qrels files it holds "
-                                "in study.qrels_dev / study.qrels_confirm. Nothing was written.")
+                                f"{', '.join(names)} (BEIR layout)\n  found: "
+                                f"{have or 'an empty or absent folder'}\n  fix: give the folder of the "
+                                "dataset in BEIR layout, or name the qrels files it holds in study.qrels_dev "
+                                "/ study.qrels_confirm. Nothing was written.")
     return judged_tables(folder, names[2:], f"{{}} of {folder}")
 
 
@@ -250,7 +255,8 @@ def pin_local_dataset(folder, name: str, pins_path, *, dev_qrels: str, confirm_q
                       split: dict | None = None, before_write=None) -> dict:
     """The first pins of a dataset outside the catalogue, from a local BEIR-layout ``folder`` (copied into a
     temporary folder, parsed strictly, hashed; no archive is pinned: the folder serves later runs as their
-    data_mirror). ``before_write`` as for ``pin_first_acquisition``. Returns the dict written to ``pins_path``."""
+    data_mirror). ``before_write`` as for ``pin_first_acquisition``. Returns the dict written to
+    ``pins_path``."""
     folder = Path(folder)
     single = split is not None and confirm_qrels == dev_qrels
     check_local_folder(folder, pins_path, dev_qrels, confirm_qrels, split if single else None)
@@ -277,9 +283,9 @@ def pin_local_dataset(folder, name: str, pins_path, *, dev_qrels: str, confirm_q
 def _comment(name: str, source: str) -> str:
     today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     local = "no archive" in source
-    archive = "" if local else ("zip size and md5 matched the catalogue entry (lockfiles/datasets/beir.json) before "
-                                "the zip was opened; zip sha256 recorded then. ")
-    return (f"{'' if local else 'BEIR '}{name} pins, written by the first verified acquisition on {today} (UTC) from "
-            f"{source}: {archive}Files are hashed as read (no newline normalisation) and were "
+    archive = "" if local else ("zip size and md5 matched the catalogue entry (lockfiles/datasets/beir.json) "
+                                "before the zip was opened; zip sha256 recorded then. ")
+    return (f"{'' if local else 'BEIR '}{name} pins, written by the first verified acquisition on {today} "
+            f"(UTC) from {source}: {archive}Files are hashed as read (no newline normalisation) and were "
             "parsed with the strict readers; every qrels query id is in queries.jsonl. content_sha256 = sha256 "
             "of the sorted 'qid\\tdocid\\tscore\\n' rows (order-independent).")

@@ -159,7 +159,8 @@ def run_settings(cfg: dict, confirmation: bool = False) -> dict:
     n_queries, depth = run_shape(cfg, confirmation)
     b = cfg["bootstrap"]
     # a cross-encoder's input length (a run-file reranker has none: nothing is tokenised here)
-    scoring = {"max_length": cfg["ce"]["max_length"]} if cfg["study"]["reranker_kind"] == CROSS_ENCODER else {}
+    scoring = ({"max_length": cfg["ce"]["max_length"]} if cfg["study"]["reranker_kind"] == CROSS_ENCODER
+               else {})
     return {"study": cfg["study"], "n_queries": n_queries, "depth": depth, "blend_k": cfg["blend"]["k"],
             "metrics": cfg["metrics"],
             "bootstrap_B": b["B"], "bootstrap_seed": b["confirm_seed"] if confirmation else b["seed"],

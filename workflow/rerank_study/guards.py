@@ -28,15 +28,17 @@ def shell_overrides(resource_settings) -> list[str]:
 
 
 def check_invocation(cfg: dict, repin: set, confirm: bool) -> None:
-    """The switches fit together: repin=data, repin=model and repin=reranker_run each alone; an opening analyses
-    the whole confirmation set."""
+    """The switches fit together: repin=data, repin=model and repin=reranker_run each alone; an opening
+    analyses the whole confirmation set."""
     if "data" in repin and repin != {"data"}:
         raise ConfigError(f"repin={cfg['repin']}: pin the data ALONE first (repin=data), commit it, then re-pin the "
                           "splits / candidates that are drawn from it in a second invocation.")
-    for alone, what in (("model", "the reranker's model files"), ("reranker_run", "the reranker's development run")):
+    for alone, what in (("model", "the reranker's model files"), ("reranker_run",
+                                                                  "the reranker's development run")):
         if alone in repin and repin != {alone}:
-            raise ConfigError(f"repin={cfg['repin']}: repin={alone} pins {what} ALONE (an invocation of its own; "
-                              "data first; then splits, candidates, and the model or a run-file reranker's reranker_run).")
+            raise ConfigError(f"repin={cfg['repin']}: repin={alone} pins {what} ALONE (an invocation of its "
+                              "own; data first; then splits, candidates, and the model or a run-file "
+                              "reranker's reranker_run).")
     if confirm and cfg["smoke"]:
         raise ConfigError("a confirmation opening analyses the whole confirmation set: drop smoke=true")
 
@@ -61,8 +63,8 @@ def check_committed_inputs(lockdir, repin: set) -> None:
 
 
 def development_inputs(cfg: dict) -> tuple:
-    """What a development side reads besides its lock folder: the verified data folder (else the mirror) and the
-    user's TREC runs ({path: its query ids}): a first-stage run, a reranker's run (given, or pinned)."""
+    """What a development side reads besides its lock folder: the verified data folder (else the mirror) and
+    the user's TREC runs ({path: its query ids}): a first-stage run, a reranker's run (given, or pinned)."""
     from .trec import run_lines
 
     folder = Path(cfg["resources"]) / "data" / cfg["study"]["dataset"]

@@ -19,7 +19,8 @@ SPLIT_CONFIRM = "splits/confirm.txt"
 CANDIDATES = "candidates/candidates.tsv"  # the frozen candidate table every run reads
 TREC_RUN = "candidates/run.trec"          # a TREC-run study's own run (byte copy), the source of its table
 RERANKER_DEV_RUN = "reranker/dev.trec"    # a run-file reranker's development run (byte copy, pinned)
-RERANKER_CONFIRM_RUN = "reranker/confirm.trec"  # its confirmation run, blind-submitted at freeze (protocol pin)
+# its confirmation run, blind-submitted at freeze (protocol pin)
+RERANKER_CONFIRM_RUN = "reranker/confirm.trec"
 FROZEN_BM25 = "candidates/bm25.tsv.gz"    # the retrievers' ranked lists behind the frozen RRF table (provenance)
 FROZEN_DENSE = "candidates/dense.tsv.gz"
 REFERENCES = "reference"                  # reference/<name>/: committed fingerprints of reference runs
@@ -68,8 +69,8 @@ RUN_ARTEFACTS = (
     Artefact("reranker_scores", "reranker_scores.tsv", "reranker_scores", True),
     Artefact("reranker_run", "reranker_run.json", "reranker_run", True),
 )
-# what depends on the reranker's kind (study.reranker_kind): a cross-encoder's scoring artefacts, or the scores a
-# run-file reranker's pinned run gives the analysed candidates and the record of that run
+# what depends on the reranker's kind (study.reranker_kind): a cross-encoder's scoring artefacts, or the
+# scores a run-file reranker's pinned run gives the analysed candidates and the record of that run
 CROSS_ENCODER_ONLY = frozenset({"pairs", "shape_check", "verification", "scoring_measurements",
                                 "verification_measurements"})
 RUN_FILE_ONLY = frozenset({"reranker_scores", "reranker_run"})

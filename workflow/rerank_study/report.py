@@ -260,35 +260,39 @@ PUBLISHED = {"BM25 (bm25s) top-100": ("BEIR paper, Anserini BM25", 0.665),
 
 def fresh_scores_line(scoring: Mapping) -> str:
     """An opening's cross-encoder scores: inferred fresh (the scoring record's counts)."""
-    return (f"- Scores inferred fresh for this opening: {scoring.get('pairs_inferred')} of {scoring.get('pairs')} pairs "
-            f"(the score cache was not read: fresh_inference {scoring.get('fresh_inference')}); "
-            f"{scoring.get('cache_entries_verified')} cached batches were re-inferred and found byte-identical.")
+    return (f"- Scores inferred fresh for this opening: {scoring.get('pairs_inferred')} of "
+            f"{scoring.get('pairs')} pairs (the score cache was not read: fresh_inference "
+            f"{scoring.get('fresh_inference')}); {scoring.get('cache_entries_verified')} cached batches were "
+            "re-inferred and found byte-identical.")
 
 
 def run_file_scores_line(record: Mapping) -> str:
     """An opening's run-file reranker scores: read from the run submitted when the protocol was frozen."""
-    return (f"- Scores read from the run file `{record['file']}`, sha256 `{record['sha256']}`: blind-submitted and "
-            f"pinned in the protocol when it was frozen, before any opening ({record['pairs']} scores of "
-            f"{record['queries']} queries; nothing was inferred).")
+    return (f"- Scores read from the run file `{record['file']}`, sha256 `{record['sha256']}`: "
+            "blind-submitted and pinned in the protocol when it was frozen, before any opening "
+            f"({record['pairs']} scores of {record['queries']} queries; nothing was inferred).")
 
 
 def reranker_run_section(record: Mapping) -> str:
-    """A run-file reranker: what it is (the pinned file, its sha256), how it is read, and the queries it ties whole
-    (a warning: those are ranked by document id)."""
+    """A run-file reranker: what it is (the pinned file, its sha256), how it is read, and the queries it ties
+    whole (a warning: those are ranked by document id)."""
     from .reranker_run import TIE_WARNING
 
     tied = record["all_tied_queries"]
     return "\n".join([
         "## The reranker: a pinned run file", "",
-        f"- `{record['identity']}`, sha256 `{record['sha256']}`: {record['pairs']} scores of {record['queries']} "
-        f"queries, read in the order {record['tie_rule']}. No model was loaded, nothing was inferred.",
-        f"- **WARNING: {len(tied)} quer{'y' if len(tied) == 1 else 'ies'} ({', '.join(tied)}): {TIE_WARNING}.**" if tied
+        f"- `{record['identity']}`, sha256 `{record['sha256']}`: {record['pairs']} scores of "
+        f"{record['queries']} queries, read in the order {record['tie_rule']}. No model was loaded, nothing "
+        "was inferred.",
+        f"- **WARNING: {len(tied)} quer{'y' if len(tied) == 1 else 'ies'} ({', '.join(tied)}): "
+        f"{TIE_WARNING}.**" if tied
         else "- No query has one score for all its candidates."]) + "\n"
 
 
 def opened_section(opening: Mapping, started: Mapping, scores_line: str) -> list[str]:
     """What was opened (the sealed file, its pinned hash, the data URL), when (the ledger's 'started'
-    line, written before the judgements were copied), the protocol, earlier openings, where the scores came from."""
+    line, written before the judgements were copied), the protocol, earlier openings, where the scores came
+    from."""
     import json
 
     e = started["entry"]

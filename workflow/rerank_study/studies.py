@@ -261,8 +261,9 @@ def check_candidate_source(cfg: dict, lockdir, repin: set) -> None:
 
 
 def check_first_acquisition(cfg: dict, lockdir, catalogue_path) -> None:
-    """repin=data pins a dataset ONCE, from the catalogue or a local ``data_dir`` folder: refused at start when pins
-    exist, the dataset is not listed (no data_dir), or the folder misses a file or judges an unknown query."""
+    """repin=data pins a dataset ONCE, from the catalogue or a local ``data_dir`` folder: refused at start
+    when pins exist, the dataset is not listed (no data_dir), or the folder misses a file or judges an unknown
+    query."""
     from .catalogue import check_local_folder
 
     st, path = cfg["study"], Path(lockdir) / layout.DATA_PINS
@@ -280,9 +281,10 @@ def check_first_acquisition(cfg: dict, lockdir, catalogue_path) -> None:
     known = read_json(catalogue_path).get("datasets", {})
     if st["dataset"] not in known:
         _fail(st["name"], catalogue_path, f"dataset {st['dataset']!r} is not in the catalogue (known: "
-              f"{', '.join(sorted(known))}).", "name a catalogue dataset in study.dataset, add an entry with the "
-              "archive's URL, size and md5 as its publisher gives them, or pin a local BEIR-layout folder of it "
-              "(repin=data data_dir=FOLDER).")
+              f"{', '.join(sorted(known))}).",
+              "name a catalogue dataset in study.dataset, add an entry with the "
+              "archive's URL, size and md5 as its publisher gives them, or pin a local BEIR-layout folder of "
+              "it (repin=data data_dir=FOLDER).")
 
 
 def check_mirror(cfg: dict, pins: dict) -> None:
@@ -314,24 +316,29 @@ def check_scorer(cfg: dict, ce: dict, default_ce: dict | None) -> None:
 
 
 def check_reranker(cfg: dict, lockdir, repin: set, default_model_pins=None) -> None:
-    """The study's reranker: a run file (``reranker_run.check_study``), or a cross-encoder pinned with one logit or
-    a declared index, runnable by the scorer chosen (repin=model: the model to pin; model_dir: the pinned files)."""
+    """The study's reranker: a run file (``reranker_run.check_study``), or a cross-encoder pinned with one
+    logit or a declared index, runnable by the scorer chosen (repin=model: the model to pin; model_dir: the
+    pinned files)."""
     from . import model_pinning, reranker_run
     from .names import RUN_FILE
 
     if cfg["study"]["reranker_kind"] == RUN_FILE:
         return reranker_run.check_study(cfg, lockdir, repin)
     if "reranker_run" in repin:
-        _fail(cfg["study"]["name"], cfg.get("study_file") or "config/config.yaml", "repin=reranker_run pins a run-file "
-              "reranker's run, and study.reranker_kind is cross-encoder.", "set study.reranker_kind: run in the study "
+        _fail(cfg["study"]["name"], cfg.get("study_file") or "config/config.yaml",
+              "repin=reranker_run pins a run-file "
+              "reranker's run, and study.reranker_kind is cross-encoder.",
+              "set study.reranker_kind: run in the study "
               "file (its reranker is then the run), or pin the cross-encoder with repin=model.")
     if "model" in repin:
         model_pinning.check_request(cfg, lockdir)
         return
     if repin and not (Path(lockdir) / layout.MODEL_PINS).is_file():
-        return  # pinning the data, splits or candidates: the model is pinned when a run needs it (repin=model)
+        # pinning the data, splits or candidates: the model is pinned when a run needs it (repin=model)
+        return
     ce = check_model_pins(cfg, lockdir)
-    default = read_json(default_model_pins) if default_model_pins and Path(default_model_pins).is_file() else None
+    default = (read_json(default_model_pins) if default_model_pins and Path(default_model_pins).is_file()
+               else None)
     check_scorer(cfg, ce, (default or {}).get("cross_encoder"))
     if cfg["model_dir"] and cfg["scorer"] == "pinned" and not repin:
         model_pinning.check_model_dir(cfg, ce)

@@ -1,6 +1,7 @@
-"""Rule evaluate: CE ranks, the blend, three TREC runs and the per-query metric table. The CE side is the study's
-reranker: a cross-encoder's logits (pairs.tsv) or a run file's scores (reranker_scores.tsv), ranked alike (score
-descending, ties by document id string descending); rankings.tsv keeps them in its ``logit`` column."""
+"""Rule evaluate: CE ranks, the blend, three TREC runs and the per-query metric table. The CE side is the
+study's reranker: a cross-encoder's logits (pairs.tsv) or a run file's scores (reranker_scores.tsv), ranked
+alike (score descending, ties by document id string descending); rankings.tsv keeps them in its ``logit``
+column."""
 
 from rerank_study import beir, candidates, metrics, names, splits, trec
 from rerank_study.errors import PipelineError

@@ -74,15 +74,18 @@ def scorer_rows(model: dict, scoring: dict, shapes: dict) -> dict:
     return {"scorer": model["identity"] + (f" ({names.STANDIN_LABEL})" if models.is_standin(model) else ""),
             "scorer weights sha256": model["weights_sha256"],
             "scoring settings": ", ".join(f"{k}={v}" for k, v in scoring["settings"].items()),
-            "shape check (input_ids / last hidden / logits)": f"{shapes['input_ids']} / {shapes['last_hidden_state']} / "
+            "shape check (input_ids / last hidden / logits)": f"{shapes['input_ids']} / "
+                                                             f"{shapes['last_hidden_state']} / "
                                                              f"{shapes['logits']}"}
 
 
 def run_file_rows(record: dict) -> dict:
-    """A run-file reranker: the pinned file, its sha256, the order it is read in, the queries it ties whole."""
+    """A run-file reranker: the pinned file, its sha256, the order it is read in, the queries it ties
+    whole."""
     return {"reranker": record["identity"], "reranker run sha256": record["sha256"],
             "reranker run order": record["tie_rule"],
-            "reranker: queries with one score for all candidates": ", ".join(record["all_tied_queries"]) or "none"}
+            "reranker: queries with one score for all candidates": ", ".join(record["all_tied_queries"])
+                or "none"}
 
 
 def provenance_rows(sm, data_pins: dict, derived: dict, reranker: dict, started) -> dict:
@@ -115,10 +118,11 @@ def provenance_rows(sm, data_pins: dict, derived: dict, reranker: dict, started)
 
 
 def measurement_rows(sm, scoring: dict | None) -> dict:
-    """Measurements of this execution (threads, pair counts, timings, memory, machine): not reproducible. A run-file
-    reranker (``scoring`` None): the rules' seconds and the machine only (nothing was inferred)."""
+    """Measurements of this execution (threads, pair counts, timings, memory, machine): not reproducible. A
+    run-file reranker (``scoring`` None): the rules' seconds and the machine only (nothing was inferred)."""
     if scoring is None:
-        return {**{f"rule {k} seconds (snakemake benchmark)": bench(getattr(sm.input, f"bench_{k}"))["seconds"]
+        return {**{f"rule {k} seconds (snakemake benchmark)": bench(getattr(sm.input,
+                                                                            f"bench_{k}"))["seconds"]
                    for k in ("reranker_scores", "evaluate", "analyse")},
                 "machine": f"{platform.machine()}, {platform.system()}"}
     return {
@@ -143,9 +147,10 @@ def figure_links(sm) -> dict:
             "primary Δ distribution": str(Path(sm.output.delta).relative_to(Path(sm.output.report).parent))}
 
 
-def title_and_sections(sm, summary: dict, started, scores_line: str, record: dict | None) -> tuple[str, list[str]]:
-    """The report's title and extra sections: the evaluation statistics; a run-file reranker's section before them;
-    an opening's section first."""
+def title_and_sections(sm, summary: dict, started, scores_line: str, record: dict | None) -> tuple[str,
+                                                                                                   list[str]]:
+    """The report's title and extra sections: the evaluation statistics; a run-file reranker's section before
+    them; an opening's section first."""
     sections = [report.evalstats_section(summary)]
     if record is not None:
         sections.insert(0, report.reranker_run_section(record))

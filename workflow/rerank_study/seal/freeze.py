@@ -53,21 +53,22 @@ def _labels(fixture: bool, test_only: bool) -> list[str]:
 
 
 def submit_confirmation_run(cfg: dict, lockdir: Path, run_file) -> None:
-    """A run-file reranker's blind submission: its run over the confirmation queries' frozen candidates (public:
-    only the judgements are sealed), checked like the development run, copied into the lock folder before the
-    protocol that pins its sha256 is written. A cross-encoder study takes no run."""
+    """A run-file reranker's blind submission: its run over the confirmation queries' frozen candidates
+    (public: only the judgements are sealed), checked like the development run, copied into the lock folder
+    before the protocol that pins its sha256 is written. A cross-encoder study takes no run."""
     if cfg["study"]["reranker_kind"] != RUN_FILE:
         if run_file:
-            raise SealError(f"REFUSED: --reranker-run {run_file}: study {cfg['study']['name']!r} reranks with a "
-                            "cross-encoder (study.reranker_kind), whose confirmation scores are inferred at the "
-                            "opening. Drop --reranker-run.")
+            raise SealError(f"REFUSED: --reranker-run {run_file}: study {cfg['study']['name']!r} reranks "
+                            "with a cross-encoder (study.reranker_kind), whose confirmation scores are "
+                            "inferred at the opening. Drop --reranker-run.")
         return
     if not run_file:
         raise SealError(f"REFUSED: study {cfg['study']['name']!r} reranks with a run file: its run over the "
-                        "confirmation queries' candidates must be pinned in the protocol NOW, before any opening "
-                        f"(queries and candidates are public; only the judgements are sealed).\n  file: "
-                        f"{lockdir / layout.RERANKER_CONFIRM_RUN} (to be written)\n  expected: --reranker-run FILE\n  "
-                        "found: none\n  fix: python scripts/confirm.py freeze ... --reranker-run /path/to/confirm.run")
+                        "confirmation queries' candidates must be pinned in the protocol NOW, before any "
+                        "opening (queries and candidates are public; only the judgements are sealed).\n  "
+                        f"file: {lockdir / layout.RERANKER_CONFIRM_RUN} (to be written)\n  expected: "
+                        "--reranker-run FILE\n  found: none\n  fix: python scripts/confirm.py freeze ... "
+                        "--reranker-run /path/to/confirm.run")
     reranker_run.checked_run(cfg, lockdir, run_file, "confirmation", "nothing was frozen")
     with atomic_path(lockdir / layout.RERANKER_CONFIRM_RUN) as tmp:
         tmp.write_bytes(Path(run_file).read_bytes())
@@ -75,8 +76,9 @@ def submit_confirmation_run(cfg: dict, lockdir: Path, run_file) -> None:
 
 def freeze(cfg: dict, lockdir, dev_run, root, allow_standin_for_testing: bool = False, now: str | None = None,
            reranker_run_file=None) -> dict:
-    """Freeze the protocol from a finished, audited development run; refuse to overwrite one. A run-file reranker
-    (``reranker_run_file``): its confirmation run is pinned into the protocol here (``submit_confirmation_run``)."""
+    """Freeze the protocol from a finished, audited development run; refuse to overwrite one. A run-file
+    reranker (``reranker_run_file``): its confirmation run is pinned into the protocol here
+    (``submit_confirmation_run``)."""
     lockdir = Path(lockdir)
     fixture, sets = _location(cfg, lockdir, root, allow_standin_for_testing)
     if (lockdir / loc.PROTOCOL).exists():

@@ -140,5 +140,5 @@ def method_changes(frozen_files: dict, current_files: dict) -> list[str]:
 COVERS = ("every tracked file of the repository (a copy without git: every file outside "
           + ", ".join(sorted(tree.GENERATED)) + " and the output folders), from the bytes on disk, except the seal's "
           "own records in their record format (ledgers and traces of JSON lines, a protocol JSON object and its sha256 "
-          "line, the preregistration note its protocol generates, a run-file reranker's confirmation run with the "
-          "sha256 its protocol pins)")
+          "line, the preregistration note its protocol generates, a run-file reranker's confirmation run "
+          "with the sha256 its protocol pins)")

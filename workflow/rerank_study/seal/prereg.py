@@ -5,13 +5,15 @@ from __future__ import annotations
 
 
 def model_text(m: dict) -> str:
-    """What the frozen reranker is: a cross-encoder (repo, revision, weights) or a run file (both runs' sha256)."""
+    """What the frozen reranker is: a cross-encoder (repo, revision, weights) or a run file (both runs'
+    sha256)."""
     if "confirmation_run" in m:
-        return (f"Reranker {m['reranker']}, a run file: development run {m['development_run']['file']} (sha256\n"
-                f"{m['development_run']['sha256']}), confirmation run {m['confirmation_run']['file']} (sha256\n"
-                f"{m['confirmation_run']['sha256']}, submitted at this freeze; scorer {m['scorer']})")
-    return (f"Model {m['repo']} @ {m['revision']} (weights sha256\n{m['files_sha256']['model.safetensors']}; scorer "
-            f"{m['scorer']})")
+        return (f"Reranker {m['reranker']}, a run file: development run {m['development_run']['file']} "
+                f"(sha256\n{m['development_run']['sha256']}), confirmation run "
+                f"{m['confirmation_run']['file']} (sha256\n{m['confirmation_run']['sha256']}, submitted at "
+                f"this freeze; scorer {m['scorer']})")
+    return (f"Model {m['repo']} @ {m['revision']} (weights sha256\n{m['files_sha256']['model.safetensors']}; "
+            f"scorer {m['scorer']})")
 
 
 def preregistration_note(p: dict, sha: str) -> str:

@@ -21,8 +21,8 @@ from .prereg import preregistration_note
 
 
 def _run_file_block(cfg: dict, lockdir: Path) -> dict:
-    """A run-file reranker: its pinned development run and the confirmation run submitted at freeze (its sha256 from
-    the lock folder's copy NOW: an opening whose copy differs stops)."""
+    """A run-file reranker: its pinned development run and the confirmation run submitted at freeze (its
+    sha256 from the lock folder's copy NOW: an opening whose copy differs stops)."""
     dev = read_json(lockdir / layout.DERIVED_PINS)[reranker_run.PIN_NAME]
     confirm = lockdir / layout.RERANKER_CONFIRM_RUN
     return {"reranker": cfg["study"]["reranker"], "scorer": cfg["scorer"],
@@ -54,11 +54,12 @@ def _pins_blocks(lockdir: Path) -> dict:
 
 
 def _scoring_block(cfg: dict) -> dict:
-    """How the reranker's scores are made: a cross-encoder's scoring contract, or a run file's reading rule."""
+    """How the reranker's scores are made: a cross-encoder's scoring contract, or a run file's reading
+    rule."""
     if cfg["study"]["reranker_kind"] == RUN_FILE:
         return {"reranker": f"a pinned TREC run file, read in the order {reranker_run.TIE_RULE}",
-                "inference": "none: the confirmation queries' run was submitted when this protocol was frozen; an "
-                             "opening reads exactly that file"}
+                "inference": "none: the confirmation queries' run was submitted when this protocol was "
+                             "frozen; an opening reads exactly that file"}
     return scoring.contract(cfg["ce"]) | {  # settings, batching, numeric mode (threads/shards: speed only)
         "inference": "fresh at every opening (the score cache is never read; existing entries must be equal)"}
 
@@ -156,18 +157,21 @@ def check_frozen_run_file(cfg: dict, lockdir, protocol: dict) -> None:
     folder's copy, and a run_file the invocation names, must have its sha256."""
     if (protocol.get("study") or {}).get("reranker_kind") != RUN_FILE:
         return
-    pin, copy = protocol["model"]["confirmation_run"], Path(lockdir) / protocol["model"]["confirmation_run"]["file"]
-    given = [(Path(cfg["run_file"]), f"run_file={cfg['run_file']}", "drop run_file: the opening reads the lock "
+    pin = protocol["model"]["confirmation_run"]
+    copy = Path(lockdir) / pin["file"]
+    given = [(Path(cfg["run_file"]), f"run_file={cfg['run_file']}",
+              "drop run_file: the opening reads the lock "
               f"folder's frozen copy {copy}")] if cfg.get("run_file") else []
-    for path, what, fix in [(copy, "the lock folder's confirmation run", f"restore {copy} from git (git checkout -- "
+    for path, what, fix in [(copy, "the lock folder's confirmation run",
+                             f"restore {copy} from git (git checkout -- "
                              f"{copy})"), *given]:
         found = sha256_file(path) if path.is_file() else "missing"
         if found != pin["sha256"]:
-            raise SealError(f"REFUSED: {what} is not the run frozen in the protocol (blind-submitted when it was "
-                            f"frozen; an opening evaluates exactly that file). Nothing was opened.\n  file: {path}\n"
-                            f"  expected sha256: {pin['sha256']} ({Path(lockdir) / loc.PROTOCOL}, "
-                            f"model.confirmation_run)\n  found: {found}\n  fix: {fix}; another run is a new "
-                            "preregistration, frozen before any opening.")
+            raise SealError(f"REFUSED: {what} is not the run frozen in the protocol (blind-submitted when it "
+                            "was frozen; an opening evaluates exactly that file). Nothing was opened.\n  "
+                            f"file: {path}\n  expected sha256: {pin['sha256']} "
+                            f"({Path(lockdir) / loc.PROTOCOL}, model.confirmation_run)\n  found: {found}\n  "
+                            f"fix: {fix}; another run is a new preregistration, frozen before any opening.")
 
 
 def check_frozen(cfg: dict, lockdir, root, protocol: dict) -> str:
