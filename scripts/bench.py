@@ -139,11 +139,14 @@ for r in range(ARGS["rounds"]):
         t0 = time.perf_counter(); paths[name](); secs[name].append(time.perf_counter() - t0)
 ceil_after = sgemm_gflops()
 ceiling = max(ceil_before[0], ceil_after[0])
-res = {"pairs": len(pairs), "queries": len(ranked), "threads": torch.get_num_threads(), "numerics": MODE["mkl_cnr"],
-       "cpus_available": len(os.sched_getaffinity(0)), "load_avg_start_end": [ARGS["load"], round(os.getloadavg()[0], 2)],
+res = {"pairs": len(pairs), "queries": len(ranked), "threads": torch.get_num_threads(),
+       "numerics": MODE["mkl_cnr"], "cpus_available": len(os.sched_getaffinity(0)),
+       "load_avg_start_end": [ARGS["load"], round(os.getloadavg()[0], 2)],
        "useful_tflop": round(useful / 1e12, 3), "mean_tokens": round(sum(lengths) / len(lengths), 1),
-       "sgemm_ceiling_gflops": {"best_before": round(ceil_before[0], 1), "median_before": round(ceil_before[1], 1),
-                                "best_after": round(ceil_after[0], 1), "median_after": round(ceil_after[1], 1),
+       "sgemm_ceiling_gflops": {"best_before": round(ceil_before[0], 1),
+                                "median_before": round(ceil_before[1], 1),
+                                "best_after": round(ceil_after[0], 1),
+                                "median_after": round(ceil_after[1], 1),
                                 "used": round(ceiling, 1)},
        "peak_rss_mib_pipeline_path": round(rss_ours, 1), "peak_rss_mib_process_end": round(rss_mib(), 1),
        "first_pass_seconds_ours": round(warm, 2), "paths": {}}
@@ -175,8 +178,8 @@ def token_sorted(q):
 
 q0, q1 = qids[0], qids[1]
 b0, b1 = token_sorted(q0), token_sorted(q1)
-# 16 rows (longest, truncated at 512), 16 rows (shortest full chunk), 2 rows (the ragged last chunk), the smoke
-# shape (a query's top 10 in candidate order) and a 5-row batch
+# 16 rows (longest, truncated at 512), 16 rows (shortest full chunk), 2 rows (the ragged last chunk),
+# the smoke shape (a query's top 10 in candidate order) and a 5-row batch
 batches = [b0[0], b0[2], b0[3], [(queries[q1], doc_text[d]) for d in ranked[q1][:10]], b1[1][:5]]
 others = [b for q in qids[2:] for b in token_sorted(q)]
 rng = random.Random(ARGS["seed"])
@@ -241,7 +244,8 @@ for rep in range(ARGS["reps"]):
     mismatched_reps += d > 0
     mismatched_logits += d
     if ARGS["progress"]:
-        print(f"rep {rep + 1}/{ARGS['reps']} threads {t}: {d} mismatching logits", file=sys.stderr, flush=True)
+        print(f"rep {rep + 1}/{ARGS['reps']} threads {t}: {d} mismatching logits", file=sys.stderr,
+              flush=True)
 print(json.dumps({"reps": ARGS["reps"], "batches": [len(b) for b in batches], "logits_per_rep": int(ref.size),
                   "logits_compared": int(ref.size) * ARGS["reps"], "mismatching_reps": mismatched_reps,
                   "mismatching_logits": mismatched_logits, "numerics": MODE["mkl_cnr"],
@@ -253,11 +257,13 @@ print(json.dumps({"reps": ARGS["reps"], "batches": [len(b) for b in batches], "l
 def child(code: str, args: dict) -> int:
     data = Path(args["data"])
     if not (data / "corpus.jsonl").exists():
-        print(f"no verified SciFact data at {data}: run the pipeline once (resources/data/scifact) or pass --data")
+        print(f"no verified SciFact data at {data}: run the pipeline once (resources/data/scifact) "
+              "or pass --data")
         return 1
     Path(args["models"]).mkdir(parents=True, exist_ok=True)
     args["load"] = round(os.getloadavg()[0], 2)
-    out = subprocess.run([sys.executable, "-c", code, str(ROOT), json.dumps(args)], stdout=subprocess.PIPE, text=True)
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT), json.dumps(args)], stdout=subprocess.PIPE,
+                         text=True)
     if out.returncode != 0:
         print(f"child failed ({out.returncode})")
         return out.returncode
@@ -291,8 +297,8 @@ def bench_audit(rundir):
 
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run([sys.executable, "-I", "-S", "-B", str(ROOT / "scripts/audit"), str(rundir), "--out",
-                              f"{tmp}/audit.json"], capture_output=True, text=True)
+        out = subprocess.run([sys.executable, "-I", "-S", "-B", str(ROOT / "scripts/audit"), str(rundir),
+                              "--out", f"{tmp}/audit.json"], capture_output=True, text=True)
     print(f"audit  {rundir}: exit {out.returncode}, {time.perf_counter() - t0:.2f} s wall "
           f"({out.stdout.splitlines()[0] if out.stdout else out.stderr[-300:]})")
 

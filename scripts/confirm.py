@@ -2,11 +2,12 @@
 """Freeze the confirmation protocol, re-freeze it after a refactor, or show the seal's state.
 
     python scripts/confirm.py freeze --dev-run results/dev      # once, before any confirmation data is read
-    python scripts/confirm.py freeze --study S --dev-run results/S/dev --reranker-run confirm.run   # a
-                                                                run-file # reranker: its confirmation run is
-    pinned now python scripts/confirm.py refreeze --reason "..." --dev-run results/dev   # code refactor,
-    before any opening python scripts/confirm.py status                            # protocol, openings
-    started / completed
+    python scripts/confirm.py freeze --study S --dev-run results/S/dev --reranker-run confirm.run
+                                                                # a run-file reranker: its confirmation run
+                                                                # is pinned now
+    python scripts/confirm.py refreeze --reason "..." --dev-run results/dev
+                                                                # code refactor, before any opening
+    python scripts/confirm.py status                            # protocol, openings started / completed
 
 Then open the sealed confirmation (the only path that reads the confirmation judgements):
 
@@ -39,7 +40,8 @@ def parser() -> argparse.ArgumentParser:
     """The command line: the command and its options."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("command", choices=["freeze", "refreeze", "status"])
-    ap.add_argument("--dev-run", type=Path, help="the finished development run folder (manifest.json + audit.json)")
+    ap.add_argument("--dev-run", type=Path, help="the finished development run folder (manifest.json "
+                                                 "+ audit.json)")
     ap.add_argument("--reason", default="", help="refreeze: why (recorded in the ledger)")
     ap.add_argument("--reranker-run", type=Path, default=None,
                     help="freeze, a run-file reranker (study.reranker_kind: run): its TREC run over the "
@@ -50,8 +52,8 @@ def parser() -> argparse.ArgumentParser:
                     help="extra config files, as given to snakemake (applied in order)")
     ap.add_argument("--lockdir", type=Path, default=None, help="lockfile folder (default: the config's)")
     ap.add_argument("--study", default="",
-                    help="another study (a name in config/studies/ or a study file): its protocol and ledger live in "
-                         "its own lock folder (default: the default study of config/config.yaml)")
+                    help="another study (a name in config/studies/ or a study file): its protocol and ledger "
+                         "live in its own lock folder (default: the default study of config/config.yaml)")
     ap.add_argument("--results", type=Path, default=None,
                     help="the results folder where confirm-* folders the ledgers do not know are looked for "
                          "(default: the config's, relative to the current folder)")
@@ -59,7 +61,8 @@ def parser() -> argparse.ArgumentParser:
                     help="the resources folder whose sealed cache holds verified copies of a look "
                          "(default: the config's, relative to the current folder)")
     ap.add_argument("--allow-standin-for-testing", action="store_true",
-                    help="TEST SUITE ONLY: freeze from a STAND-IN development run into a test-fixture lock folder")
+                    help="TEST SUITE ONLY: freeze from a STAND-IN development run into a "
+                         "test-fixture lock folder")
     return ap
 
 
@@ -89,8 +92,9 @@ def run_command(args, cfg: dict, lockdir: Path) -> None:
     elif args.command == "refreeze":
         out = freeze.refreeze(cfg, lockdir, ROOT, args.reason, args.dev_run)
         print(f"RE-FROZEN {lockdir / locations.PROTOCOL}\nsha256 {out['sha256']} (was "
-              f"{out['protocol']['refrozen_from']})\nchanged method files: {', '.join(out['changed_files'])}\n"
-              f"commit lockfiles/, then: snakemake confirm --cores 4 --config unseal={out['sha256']}")
+              f"{out['protocol']['refrozen_from']})\nchanged method files: "
+              f"{', '.join(out['changed_files'])}\ncommit lockfiles/, then: snakemake confirm --cores 4 "
+              f"--config unseal={out['sha256']}")
     else:
         print(status.describe(lockdir, ROOT, cfg))
 

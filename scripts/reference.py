@@ -29,7 +29,8 @@ def main(argv=None) -> int:
     try:
         manifest = read_json(args.rundir / "manifest.json")
         scoring = read_json(args.rundir / "measurements" / "scoring.json")
-        name = args.name or reference.reference_name(names.STAND_IN if manifest["scorer"] == names.STANDIN_LABEL
+        name = args.name or reference.reference_name(names.STAND_IN
+                                                     if manifest["scorer"] == names.STANDIN_LABEL
                                                      else names.PINNED,
                                                      manifest["settings"]["n_queries"] is not None)
         dest = args.lockdir / "reference" / name

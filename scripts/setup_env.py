@@ -2,8 +2,8 @@
 """Create or update the project's virtual environment from the lockfiles (standard library only).
 
     python3.11 scripts/setup_env.py            # set up .venv (idempotent; skips when the locks are unchanged)
-    python3.11 scripts/setup_env.py --test     # ... plus the developer tools, then run the test suite (the README's
-                                               #     test command; the tests run ruff)
+    python3.11 scripts/setup_env.py --test     # ... plus the developer tools, then run the test suite
+                                               #     (the README's test command; the tests run ruff)
     python3.11 scripts/setup_env.py --dev      # ... plus the developer tools (ruff, mutation testing)
 
 Steps: python -m venv .venv; pip install torch==2.13.0 (lockfiles/torch.txt; with its own
@@ -42,7 +42,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--test", action="store_true", help="run the test suite after setting up")
     ap.add_argument("--dev", action="store_true",
-                    help="also install the hash-locked developer tools (lockfiles/requirements-dev.lock: ruff, mutmut)")
+                    help="also install the hash-locked developer tools (lockfiles/requirements-dev.lock: "
+                         "ruff, mutmut)")
     ap.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (with --test)")
     args = ap.parse_args()
     if sys.version_info[:2] != (3, 11):

@@ -33,7 +33,8 @@ os.environ.update(CNR_ENV)
 
 def full_mirror() -> Path:
     if not (SHARED / "corpus.jsonl").exists():
-        pytest.skip(f"full SciFact mirror not found at {SHARED} (this test needs the real 5183-document corpus)")
+        pytest.skip(f"full SciFact mirror not found at {SHARED} (this test needs the real "
+                    "5183-document corpus)")
     return SHARED
 
 
@@ -80,7 +81,8 @@ def run_snakemake(workdir: Path, *args: str, config: dict | None = None, check: 
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONHASHSEED="0", **(env or {}))
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
     if check and proc.returncode != 0:
-        raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}")
+        raise AssertionError("snakemake failed "
+                             f"({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}")
     return proc
 
 
@@ -112,8 +114,8 @@ def dev_run(fixture_workdir) -> Path:
 def freeze_cmd(wd, *extra, command="freeze", dev_run=None):
     return [sys.executable, str(ROOT / "scripts/confirm.py"), command, "--dev-run",
             str(dev_run or wd / "results/dev-standin"), "--configfile", str(DATA / "fixture_config.yaml"),
-            "--lockdir", str(wd / "lockfiles"), "--results", str(wd / "results"), "--resources", str(wd / "resources"),
-            *extra]
+            "--lockdir", str(wd / "lockfiles"), "--results", str(wd / "results"), "--resources",
+            str(wd / "resources"), *extra]
 
 
 def run_freeze(wd, *extra, dev_run=None):
@@ -123,9 +125,10 @@ def run_freeze(wd, *extra, dev_run=None):
 
 @pytest.fixture(scope="session")
 def frozen(dev_run, fixture_workdir, tmp_path_factory):
-    """A copy of the fixture work folder (dev run done) with a TEST-ONLY protocol frozen, once per session. Its
-    users read it as freshly frozen, except ``opened`` (tests/workflow/test_confirm_openings.py), which opens its
-    sealed judgements: the files of the readers (test_confirm_freeze.py, test_confirm_guard.py) sort before it."""
+    """A copy of the fixture work folder (dev run done) with a TEST-ONLY protocol frozen, once per session.
+    Its users read it as freshly frozen, except ``opened`` (tests/workflow/test_confirm_openings.py), which
+    opens its sealed judgements: the files of the readers (test_confirm_freeze.py, test_confirm_guard.py) sort
+    before it."""
     wd = tmp_path_factory.mktemp("confirm")
     for sub in ("lockfiles", "resources", "results"):
         shutil.copytree(fixture_workdir / sub, wd / sub, symlinks=True)

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 from conftest import DATA, FIXTURE, ROOT, make_lockdir, run_snakemake
+
 from rerank_study.config import load_config
 from rerank_study.seal import ledger, locations
 from rerank_study.seal import protocol as seal_protocol
@@ -34,8 +35,10 @@ def commit_all(repo, msg="x"):
 
 def code_copy(dest: Path, with_git: bool = False) -> Path:
     """A copy of this checkout as a clone of its current state would hold it: every tracked file and every
-    untracked file git does not ignore, from the working tree (what the method hash covers, and what runs the DAG)."""
-    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+    untracked file git does not ignore, from the working tree (what the method hash covers, and what runs the
+    DAG)."""
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others",
+                             "--exclude-standard"],
                             capture_output=True, check=True).stdout.split(b"\0")
     dest.mkdir(parents=True)
     for rel in sorted({p.decode() for p in listed if p}):
@@ -53,7 +56,8 @@ def genuine_repo(dest: Path) -> Path:
     """A git checkout of this code whose own lockfiles/ is a genuine (not a test fixture) lock folder of the
     fixture data: the repository's sealed set is the fixture's qrels/test.tsv."""
     repo = code_copy(dest)
-    keep = {name: (repo / "lockfiles" / name).read_bytes() for name in ("requirements.lock", "torch.txt")}
+    keep = {name: (repo / "lockfiles" / name).read_bytes()  # the environment's locks (the seal checks them)
+            for name in ("requirements.lock", "requirements-dev.lock", "torch.txt")}
     shutil.rmtree(repo / "lockfiles")
     make_lockdir(repo / "lockfiles")
     (repo / "lockfiles" / locations.TEST_FIXTURE).unlink()
@@ -76,7 +80,8 @@ def constructed_freeze(repo: Path, cfg: dict, lockdir: Path, commit: bool = True
     p = seal_protocol.build_protocol(cfg, lockdir, repo, HARNESS_EVIDENCE, HARNESS_POWER, test_only=False,
                                      now="2026-12-01T00:00:00+00:00")
     sha = seal_protocol.write_protocol(lockdir, p)
-    ledger.append_ledger(lockdir, {"event": "frozen", "time": p["frozen_at"], "protocol_sha256": sha, "labels": []})
+    ledger.append_ledger(lockdir, {"event": "frozen", "time": p["frozen_at"], "protocol_sha256": sha,
+                                   "labels": []})
     if commit:
         commit_all(repo, f"freeze {sha[:12]}")
     return sha
@@ -111,10 +116,10 @@ def look_at_sealed_file(repo: Path, sha: str, opening: int, check: bool = True, 
     """The DAG of the repository's own code, asked for the sealed judgements of an opening (no model needed):
     the only rule that runs on the sealed side is fetch_sealed_qrels."""
     target = repo / "results" / f"confirm-{sha[:12]}-{opening}" / "sealed" / "qrels" / "test.tsv"
-    return run_snakemake(repo, *args, config={"unseal": sha, "scorer": "pinned", **config}, targets=(str(target),),
-                         snakefile=repo / "Snakefile", check=check, **(run_kw or {}))
+    return run_snakemake(repo, *args, config={"unseal": sha, "scorer": "pinned", **config},
+                         targets=(str(target),), snakefile=repo / "Snakefile", check=check, **(run_kw or {}))
 
 
-__all__ = ["DATA", "FIXTURE", "GIT", "FIXTURE_SPLITS", "SEALED", "TEST_SWITCHES", "git", "commit_all", "code_copy",
-           "genuine_repo", "repo_config", "constructed_freeze", "fixture_cfg", "sha256", "copy_workdir",
-           "look_at_sealed_file"]
+__all__ = ["DATA", "FIXTURE", "GIT", "FIXTURE_SPLITS", "SEALED", "TEST_SWITCHES", "git", "commit_all",
+           "code_copy", "genuine_repo", "repo_config", "constructed_freeze", "fixture_cfg", "sha256",
+           "copy_workdir", "look_at_sealed_file"]

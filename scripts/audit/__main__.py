@@ -50,13 +50,15 @@ import sys
 import time
 from pathlib import Path
 
-# Byte code: the audit's modules are compiled from their source, never from a cache beside them (a planted .pyc
-# would run instead of the source), and no cache is written into the checkout (the seal refuses untracked files)
+# Byte code: the audit's modules are compiled from their source, never from a cache beside them (a planted
+# .pyc would run instead of the source), and no cache is written into the checkout (the seal refuses untracked
+# files)
 sys.dont_write_bytecode = True
-sys.pycache_prefix = os.path.join(os.devnull, "pycache")  # a folder that cannot exist: nothing read or written
+# a folder that cannot exist: nothing read or written
+sys.pycache_prefix = os.path.join(os.devnull, "pycache")
 
-from anchors import DEFAULT_CONFIG, Anchor, committed_lockdir  # noqa: E402
 import checks_reinfer  # noqa: E402
+from anchors import DEFAULT_CONFIG, Anchor, committed_lockdir  # noqa: E402
 from bookkeeping import MAX_FAILURES_SHOWN, Audit  # noqa: E402
 from expected import Expected  # noqa: E402
 from problems import Unauditable, Unreadable  # noqa: E402
@@ -74,8 +76,8 @@ def audit_run(rundir: Path, lockdir: Path | None, au: Audit, config_anchor: Path
     if lockdir is None:  # the committed lock folder, never the one the run names
         lockdir, source = committed_lockdir(config_anchor, study_anchor), "the committed config / study file"
     run = RunFiles(rundir, lockdir)
-    want = Expected(run, Anchor(run.kind, run.lockdir, config_anchor, study_anchor, run.manifest_settings, source,
-                                config_files))
+    want = Expected(run, Anchor(run.kind, run.lockdir, config_anchor, study_anchor, run.manifest_settings,
+                                source, config_files))
     try:
         run.reranker_kind = want.anchor.reranker_kind  # what the run's reranker is, by the anchor
     except (OSError, KeyError, ValueError, TypeError, Unreadable):
@@ -89,7 +91,8 @@ def audit_run(rundir: Path, lockdir: Path | None, au: Audit, config_anchor: Path
             "manifest_sha256": sha256_of(run.manifest_path),  # which manifest this audit vouches for
             "lockdir": {"path": str(lockdir), "given_by": source}}
     for key, fn in (("queries", lambda: len(run.analysed)), ("pairs", lambda: run.n_pairs),
-                    ("groups", lambda: len(want.groups)), ("replicates", lambda: want.settings["bootstrap_B"])):
+                    ("groups", lambda: len(want.groups)),
+                    ("replicates", lambda: want.settings["bootstrap_B"])):
         try:
             info[key] = fn()
         except Exception:  # noqa: BLE001 - the failing check has already said why
@@ -103,22 +106,23 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("rundir", type=Path, nargs="?")
     ap.add_argument("--lockdir", type=Path, default=None,
-                    help="lockfile folder (default: the one the committed config names, or the study file's; never "
-                         "the folder a run names for itself)")
-    ap.add_argument("--out", type=Path, default=None, help="where to write audit.json (default: RUNDIR/audit.json)")
+                    help="lockfile folder (default: the one the committed config names, or the study file's; "
+                         "never the folder a run names for itself)")
+    ap.add_argument("--out", type=Path, default=None, help="where to write audit.json (default: "
+                                                           "RUNDIR/audit.json)")
     ap.add_argument("--config", type=Path, default=DEFAULT_CONFIG,
                     help="the committed config a development run is anchored to (default: this checkout's "
                          "config/config.yaml); a confirmation opening is anchored to <lockdir>/protocol.json")
     ap.add_argument("--configfile", type=Path, action="append", default=[],
-                    help="a config file the run's invocation gave (snakemake --configfile), merged over --config in "
-                         "order; the DAG's audit rule passes them")
+                    help="a config file the run's invocation gave (snakemake --configfile), merged over "
+                         "--config in order; the DAG's audit rule passes them")
     ap.add_argument("--study", type=Path, default=None,
-                    help="another study: its name (config/studies/<name>.yaml) or its study file; the file's values over "
-                         "the committed config are the development run's anchor (a run of a study needs it: the "
-                         "DAG's audit rule passes it)")
+                    help="another study: its name (config/studies/<name>.yaml) or its study file; the file's "
+                         "values over the committed config are the development run's anchor (a run of a "
+                         "study needs it: the DAG's audit rule passes it)")
     ap.add_argument("--read-yaml", type=Path, default=None, metavar="FILE",
-                    help="print what the audit's YAML reader reads from FILE as canonical JSON and exit (no audit; "
-                         "the library compares it with PyYAML at start)")
+                    help="print what the audit's YAML reader reads from FILE as canonical JSON and exit (no "
+                         "audit; the library compares it with PyYAML at start)")
     reinfer_arguments(ap)
     args = ap.parse_args(argv)
     if args.read_yaml is not None:
@@ -146,16 +150,20 @@ def reinfer_count(text: str):
 
 def reinfer_arguments(ap) -> None:
     ap.add_argument("--reinfer", type=reinfer_count, default=None, metavar="N|all",
-                    help="second stage: re-infer N of the run's (qid, batch) batches drawn with fresh randomness (all: "
-                         "every batch) with upstream sentence-transformers in a child process (needs torch; check "
-                         "'reinfer'); without it the check records that the stage was not asked for")
+                    help="second stage: re-infer N of the run's (qid, batch) batches drawn with fresh "
+                         "randomness (all: every batch) with upstream sentence-transformers in a child "
+                         "process (needs torch; check 'reinfer'); without it the check records that the "
+                         "stage was not asked for")
     ap.add_argument("--model-dir", type=Path, default=None,
-                    help="with --reinfer: the scorer's model folder (MODEL.json and the model files; verified)")
+                    help="with --reinfer: the scorer's model folder (MODEL.json and the model "
+                         "files; verified)")
     ap.add_argument("--reinfer-python", type=Path, default=None,
                     help="with --reinfer: the python that runs reinfer.py (default: this interpreter)")
-    ap.add_argument("--reinfer-threads", type=int, default=1, help="with --reinfer: torch threads (speed only)")
+    ap.add_argument("--reinfer-threads", type=int, default=1, help="with --reinfer: torch threads "
+                                                                   "(speed only)")
     ap.add_argument("--reinfer-seed", type=int, default=None,
-                    help="TESTS ONLY: the draw's seed chosen by hand instead of fresh randomness (recorded as such)")
+                    help="TESTS ONLY: the draw's seed chosen by hand instead of fresh randomness "
+                         "(recorded as such)")
 
 
 def read_yaml(path: Path) -> int:
@@ -187,7 +195,8 @@ def print_verdict(rundir: Path, info: dict, au: Audit) -> int:
         print("\nFAILED CHECKS:")
         for n in failed:
             for fl in au.checks[n]["failures"][:MAX_FAILURES_SHOWN]:
-                print(f"  [{n}] {fl['file']} :: {fl['item']} :: expected {fl['expected']!r} found {fl['found']!r}")
+                print(f"  [{n}] {fl['file']} :: {fl['item']} :: expected {fl['expected']!r} found "
+                      f"{fl['found']!r}")
             extra = len(au.checks[n]["failures"]) - MAX_FAILURES_SHOWN
             if extra > 0:
                 print(f"  [{n}] ... and {extra} more")
@@ -195,6 +204,12 @@ def print_verdict(rundir: Path, info: dict, au: Audit) -> int:
         return 1
     print("AUDIT PASSED: every check agrees")
     return 0
+
+
+def write_result(out: Path, result: dict) -> None:
+    tmp = out.with_name(f".{out.name}.partial")
+    tmp.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(out)
 
 
 def main(argv=None) -> int:
@@ -205,16 +220,19 @@ def main(argv=None) -> int:
     if args.reinfer is not None:
         checks_reinfer.configure(batches=args.reinfer, model_dir=args.model_dir, seed=args.reinfer_seed,
                                  python=args.reinfer_python, threads=args.reinfer_threads)
+    out = args.out or (args.rundir / "audit.json")
     try:
         info = audit_run(args.rundir, args.lockdir, au, args.config, args.study, tuple(args.configfile))
-    except Unauditable as exc:
-        print(f"AUDIT ERROR: {args.rundir} cannot be audited: {exc}", file=sys.stderr)
-        return 2
-    result = au.result(info)
-    out = args.out or (args.rundir / "audit.json")
-    tmp = out.with_name(f".{out.name}.partial")
-    tmp.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(out)
+    # noqa: BLE001 - no verdict but a failed one may stay behind (an older audit.json)
+    except Exception as exc:
+        if out.parent.is_dir():
+            write_result(out, {"ok": False, "failed_checks": ["audit"],
+                               "error": f"{type(exc).__name__}: {exc}"})
+        if isinstance(exc, Unauditable):
+            print(f"AUDIT ERROR: {args.rundir} cannot be audited: {exc}", file=sys.stderr)
+            return 2
+        raise
+    write_result(out, au.result(info))
     return print_verdict(args.rundir, info, au)
 
 

@@ -55,8 +55,8 @@ def settings_from_protocol(protocol: dict, cfg: dict) -> dict:
 
 
 def committed_lockdir(config_anchor: Path, study_anchor: Path | None) -> Path:
-    """The lock folder the committed anchors name: a study file's ``lockdir`` (relative to the file's folder), else
-    config.yaml's (relative to the repository)."""
+    """The lock folder the committed anchors name: a study file's ``lockdir`` (relative to the file's folder),
+    else config.yaml's (relative to the repository)."""
     if study_anchor is not None:
         study = read_simple_yaml(study_anchor)
         if "lockdir" in study:
@@ -67,7 +67,8 @@ def committed_lockdir(config_anchor: Path, study_anchor: Path | None) -> Path:
 
 
 def pinned_role(files: dict, role: str) -> str:
-    """The one data file a lock folder pins with ``role`` (qrels_dev / qrels_confirm: the study's qrels files)."""
+    """The one data file a lock folder pins with ``role`` (qrels_dev / qrels_confirm: the study's qrels
+    files)."""
     names = [n for n, pin in files.items() if pin.get("role") == role]
     if len(names) != 1:
         raise Unreadable("data_pins.json", f"must pin exactly one file with role {role!r}; it pins {names}")
@@ -82,7 +83,8 @@ class Anchor:
     def __init__(self, kind: str, lockdir: Path, config_anchor: Path, study_anchor: Path | None,
                  manifest_settings: dict, lockdir_source: str = "--lockdir", config_files: tuple = ()):
         self.kind = kind
-        self.config_files = tuple(config_files)  # merged over config.yaml, as snakemake --configfile merges them
+        # merged over config.yaml, as snakemake --configfile merges them
+        self.config_files = tuple(config_files)
         self.lockdir = lockdir
         self.lockdir_source = lockdir_source  # --lockdir, or the committed config / study file
         self.config_anchor = config_anchor

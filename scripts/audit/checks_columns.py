@@ -1,14 +1,25 @@
 """Check 'columns': every table of the run has exactly the documented columns in the documented order, every
-cell is its kind's canonical text, and every JSON file has exactly the documented keys (columns.py). Which check
-recomputes each value is declared there; this check makes sure nothing else is in the files to be believed.
-Signature: see checks_provenance."""
+cell is its kind's canonical text, and every JSON file has exactly the documented keys (columns.py). Which
+check recomputes each value is declared there; this check makes sure nothing else is in the files to be
+believed. Signature: see checks_provenance."""
 
 from __future__ import annotations
 
 import math
 
-from columns import (EMPTY_ALLOWED, EMPTY_ALLOWED_SUFFIX, FLAG, PARAMETRIC_TABLES, PROSE, PROVENANCE,
-                     SCORING_SETTINGS, canonical, json_keys_of, table_columns, tables_of)
+from columns import (
+    EMPTY_ALLOWED,
+    EMPTY_ALLOWED_SUFFIX,
+    FLAG,
+    PARAMETRIC_TABLES,
+    PROSE,
+    PROVENANCE,
+    SCORING_SETTINGS,
+    canonical,
+    json_keys_of,
+    table_columns,
+    tables_of,
+)
 from readers import read_json, read_table
 
 
@@ -29,7 +40,8 @@ def _check_table(run, want, au, key: str) -> None:
         for col, kind, _check in cols:
             empty = (key, col) in EMPTY_ALLOWED or (key == "per_query" and col.endswith(EMPTY_ALLOWED_SUFFIX))
             if not canonical(kind, row[col], empty):
-                au.check("columns", False, str(path), f"line {i} {col}", f"the canonical text of a {kind}", row[col])
+                au.check("columns", False, str(path), f"line {i} {col}", f"the canonical text of a {kind}",
+                         row[col])
     au.check("columns", True, str(path), "cells", "canonical", "canonical")
 
 
@@ -51,7 +63,8 @@ DECLARED_KIND = {PROVENANCE: (measurement, "finite numbers >= 0 (a measurement)"
 
 def _check_json(au, path, found, keys: dict, where: str = "") -> None:
     got = sorted(found) if isinstance(found, dict) else type(found).__name__
-    au.check("columns", got == sorted(keys), str(path), f"{where}keys (the documented ones)", sorted(keys), got)
+    au.check("columns", got == sorted(keys), str(path), f"{where}keys (the documented ones)", sorted(keys),
+             got)
     if not isinstance(found, dict):
         return
     for name, check in keys.items():

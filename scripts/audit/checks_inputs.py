@@ -24,7 +24,8 @@ def check_candidates(run, want, au) -> None:
     seen: dict[str, int] = {}
     for row in run.cand_rows:
         seen[row["qid"]] = seen.get(row["qid"], 0) + 1
-        au.check("candidates", int(row["rank"]) == seen[row["qid"]], f, f"qid {row['qid']} doc {row['doc_id']}",
+        au.check("candidates", int(row["rank"]) == seen[row["qid"]], f, f"qid {row['qid']} doc "
+                 f"{row['doc_id']}",
                  seen[row["qid"]], int(row["rank"]))
     au.check("candidates", list(run.cands) == run.analysed, f, "query set", len(run.analysed), len(run.cands))
     for q in run.analysed:
@@ -32,9 +33,10 @@ def check_candidates(run, want, au) -> None:
         au.check("candidates", len(lst) == depth, f, f"qid {q} list length", depth, len(lst))
         dups = sorted({d for d in lst if lst.count(d) > 1})
         au.check("candidates", not dups, f, f"qid {q} duplicate doc ids", [], dups)
-        au.check("candidates", q in run.frozen and lst == run.frozen[q][:depth], f, f"qid {q} vs frozen top-{depth}",
-                 run.frozen.get(q, [])[:depth], lst)
-    # every column of every row: the pinned frozen table's row (split label, rank, fused score, retriever ranks)
+        au.check("candidates", q in run.frozen and lst == run.frozen[q][:depth], f,
+                 f"qid {q} vs frozen top-{depth}", run.frozen.get(q, [])[:depth], lst)
+    # every column of every row: the pinned frozen table's row (split label, rank, fused score, retriever
+    # ranks)
     frozen = rows_by_query(run.frozen_rows)
     expect = [r for q in run.analysed for r in frozen.get(q, [])[:depth]]
     diff = next((i for i, (a, b) in enumerate(zip(expect, run.cand_rows)) if a != b), None)
@@ -59,7 +61,8 @@ def check_qrels(run, want, au) -> None:
     diff = next((i for i, (a, b) in enumerate(zip(expect, got)) if a != b), None)
     au.check("qrels", diff is None and len(expect) == len(got), f,
              "every row (analysed order, judgements by document id)",
-             expect[diff] if diff is not None else f"{len(expect)} rows", got[diff] if diff is not None else f"{len(got)} rows")
+             expect[diff] if diff is not None else f"{len(expect)} rows", got[diff] if diff is not None
+             else f"{len(got)} rows")
 
 
 def check_frozen_candidates(run, want, au) -> None:
@@ -78,8 +81,8 @@ def check_frozen_candidates(run, want, au) -> None:
                 if r[col]:
                     s += 1.0 / (k + int(r[col]))
             scores[r["doc_id"]] = s
-            au.check("frozen_candidates", float(r["rrf_score"]) == s, f, f"qid {q} doc {r['doc_id']} rrf_score", s,
-                     r["rrf_score"])
+            au.check("frozen_candidates", float(r["rrf_score"]) == s, f,
+                     f"qid {q} doc {r['doc_id']} rrf_score", s, r["rrf_score"])
         order = tie_rule_order(scores)
         got = [r["doc_id"] for r in sorted(rows, key=lambda r: int(r["rank"]))]
         ranks_ok = sorted(int(r["rank"]) for r in rows) == list(range(1, len(rows) + 1))

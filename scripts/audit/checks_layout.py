@@ -1,6 +1,6 @@
-"""Checks of the layout: the manifest lists exactly the documented artefacts (keys, paths, roles, whether they are
-reproducible), the run folder holds nothing the layout does not name, the run names the lock folder the audit
-is anchored to, and the splits have the committed sizes. Signature: see checks_provenance."""
+"""Checks of the layout: the manifest lists exactly the documented artefacts (keys, paths, roles, whether they
+are reproducible), the run folder holds nothing the layout does not name, the run names the lock folder the
+audit is anchored to, and the splits have the committed sizes. Signature: see checks_provenance."""
 
 from __future__ import annotations
 
@@ -16,12 +16,13 @@ def _check_entries(run, want, au, f: str, want_keys: list[str]) -> None:
         key = a.get("key")
         if key not in want_keys:
             continue
-        au.check("layout", a.get("role") == layout.role_of(key), f, f"{key} role", layout.role_of(key), a.get("role"))
+        au.check("layout", a.get("role") == layout.role_of(key), f, f"{key} role", layout.role_of(key),
+                 a.get("role"))
         if key in layout.RUN_ARTEFACTS:
             path, _, deterministic = layout.RUN_ARTEFACTS[key]
             au.check("layout", a.get("path") == path, f, f"{key} path", path, a.get("path"))
-            au.check("layout", a.get("deterministic") is deterministic, f, f"{key} deterministic", deterministic,
-                     a.get("deterministic"))
+            au.check("layout", a.get("deterministic") is deterministic, f, f"{key} deterministic",
+                     deterministic, a.get("deterministic"))
             au.check("layout", a.get("scope") == "run", f, f"{key} scope", "run", a.get("scope"))
         elif key == "qrels_confirm":  # an opening's sealed judgements: the copy it made, sealed/<pinned name>
             where = run.rundir / layout.SEALED_FOLDER / sealed_name(run, want)
@@ -38,7 +39,8 @@ def _check_entries(run, want, au, f: str, want_keys: list[str]) -> None:
 
 
 def sealed_name(run, want) -> str | None:
-    """The sealed judgements' pinned file name (an opening copies them to sealed/<it>); none for a development run."""
+    """The sealed judgements' pinned file name (an opening copies them to sealed/<it>); none for a development
+    run."""
     if run.kind != "confirmation":
         return None
     return pinned_role(want.anchor.lock("data_pins.json")["files"], "qrels_confirm")
@@ -49,8 +51,6 @@ def _check_files(run, want, au) -> None:
     for p in sorted(run.rundir.rglob("*")):
         if p.is_file() or p.is_symlink():
             rel = p.relative_to(run.rundir).as_posix()
-            if rel.startswith(".audit.json"):  # this audit's own output, being written
-                continue
             au.check("layout", layout.allowed_file(rel, run.kind, sealed, run.reranker_kind), str(p),
                      "a file of the run folder",
                      "a file the documented layout names", "not in the documented layout")
@@ -71,7 +71,9 @@ def check_layout(run, want, au) -> None:
              f"{want.anchor.lockdir} (the audit's anchor: {want.anchor.lockdir_source})", str(named))
     splits = want.anchor.config["splits"]
     given = "the committed config" + (" + --configfile " + ", ".join(map(str, want.anchor.config_files))
-                                      if want.anchor.config_files else " (a run made with --configfile: pass it too)")
-    for name, ids, key in (("split_dev", run.split_dev, "dev_size"), ("split_confirm", run.split_confirm, "confirm_size")):
-        au.check("layout", len(ids) == splits[key], str(run.path(name)), f"{name} size (splits.{key} of {given})",
-                 splits[key], len(ids))
+                                      if want.anchor.config_files else " (a run made with --configfile: "
+                                      "pass it too)")
+    for name, ids, key in (("split_dev", run.split_dev, "dev_size"), ("split_confirm", run.split_confirm,
+                                                                      "confirm_size")):
+        au.check("layout", len(ids) == splits[key], str(run.path(name)),
+                 f"{name} size (splits.{key} of {given})", splits[key], len(ids))

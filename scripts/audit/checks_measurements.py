@@ -1,9 +1,9 @@
 """Check 'measurements': the measurement records are the one part of a run no run reproduces byte for byte
 (timings, memory; each declared in columns.py and checked there for its kind); what they must still say is
-checked here. Scoring and re-inference ran under the scoring contract (oneMKL strict CNR, float32, the configured
-batch size, length, truncation and seed), by the scorer the pairs name, with the locked library versions, on the
-pairs the run holds; the counts add up; an opening inferred every pair afresh; the report's copy of the figures
-equals the scoring record. Signature: see checks_provenance."""
+checked here. Scoring and re-inference ran under the scoring contract (oneMKL strict CNR, float32, the
+configured batch size, length, truncation and seed), by the scorer the pairs name, with the locked library
+versions, on the pairs the run holds; the counts add up; an opening inferred every pair afresh; the report's
+copy of the figures equals the scoring record. Signature: see checks_provenance."""
 
 from __future__ import annotations
 
@@ -44,18 +44,19 @@ def _expect(au, f: str, rec: dict, expect: dict, where: str = "") -> None:
 def _check_scoring(run, want, au) -> dict:
     f, rec = str(run.path("scoring_measurements")), run.measurements("scoring_measurements")
     ce, n = want.anchor.config["ce"], len(run.pair_rows)
-    _expect(au, f, rec, {"kind": "stand-in" if run.scorer == STANDIN else "pinned", "model": scorer_label(run, want),
-                         "numerics": NUMERICS, "pairs": n,
+    _expect(au, f, rec, {"kind": "stand-in" if run.scorer == STANDIN else "pinned",
+                         "model": scorer_label(run, want), "numerics": NUMERICS, "pairs": n,
                          "truncated_pairs": sum(1 for r in run.pair_rows if r["truncated"] == "true")})
-    _expect(au, f, rec.get("settings") or {}, {"dtype": DTYPE, "batch_size": ce["batch_size"], "seed": ce["seed"],
-                                               "max_length": want.settings["max_length"],
+    _expect(au, f, rec.get("settings") or {}, {"dtype": DTYPE, "batch_size": ce["batch_size"],
+                                               "seed": ce["seed"], "max_length": want.settings["max_length"],
                                                "truncation": ce["truncation"]}, "settings.")
     locked, versions = locked_versions(), rec.get("versions") or {}
     au.check("measurements", sorted(versions) == sorted(RECORDED_LIBRARIES), f, "versions",
              list(RECORDED_LIBRARIES), sorted(versions))
     for lib in RECORDED_LIBRARIES:
         found = str(versions.get(lib, "")).split("+")[0]  # a local build tag (+cpu) is the same release
-        au.check("measurements", found == locked.get(lib), f, f"versions.{lib}", f"{locked.get(lib)} (the lock)", found)
+        au.check("measurements", found == locked.get(lib), f, f"versions.{lib}",
+                 f"{locked.get(lib)} (the lock)", found)
     au.check("measurements", rec.get("pairs_inferred", 0) + rec.get("pairs_from_cache", 0) == n, f,
              "pairs_inferred + pairs_from_cache", n, [rec.get("pairs_inferred"), rec.get("pairs_from_cache")])
     au.check("measurements", isinstance(rec.get("threads"), int) and rec["threads"] >= 1, f, "threads",
@@ -70,7 +71,8 @@ def _check_verification(run, want, au) -> None:
     sample = {tuple(x) for x in run.verification.get("sample", [])}
     queries = {q for q, _ in sample}
     _expect(au, f, rec, {"numerics": NUMERICS, "batches": len(sample),
-                         "pairs_inferred": sum(len(run.cands.get(q, [])) for q in queries)})  # a batch's whole query
+                         # a batch's whole query
+                         "pairs_inferred": sum(len(run.cands.get(q, [])) for q in queries)})
     au.check("measurements", isinstance(rec.get("threads"), int) and rec["threads"] >= 1, f, "threads",
              "a whole number >= 1", rec.get("threads"))
 
@@ -84,6 +86,7 @@ def check_measurements(run, want, au) -> None:
     _check_verification(run, want, au)
     report, f = run.measurements("report_measurements"), str(run.path("report_measurements"))
     copies = {k: scoring.get(v) for k, v in REPORT_COPIES.items()}
-    copies["pairs scored / inferred / from cache"] = (f"{scoring.get('pairs')} / {scoring.get('pairs_inferred')} / "
+    copies["pairs scored / inferred / from cache"] = (f"{scoring.get('pairs')} / "
+                                                      f"{scoring.get('pairs_inferred')} / "
                                                       f"{scoring.get('pairs_from_cache')}")
     _expect(au, f, report, copies)

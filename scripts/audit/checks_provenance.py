@@ -21,27 +21,31 @@ def check_settings(run, want, au) -> None:
     f, anchor_path = str(run.manifest_path), want.anchor.path
     au.note("settings", f"anchor: {anchor_path}")
     for key in sorted(set(want.settings) | set(run.manifest_settings)):
-        au.check("settings", run.manifest_settings.get(key, "missing") == want.settings.get(key, "missing"), f,
-                 f"settings.{key} (anchor {anchor_path.name})", want.settings.get(key, "missing"),
+        au.check("settings", run.manifest_settings.get(key, "missing") == want.settings.get(key, "missing"),
+                 f, f"settings.{key} (anchor {anchor_path.name})", want.settings.get(key, "missing"),
                  run.manifest_settings.get(key, "missing"))
 
 
 def check_manifest_fields(run, want, au) -> None:
-    """The manifest's own fields (its artefacts and lock folder: check_layout; its settings: check_settings): the
-    kind, the run's name (its folder), the protocol fields of a development run (none), and the code hashes written
-    as sha256 (the code that made the run: an opening's method hash is compared with its protocol)."""
+    """The manifest's own fields (its artefacts and lock folder: check_layout; its settings: check_settings):
+    the kind, the run's name (its folder), the protocol fields of a development run (none), and the code
+    hashes written as sha256 (the code that made the run: an opening's method hash is compared with its
+    protocol)."""
     m, f = run.manifest, str(run.manifest_path)
-    au.check("manifest", m.get("kind") in ("development", "confirmation"), f, "kind", "development or confirmation",
-             m.get("kind"))
-    au.check("manifest", m.get("run") == run.rundir.resolve().name, f, "run", run.rundir.resolve().name, m.get("run"))
+    au.check("manifest", m.get("kind") in ("development", "confirmation"), f, "kind",
+             "development or confirmation", m.get("kind"))
+    au.check("manifest", m.get("run") == run.rundir.resolve().name, f, "run", run.rundir.resolve().name,
+             m.get("run"))
     for key in ("code_sha256", "method_sha256"):
         au.check("manifest", re.fullmatch(r"[0-9a-f]{64}", str(m.get(key))) is not None, f, key, "a sha256",
                  m.get(key))
     if run.kind == "development":
-        au.check("manifest", m.get("labels") == [] and m.get("protocol_sha256") is None, f, "labels, protocol_sha256",
-                 "[] and null (a development run opens nothing)", [m.get("labels"), m.get("protocol_sha256")])
+        au.check("manifest", m.get("labels") == [] and m.get("protocol_sha256") is None, f,
+                 "labels, protocol_sha256", "[] and null (a development run opens nothing)",
+                 [m.get("labels"), m.get("protocol_sha256")])
     else:
-        au.check("manifest", isinstance(m.get("labels"), list) and all(isinstance(x, str) for x in m["labels"]), f,
+        au.check("manifest", isinstance(m.get("labels"), list)
+                 and all(isinstance(x, str) for x in m["labels"]), f,
                  "labels", "a list of label texts", m.get("labels"))
 
 
@@ -70,7 +74,8 @@ def check_lockfile_pins(run, want, au) -> None:
         found = _listed_sha256(run, key)
         au.check("lockfile_pins", found == data_pins[pin_name]["sha256"], str(run.manifest_path), key,
                  data_pins[pin_name]["sha256"], found)
-    for key, pin in (("split_dev", derived["splits"]["dev"]), ("split_confirm", derived["splits"]["confirm"])):
+    for key, pin in (("split_dev", derived["splits"]["dev"]),
+                     ("split_confirm", derived["splits"]["confirm"])):
         found = _listed_sha256(run, key)
         au.check("lockfile_pins", found == pin["sha256"], str(run.manifest_path), key, pin["sha256"], found)
         lock_list = anchor.lockdir / pin["path"]
@@ -82,11 +87,11 @@ def check_lockfile_pins(run, want, au) -> None:
     if run.kind == "confirmation":
         sha_file = anchor.lockdir / "protocol.sha256"
         frozen = sha_file.read_text(encoding="utf-8").split()[0]
-        au.check("lockfile_pins", frozen == run.manifest.get("protocol_sha256"), str(sha_file), "frozen protocol",
-                 frozen, run.manifest.get("protocol_sha256"))
+        au.check("lockfile_pins", frozen == run.manifest.get("protocol_sha256"), str(sha_file),
+                 "frozen protocol", frozen, run.manifest.get("protocol_sha256"))
         protocol = anchor.lockdir / "protocol.json"
-        au.check("lockfile_pins", sha256_of(protocol) == frozen, str(protocol), "protocol.json sha256", frozen,
-                 sha256_of(protocol))
+        au.check("lockfile_pins", sha256_of(protocol) == frozen, str(protocol), "protocol.json sha256",
+                 frozen, sha256_of(protocol))
     if run.reranker_kind == RUN_FILE:  # the reranker's "weights": the pinned run file's bytes
         pinned = run_file_pin(run, want)["sha256"]
         au.check("lockfile_pins", run.manifest["model_weights_sha256"] == pinned, str(run.manifest_path),

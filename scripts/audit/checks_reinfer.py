@@ -3,26 +3,27 @@ checks_provenance; what was asked comes from the command line (``configure``, on
 
 The run's own verification record (rule verify_scores) re-infers batches the run's seed names: a score forged
 outside that sample, or forged together with the record, passes it. Here the auditor draws N of the run's
-(qid, batch) batches with FRESH randomness at audit time (``secrets``; the seed and the drawn batches are recorded
-in audit.json ``info.reinfer``), so nobody can know beforehand which pairs will be checked, and re-infers each
-with UPSTREAM ``sentence_transformers.CrossEncoder.predict`` - not the project's scoring code - on the batch's
-recorded composition: the rows of pairs.tsv with that qid and batch number, in the batching rule's order (truncated
-token length descending, candidate rank ascending; predict sorts them by characters as the scoring does), as ONE
-batch (``batch_size`` = its size), raw logits (identity activation), in oneMKL's strict CNR mode. Any difference
-from pairs.tsv fails: the float32 logit's shortest round-trip text must be the text in pairs.tsv, bit for bit.
+(qid, batch) batches with FRESH randomness at audit time (``secrets``; the seed and the drawn batches are
+recorded in audit.json ``info.reinfer``), so nobody can know beforehand which pairs will be checked, and
+re-infers each with UPSTREAM ``sentence_transformers.CrossEncoder.predict`` - not the project's scoring code -
+on the batch's recorded composition: the rows of pairs.tsv with that qid and batch number, in the batching
+rule's order (truncated token length descending, candidate rank ascending; predict sorts them by characters as
+the scoring does), as ONE batch (``batch_size`` = its size), raw logits (identity activation), in oneMKL's
+strict CNR mode. Any difference from pairs.tsv fails: the float32 logit's shortest round-trip text must be the
+text in pairs.tsv, bit for bit.
 
-The texts are the run's verified inputs: the query text of queries.jsonl and ``(title + " " + text).strip()`` of
-corpus.jsonl, both files hashed against the manifest (whose hashes check 'lockfile_pins' holds to the pins). The
-model folder (``--model-dir``; the DAG's audit rule names resources/models/<folder>/) must hold exactly the files
-its MODEL.json lists, with their sha256, its weights and identity those of the manifest (and of the lock folder's
-pins for the pinned model).
+The texts are the run's verified inputs: the query text of queries.jsonl and ``(title + " " + text).strip()``
+of corpus.jsonl, both files hashed against the manifest (whose hashes check 'lockfile_pins' holds to the
+pins). The model folder (``--model-dir``; the DAG's audit rule names resources/models/<folder>/) must hold
+exactly the files its MODEL.json lists, with their sha256, its weights and identity those of the manifest (and
+of the lock folder's pins for the pinned model).
 
 torch cannot be imported by the audit (python -I -S): the inference runs in a child process, ``reinfer.py`` of
 this folder, started with the environment's python (``--reinfer-python``, default: this interpreter) as
 ``python -I -B reinfer.py`` with the numeric-mode variables in its environment; it reads the job (texts of the
-drawn batches) as JSON on stdin and writes the logits as JSON on stdout, and nothing to disk. The bits are those
-of this machine's CPU kind: re-infer on the machine kind that made the run (another ISA may differ in the last
-bits; check 'reference' holds a run to a committed reference within a measured tolerance instead).
+drawn batches) as JSON on stdin and writes the logits as JSON on stdout, and nothing to disk. The bits are
+those of this machine's CPU kind: re-infer on the machine kind that made the run (another ISA may differ in
+the last bits; check 'reference' holds a run to a committed reference within a measured tolerance instead).
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_P
 
 
 class Request:
-    """What the auditor asked for: ``batches`` None (the stage was not asked for), ``"all"`` or N; ``record`` is
-    what the stage did (audit.json ``info.reinfer``)."""
+    """What the auditor asked for: ``batches`` None (the stage was not asked for), ``"all"`` or N; ``record``
+    is what the stage did (audit.json ``info.reinfer``)."""
 
     def __init__(self, batches=None, model_dir=None, seed=None, python=None, threads=1):
         self.batches, self.model_dir, self.seed = batches, model_dir, seed
@@ -74,8 +75,8 @@ def run_batches(run) -> list[tuple[str, int]]:
 
 
 def draw(batches: list, k, seed: int) -> list:
-    """k batches drawn without replacement by ``random.Random(seed)``; every batch (in run order) when k is "all"
-    or at least their number."""
+    """k batches drawn without replacement by ``random.Random(seed)``; every batch (in run order) when k is
+    "all" or at least their number."""
     if k == "all" or k >= len(batches):
         return list(batches)
     return random.Random(seed).sample(batches, k)
@@ -90,13 +91,13 @@ def batch_rows(run, drawn, max_length: int) -> dict:
 
 
 def read_texts(run, au, rows: dict):
-    """(query texts, document texts) the drawn batches need, from the run's inputs hashed against the manifest;
-    None when an input is not the one the manifest lists."""
+    """(query texts, document texts) the drawn batches need, from the run's inputs hashed against the
+    manifest; None when an input is not the one the manifest lists."""
     ok = True
     for key in ("queries", "corpus"):
         path, listed = run.path(key), run.art[key]["sha256"]
-        ok &= au.check(CHECK, sha256_of(path) == listed, str(path), f"{key} sha256 (the text re-inferred)", listed,
-                       sha256_of(path))
+        ok &= au.check(CHECK, sha256_of(path) == listed, str(path), f"{key} sha256 (the text re-inferred)",
+                       listed, sha256_of(path))
     if not ok:
         return None
     qids = {q for q, _ in rows}
@@ -115,37 +116,38 @@ def read_texts(run, au, rows: dict):
 
 
 def verify_model_dir(run, want, au, model_dir: Path):
-    """MODEL.json of the folder, when the folder holds exactly its listed files with their sha256 and names the
-    run's model (weights and identity; for the pinned model also the lock folder's pins); else None."""
+    """MODEL.json of the folder, when the folder holds exactly its listed files with their sha256 and names
+    the run's model (weights and identity; for the pinned model also the lock folder's pins); else None."""
     meta_path = model_dir / "MODEL.json"
     meta = read_json(meta_path)
     listed, ok = meta["files"], True
     present = sorted(p.relative_to(model_dir).as_posix() for p in model_dir.rglob("*") if p.is_file())
     for name in present:
-        ok &= au.check(CHECK, name == "MODEL.json" or name in listed, str(model_dir / name), "a file of the model "
-                       "folder", "a file MODEL.json lists", "not listed")
+        ok &= au.check(CHECK, name == "MODEL.json" or name in listed, str(model_dir / name), "a file of the "
+                       "model folder", "a file MODEL.json lists", "not listed")
     for name, sha in sorted(listed.items()):
         found = sha256_of(model_dir / name) if (model_dir / name).is_file() else "missing"
         ok &= au.check(CHECK, found == sha, str(model_dir / name), "model file sha256", sha, found)
     weights = run.manifest.get("model_weights_sha256")
-    ok &= au.check(CHECK, listed.get("model.safetensors") == weights, str(meta_path), "weights (the run's manifest)",
-                   weights, listed.get("model.safetensors"))
+    ok &= au.check(CHECK, listed.get("model.safetensors") == weights, str(meta_path),
+                   "weights (the run's manifest)", weights, listed.get("model.safetensors"))
     ok &= au.check(CHECK, meta.get("identity") == run.manifest.get("model_identity"), str(meta_path),
-                   "model identity (the run's manifest)", run.manifest.get("model_identity"), meta.get("identity"))
+                   "model identity (the run's manifest)", run.manifest.get("model_identity"),
+                   meta.get("identity"))
     if run.scorer == "pinned":
         pins = want.anchor.lock("model_pins.json")["cross_encoder"]["files"]
         for name, pin in sorted(pins.items()):
             if not name.startswith("_"):
-                ok &= au.check(CHECK, listed.get(name) == pin["sha256"], str(meta_path), f"{name} (model pin)",
-                               pin["sha256"], listed.get(name))
+                ok &= au.check(CHECK, listed.get(name) == pin["sha256"], str(meta_path),
+                               f"{name} (model pin)", pin["sha256"], listed.get(name))
     return meta if ok else None
 
 
 def run_child(req: Request, job: dict) -> tuple[dict | None, str]:
     """The child's answer (None when it failed) and its stderr's tail."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}, **CNR_ENV, **OFFLINE_ENV}
-    proc = subprocess.run([str(req.python), "-I", "-B", str(CHILD)], input=json.dumps(job), capture_output=True,
-                          text=True, env=env)
+    proc = subprocess.run([str(req.python), "-I", "-B", str(CHILD)], input=json.dumps(job),
+                          capture_output=True, text=True, env=env)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
         return None, f"exit {proc.returncode}: {proc.stderr[-2000:]}"
@@ -153,7 +155,8 @@ def run_child(req: Request, job: dict) -> tuple[dict | None, str]:
 
 
 def float32_text(bits_hex: str) -> str:
-    """The shortest round-trip text of a float32 given by its bits (big-endian hex), as pairs.tsv writes it."""
+    """The shortest round-trip text of a float32 given by its bits (big-endian hex), as pairs.tsv writes
+    it."""
     return repr(struct.unpack(">f", bytes.fromhex(bits_hex))[0])
 
 
@@ -161,14 +164,17 @@ def compare(run, au, rows: dict, answer: dict) -> list[dict]:
     """Every re-inferred logit against pairs.tsv, bit for bit; a summary per batch."""
     f, summary = str(run.path("pairs")), []
     for (q, b), batch, bits in zip(rows, rows.values(), answer["bits"]):
-        au.check(CHECK, len(bits) == len(batch), f, f"qid {q} batch {b}", f"{len(batch)} logits", f"{len(bits)}")
+        au.check(CHECK, len(bits) == len(batch), f, f"qid {q} batch {b}", f"{len(batch)} logits",
+                 f"{len(bits)}")
         equal = 0
         for r, x in zip(batch, bits):
             text = float32_text(x)
-            equal += au.check(CHECK, text == r["logit"], f, f"qid {q} doc {r['doc_id']} batch {b} (re-inferred)",
+            equal += au.check(CHECK, text == r["logit"], f, f"qid {q} doc {r['doc_id']} batch {b} "
+                              "(re-inferred)",
                               r["logit"], f"{text} (float32 0x{x})")
         summary.append({"qid": q, "batch": b, "pairs": len(batch), "equal": equal,
-                        "doc_ids": [r["doc_id"] for r in batch]})  # the composition re-inferred, in the order fed
+                        # the composition re-inferred, in the order fed
+                        "doc_ids": [r["doc_id"] for r in batch]})
     return summary
 
 
@@ -184,8 +190,8 @@ def check_reinfer(run, want, au) -> None:
         return
     if req.batches is None:
         req.record = {"asked": False, "note": "not asked for (no --reinfer N)"}
-        au.note(CHECK, "NOT ASKED FOR: no --reinfer N was given, so nothing was re-inferred by the auditor; the "
-                       "standard-library audit ran without this stage (its verdict does not cover it)")
+        au.note(CHECK, "NOT ASKED FOR: no --reinfer N was given, so nothing was re-inferred by the auditor; "
+                       "the standard-library audit ran without this stage (its verdict does not cover it)")
         return
     t0 = time.perf_counter()
     try:
@@ -201,17 +207,20 @@ def stage(run, want, au, req: Request) -> None:
     drawn = draw(batches, req.batches, seed)
     req.record.update({
         "asked": True, "batches_asked": req.batches, "batches_in_run": len(batches), "seed": seed,
-        "seed_source": ("--reinfer-seed: CHOSEN BY HAND (a forced draw, for tests), not fresh randomness" if hand
+        "seed_source": ("--reinfer-seed: CHOSEN BY HAND (a forced draw, for tests), not fresh randomness"
+                        if hand
                         else "secrets.randbits(64), drawn at audit time"),
-        "draw": "random.Random(seed).sample(batches in run order, N); every batch when N = all or N >= their number",
+        "draw": "random.Random(seed).sample(batches in run order, N); every batch when N = all or N >= "
+                "their number",
         "drawn": [list(qb) for qb in drawn], "model_dir": str(Path(req.model_dir).resolve())})
-    au.note(CHECK, f"{len(drawn)} of {len(batches)} batches drawn (seed {seed}, {req.record['seed_source']}) and "
-                   "re-inferred with sentence_transformers.CrossEncoder.predict; see info.reinfer")
+    au.note(CHECK, f"{len(drawn)} of {len(batches)} batches drawn (seed {seed}, {req.record['seed_source']}) "
+                   "and re-inferred with sentence_transformers.CrossEncoder.predict; see info.reinfer")
     rows = batch_rows(run, drawn, want.settings["max_length"])
     texts = read_texts(run, au, rows)
     meta = verify_model_dir(run, want, au, Path(req.model_dir))
     if texts is None or meta is None:
-        req.record["result"] = "not re-inferred: an input or the model folder is not the run's (see the failures)"
+        req.record["result"] = ("not re-inferred: an input or the model folder is not the run's (see "
+                                "the failures)")
         return
     queries, corpus = texts
     job = {"model_dir": str(Path(req.model_dir).resolve()), "threads": req.threads,
@@ -220,11 +229,12 @@ def stage(run, want, au, req: Request) -> None:
     t0 = time.perf_counter()
     answer, stderr = run_child(req, job)
     req.record["child_seconds"] = round(time.perf_counter() - t0, 3)
-    if not au.check(CHECK, answer is not None, str(CHILD), "the re-inference process", "exit 0 with the logits",
-                    stderr):
+    if not au.check(CHECK, answer is not None, str(CHILD), "the re-inference process",
+                    "exit 0 with the logits", stderr):
         return
     req.record["child"] = answer["facts"]
-    au.check(CHECK, answer["facts"]["mkl_cnr"] == "AUTO,STRICT", str(CHILD), "oneMKL numeric mode (MKL's report)",
+    au.check(CHECK, answer["facts"]["mkl_cnr"] == "AUTO,STRICT", str(CHILD), "oneMKL numeric mode "
+             "(MKL's report)",
              "AUTO,STRICT", answer["facts"]["mkl_cnr"])
     req.record["results"] = compare(run, au, rows, answer)
     req.record["pairs"] = sum(b["pairs"] for b in req.record["results"])

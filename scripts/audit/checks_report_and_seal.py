@@ -8,9 +8,10 @@ import report_check
 
 
 def check_report(run, want, au) -> None:
-    """report.md, line by line, is the report the audit renders from what it recomputed, its anchors and the run's
-    records (``report_check``): every number and verdict compared; declared provenance (library versions, python,
-    the machine) compared by form; the STAND-IN banner exactly when the scorer is the stand-in."""
+    """report.md, line by line, is the report the audit renders from what it recomputed, its anchors and the
+    run's records (``report_check``): every number and verdict compared; declared provenance (library
+    versions, python, the machine) compared by form; the STAND-IN banner exactly when the scorer is the
+    stand-in."""
     report_check.check(run, want, au)
 
 

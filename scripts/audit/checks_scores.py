@@ -57,38 +57,61 @@ def check_pairs(run, want, au) -> None:
         order = sorted(rows, key=lambda r: (-min(int(r["total_tokens"]), max_len), int(r["r0"])))
         for pos, row in enumerate(order):
             au.check("pairs", int(row["batch"]) == pos // size, f, f"qid {q} doc {row['doc_id']} batch",
-                     f"{pos // size} (position {pos} of the token-length order, chunks of {size})", row["batch"])
+                     f"{pos // size} (position {pos} of the token-length order, chunks of {size})",
+                     row["batch"])
 
 
 def _check_token_counts(run, au, f: str) -> None:
-    """A query's token count is the same in all its pairs, a document's in every query's, and a pair's total is
-    query + document + the template's special tokens."""
+    """A query's token count is the same in all its pairs, a document's in every query's, and a pair's total
+    is query + document + the template's special tokens."""
     per_query, per_doc = {}, {}
     for i, row in enumerate(run.pair_rows, start=2):
         q, d, item = row["qid"], row["doc_id"], f"qid {row['qid']} doc {row['doc_id']} (line {i})"
         qt, dt = per_query.setdefault(q, row["query_tokens"]), per_doc.setdefault(d, row["doc_tokens"])
-        au.check("pairs", row["query_tokens"] == qt, f, item + " query_tokens", f"{qt} (the query's other pairs)",
+        au.check("pairs", row["query_tokens"] == qt, f, item + " query_tokens", f"{qt} (the query's "
+                 "other pairs)",
                  row["query_tokens"])
-        au.check("pairs", row["doc_tokens"] == dt, f, item + " doc_tokens", f"{dt} (the document's other pairs)",
+        au.check("pairs", row["doc_tokens"] == dt, f, item + " doc_tokens", f"{dt} (the document's "
+                 "other pairs)",
                  row["doc_tokens"])
         total = int(row["query_tokens"]) + int(row["doc_tokens"]) + PAIR_SPECIAL_TOKENS
         au.check("pairs", int(row["total_tokens"]) == total, f, item + " total_tokens",
                  f"{total} (query + document + {PAIR_SPECIAL_TOKENS} special tokens)", row["total_tokens"])
 
 
+def standin_identity(want) -> tuple[str, str]:
+    """(identity, weights sha256) of the STAND-IN the lock folder pins (model_pins.json 'standin': its head
+    seed and std, which must be the anchor config's, and every built file's sha256): the identity is
+    re-derived here from the files' hashes - sha256 over the sorted lines 'name NUL sha256 LF' - not read from
+    the pin."""
+    pin = want.anchor.lock("model_pins.json").get("standin")
+    if pin is None:
+        return "(the lock folder pins no STAND-IN)", "(none)"
+    head = want.anchor.config.get("standin", {})
+    if (pin.get("head_seed"), pin.get("head_std")) != (head.get("head_seed"), head.get("head_std")):
+        return (f"(the pinned STAND-IN has head seed {pin.get('head_seed')}, std "
+                f"{pin.get('head_std')})"), "(none)"
+    lines = "".join(f"{name}\0{sha}\n" for name, sha in sorted(pin["files"].items()))
+    identity = f"{STANDIN}:standin-sha256:{hashlib.sha256(lines.encode('utf-8')).hexdigest()}"
+    return identity, pin["files"]["model.safetensors"]
+
+
 def scorer_label(run, want) -> str:
-    """What every pair's model column must say: the scorer's identity and weights. The identity of the pinned model
-    is its repository at the pinned revision (with the declared relevance logit); a STAND-IN's starts with its
-    label (the reference check anchors the rest)."""
-    ident, weights = run.manifest.get("model_identity", ""), run.manifest.get("model_weights_sha256", "")
-    if run.reranker_kind == RUN_FILE:  # the reranker's name and its pinned run file, the file's sha256
+    """What every pair's model column must say: the scorer's identity and weights, from the lock folder's pins
+    - the pinned model's repository at the pinned revision (with the declared relevance logit) and its
+      weights, or
+    the pinned STAND-IN's identity and weights; a run-file reranker: its name and its pinned run file, the
+    file's sha256. A run can name no other scorer."""
+    if run.reranker_kind == RUN_FILE:
         pin = run_file_pin(run, want)
         return f"{want.settings['study']['reranker']} run:{pin['file']} weights-sha256:{pin['sha256']}"
-    if run.scorer == "pinned":
-        ce = want.anchor.lock("model_pins.json")["cross_encoder"]
-        index = want.anchor.config.get("study", {}).get("label_index")
-        ident = f"{ce['repo']}@{ce['revision']}" + (f"#logit{index}" if index is not None else "")
-    return f"{ident} weights-sha256:{weights}"
+    if run.scorer != "pinned":
+        ident, weights = standin_identity(want)
+        return f"{ident} weights-sha256:{weights}"
+    ce = want.anchor.lock("model_pins.json")["cross_encoder"]
+    index = want.anchor.config.get("study", {}).get("label_index")
+    ident = f"{ce['repo']}@{ce['revision']}" + (f"#logit{index}" if index is not None else "")
+    return f"{ident} weights-sha256:{ce['files'][ce['weights']]['sha256']}"
 
 
 def check_scorer_label(run, want, au) -> None:
@@ -102,7 +125,8 @@ def check_scorer_label(run, want, au) -> None:
         au.check("scorer_label", found == label, mf, "model identity and weights (the pinned run file)",
                  label, found)
         return
-    au.check("scorer_label", run.scorer in (STANDIN, "pinned"), mf, "scorer", f"{STANDIN} or pinned", run.scorer)
+    au.check("scorer_label", run.scorer in (STANDIN, "pinned"), mf, "scorer", f"{STANDIN} or pinned",
+             run.scorer)
     au.check("scorer_label", run.manifest.get("model_identity", "").startswith(f"{STANDIN}:") == stand_in, mf,
              "model_identity", "the STAND-IN label exactly when the scorer is the stand-in",
              run.manifest.get("model_identity"))
@@ -141,8 +165,9 @@ def check_rankings(run, want, au) -> None:
 
 
 def expected_trec_run(run, want, method: str) -> str:
-    """A TREC run as the pipeline must write it: per analysed query its order under ``method``, rank r of n with
-    the rank-derived score n + 1 - r (no tie left for a tool to re-break), Q0, the method's name as the tag."""
+    """A TREC run as the pipeline must write it: per analysed query its order under ``method``, rank r of n
+    with the rank-derived score n + 1 - r (no tie left for a tool to re-break), Q0, the method's name as the
+    tag."""
     lines = []
     for q in run.analysed:
         docs = want.orders[method][q]
@@ -172,7 +197,7 @@ def check_verification(run, want, au) -> None:
     rec = run.verification
     seed, k = want.settings["verify_seed"], want.settings["verify_batches"]
     batches = sorted({(r["qid"], int(r["batch"])) for r in run.pair_rows},
-                     key=lambda qb: hashlib.sha256(f"{seed}\t{qb[0]}\t{qb[1]}".encode("utf-8")).hexdigest())
+                     key=lambda qb: hashlib.sha256(f"{seed}\t{qb[0]}\t{qb[1]}".encode()).hexdigest())
     sample = batches if k is None or k >= len(batches) else batches[:k]
     au.check("verification", [tuple(x) for x in rec["sample"]] == sample, f, f"sample (seed {seed}, k {k})",
              [list(x) for x in sample], rec["sample"])
@@ -189,7 +214,8 @@ def check_verification(run, want, au) -> None:
     for name, value in (("seed", seed), ("k", k), ("queries", list(dict.fromkeys(q for q, _ in sample))),
                         ("pairs_compared", len(wanted)), ("all_equal", True)):
         au.check("verification", rec.get(name) == value, f, name, value, rec.get(name))
-    au.check("verification", isinstance(rec.get("rule"), str), f, "rule", "the sampling rule's description (prose)",
+    au.check("verification", isinstance(rec.get("rule"), str), f, "rule", "the sampling rule's "
+             "description (prose)",
              type(rec.get("rule")).__name__)
 
 
@@ -201,10 +227,11 @@ def check_shape(run, want, au) -> None:
     f, sc = str(run.path("shape_check")), run.shape_check
     arch = want.anchor.lock("model_pins.json")["cross_encoder"]["architecture"]
     first = run.analysed[0]
-    n, length = min(want.anchor.config["ce"]["shape_check_pairs"], len(run.cands[first])), want.settings["max_length"]
+    n, length = min(want.anchor.config["ce"]["shape_check_pairs"],
+                    len(run.cands[first])), want.settings["max_length"]
     want_shapes = {"input_ids": [n, length], "last_hidden_state": [n, length, arch["hidden_size"]],
-                   "logits": [n, arch["num_labels"]], "hidden_size": arch["hidden_size"], "pairs": n, "ok": True,
-                   "qid": first, "doc_ids": run.cands[first][:n]}
+                   "logits": [n, arch["num_labels"]], "hidden_size": arch["hidden_size"], "pairs": n,
+                   "ok": True, "qid": first, "doc_ids": run.cands[first][:n]}
     want_shapes["expected"] = {k: want_shapes[k] for k in ("input_ids", "last_hidden_state", "logits")}
     want_shapes["model"] = scorer_label(run, want)
     for key, val in want_shapes.items():

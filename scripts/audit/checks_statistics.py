@@ -11,10 +11,21 @@ from expected_summary import expected_summary
 from readers import sha256_of
 from rng import DefaultRng
 
-PROSE_KEYS = frozenset({"generator", "estimator", "note", "definition", "assumption", "rule", "exploratory_test",
-                        "formula"})
+# the descriptions summary.json holds (text; their words are not checked), at these paths only ('*': any one
+# name)
+PROSE_PATHS = ("bootstrap.estimator", "bootstrap.generator", "comparisons.*.leave_one_group_out.note",
+               "evalstats.chance.definition", "evalstats.mcnemar.assumption",
+               "evalstats.plan.exploratory_test", "evalstats.plan.guardrails.*.rule",
+               "evalstats.power.formula", "repair.definition")
+
+
+def is_prose_path(path: str) -> bool:
+    parts = path.split(".")
+    return any(len(p) == len(parts) and all(a in ("*", b) for a, b in zip(p, parts, strict=True))
+               for p in (q.split(".") for q in PROSE_PATHS))
 LIBRARY_P_KEYS = frozenset({"p", "p_holm", "p_bh"})  # the pipeline computes these with scipy / statsmodels
-P_ULPS = 4  # stated bound: scipy's binomtest sums the tail in floating point (measured: <= 1 ulp from the exact value)
+# stated bound: scipy's binomtest sums the tail in floating point (measured: <= 1 ulp from the exact value)
+P_ULPS = 4
 
 
 def check_per_query(run, want, au) -> None:
@@ -36,7 +47,8 @@ def check_per_query(run, want, au) -> None:
 
 def check_groups(run, want, au) -> None:
     n_groups = len(want.groups)
-    expect = [(group_label(i, n_groups), str(i), str(len(g)), q) for i, g in enumerate(want.groups) for q in g]
+    expect = [(group_label(i, n_groups), str(i), str(len(g)), q) for i, g in enumerate(want.groups)
+              for q in g]
     got = [(r["group_id"], r["group_index"], r["group_size"], r["qid"]) for r in run.group_rows]
     first_diff = next((i for i, (a, b) in enumerate(zip(expect, got)) if a != b), min(len(expect), len(got)))
     au.check("groups", got == expect, str(run.path("groups")), "membership/order/sizes",
@@ -46,11 +58,14 @@ def check_groups(run, want, au) -> None:
     sizes = [len(g) for g in want.groups]
     expect_meta = {
         "groups": {group_label(i, n_groups): g for i, g in enumerate(want.groups)}, "n_groups": n_groups,
-        "n_queries": len(run.analysed), "size_histogram": {str(n): sizes.count(n) for n in sorted(set(sizes))},
-        "inputs": {"queries_sha256": sha256_of(run.path("run_queries")), "qrels_sha256": sha256_of(run.path("run_qrels"))}}
+        "n_queries": len(run.analysed),
+        "size_histogram": {str(n): sizes.count(n) for n in sorted(set(sizes))},
+        "inputs": {"queries_sha256": sha256_of(run.path("run_queries")),
+                   "qrels_sha256": sha256_of(run.path("run_qrels"))}}
     for key, val in expect_meta.items():
         au.check("groups", gmeta.get(key) == val, f, key, val, gmeta.get(key))
-    au.check("groups", isinstance(gmeta.get("rule"), str), f, "rule", "the grouping rule's description (prose)",
+    au.check("groups", isinstance(gmeta.get("rule"), str), f, "rule", "the grouping rule's "
+             "description (prose)",
              type(gmeta.get("rule")).__name__)
 
 
@@ -62,7 +77,8 @@ def check_bootstrap_indices(run, want, au) -> None:
     n_groups = len(want.groups)
     grouped = run.grouped_idx
     n_queries = len(run.analysed)
-    for key, matrix, high in (("grouped_indices", grouped, n_groups), ("query_indices", run.query_idx, n_queries)):
+    for key, matrix, high in (("grouped_indices", grouped, n_groups),
+                              ("query_indices", run.query_idx, n_queries)):
         f = str(run.path(key))
         expected = rng.integers_matrix(high, B, high)
         au.check("bootstrap_indices", len(matrix) == B, f, "replicate count", B, len(matrix))
@@ -75,15 +91,16 @@ def check_replicates(run, want, au) -> None:
     f, saved = str(run.path("replicates")), run.replicate_rows
     B = want.settings["bootstrap_B"]
     au.check("replicates", len(saved) == B, f, "replicate count", B, len(saved))
-    au.check("replicates", set(saved[0]) == {"replicate"} | set(want.replicates) if saved else False, f, "columns",
-             sorted(want.replicates), sorted(saved[0]) if saved else "no rows")
+    au.check("replicates", set(saved[0]) == {"replicate"} | set(want.replicates) if saved else False, f,
+             "columns", sorted(want.replicates), sorted(saved[0]) if saved else "no rows")
     numbers = [row.get("replicate") for row in saved]
-    au.check("replicates", numbers == [str(b) for b in range(len(saved))], f, "replicate column", "0, 1, 2, ... in order",
-             next((n for b, n in enumerate(numbers) if n != str(b)), None))
+    au.check("replicates", numbers == [str(b) for b in range(len(saved))], f, "replicate column",
+             "0, 1, 2, ... in order", next((n for b, n in enumerate(numbers) if n != str(b)), None))
     for col, vals in want.replicates.items():
         for b, (row, val) in enumerate(zip(saved, vals)):
             found = row.get(col)
-            au.check("replicates", found is not None and float(found) == val, f, f"replicate {b} {col}", val, found)
+            au.check("replicates", found is not None and float(found) == val, f, f"replicate {b} {col}", val,
+                     found)
 
 
 def check_summary(run, want, au) -> None:
@@ -96,13 +113,14 @@ def compare_tree(au, f: str, found, want, path: str) -> None:
     check = "evalstats" if path.startswith("evalstats") else "summary"
     if isinstance(want, dict):
         if not isinstance(found, dict):
-            au.check(check, False, f, path or "summary", "a section", found if found is None else type(found).__name__)
+            au.check(check, False, f, path or "summary", "a section", found if found is None
+                     else type(found).__name__)
             return
         for key in sorted(set(found) | set(want)):
             sub = f"{path}.{key}" if path else key
-            if key in PROSE_KEYS and key not in want:
-                continue
-            if key not in want:
+            if key not in want and is_prose_path(sub):
+                au.check(check, isinstance(found[key], str), f, sub, "a description (text)", found[key])
+            elif key not in want:
                 au.check(check, False, f, sub, "nothing (not a number the audit recomputes)", found[key])
             elif key not in found:
                 au.check(check, False, f, sub, want[key], "missing")
@@ -123,7 +141,8 @@ def compare_tree(au, f: str, found, want, path: str) -> None:
         for i, (x, y) in enumerate(zip(found if isinstance(found, list) else [], want)):
             compare_tree(au, f, x, y, f"{path}[{i}]")
     elif path.rsplit(".", 1)[-1] in LIBRARY_P_KEYS and isinstance(want, float) and isinstance(found, float):
-        au.check(check, abs(found - want) <= P_ULPS * math.ulp(max(abs(found), abs(want))), f, path, want, found)
+        au.check(check, abs(found - want) <= P_ULPS * math.ulp(max(abs(found), abs(want))), f, path, want,
+                 found)
     else:
         au.check(check, _same_leaf(found, want), f, path, want, found)
 

@@ -1,9 +1,9 @@
-"""Every value of every audited file, declared (docs/outputs.md, "Every column and key"): each table's columns in
-order and each JSON file's keys, with the kind of text a value must be written as and the check that recomputes
-it - or, for the values no run can reproduce byte for byte (timings, memory), the word ``provenance`` and the
-checks that still apply to them. A header or a key set other than this one fails (check 'columns'), and so does a
-cell not written in its kind's one canonical text, so that a value the recomputing check accepts is also the only
-text that can hold it.
+"""Every value of every audited file, declared (docs/outputs.md, "Every column and key"): each table's columns
+in order and each JSON file's keys, with the kind of text a value must be written as and the check that
+recomputes it - or, for the values no run can reproduce byte for byte (timings, memory), the word
+``provenance`` and the checks that still apply to them. A header or a key set other than this one fails (check
+'columns'), and so does a cell not written in its kind's one canonical text, so that a value the recomputing
+check accepts is also the only text that can hold it.
 
 The parametric tables (per_query, the index matrices, the replicates) have columns that follow the settings:
 ``table_columns`` names them from the anchor's settings."""
@@ -24,11 +24,13 @@ TABLES = {
     "run_qrels": (("query-id", ID, "qrels"), ("corpus-id", ID, "qrels"), ("score", INT, "qrels")),
     "groups": (("group_id", TEXT, "groups"), ("group_index", INT, "groups"), ("group_size", INT, "groups"),
                ("qid", ID, "groups")),
-    "pairs": (("qid", ID, "pairs"), ("doc_id", ID, "pairs"), ("r0", INT, "pairs"), ("logit", FLOAT, "verification"),
-              ("query_tokens", INT, "pairs"), ("doc_tokens", INT, "pairs"), ("total_tokens", INT, "pairs"),
-              ("truncated", BOOL, "pairs"), ("batch", INT, "pairs"), ("model", TEXT, "scorer_label")),
-    "rankings": (("qid", ID, "blend"), ("doc_id", ID, "blend"), ("r0", INT, "blend"), ("logit", FLOAT, "blend"),
-                 ("r1", INT, "ce_ranks"), ("blend_score", FLOAT, "blend"), ("blend_rank", INT, "blend")),
+    "pairs": (("qid", ID, "pairs"), ("doc_id", ID, "pairs"), ("r0", INT, "pairs"),
+              ("logit", FLOAT, "verification"), ("query_tokens", INT, "pairs"), ("doc_tokens", INT, "pairs"),
+              ("total_tokens", INT, "pairs"), ("truncated", BOOL, "pairs"), ("batch", INT, "pairs"),
+              ("model", TEXT, "scorer_label")),
+    "rankings": (("qid", ID, "blend"), ("doc_id", ID, "blend"), ("r0", INT, "blend"),
+                 ("logit", FLOAT, "blend"), ("r1", INT, "ce_ranks"), ("blend_score", FLOAT, "blend"),
+                 ("blend_rank", INT, "blend")),
 }
 # a study whose candidates are a user's TREC run (study.candidates: trec): its candidate table keeps the run's
 # score as the run's own text
@@ -46,16 +48,17 @@ PARAMETRIC_TABLES = {"per_query": (FLOAT, "per_query"), "grouped_indices": (INT,
 TREC_RUNS = {f"run_{m}": m for m in METHODS}  # re-rendered whole (check 'runs')
 # files compared whole: key -> (what every line / leaf is, the check)
 WHOLE_FILES = {"run_queries": ("one analysed query id per line", "analysed_queries"),
-               "summary": ("every leaf recomputed or taken from the anchor; an unknown key fails", "summary, evalstats"),
+               "summary": ("every leaf recomputed or taken from the anchor; an unknown key fails",
+                           "summary, evalstats"),
                **{k: (f"`qid Q0 doc rank n+1-rank {m}`", "runs") for k, m in TREC_RUNS.items()}}
 
 # the special tokens of the BERT pair template [CLS] query [SEP] document [SEP]
 PAIR_SPECIAL_TOKENS = 3
 
-# JSON artefact key -> {key: the check that recomputes its value, or what it is declared as}; the key set must be
-# this one. Declared values are checked by 'columns' for their kind only: PROVENANCE a measurement (finite numbers
-# >= 0, also inside a list or record), PROSE a description (text; its words are not checked), FLAG a record of how
-# the run was made (true/false; an opening's: checked by 'measurements').
+# JSON artefact key -> {key: the check that recomputes its value, or what it is declared as}; the key set must
+# be this one. Declared values are checked by 'columns' for their kind only: PROVENANCE a measurement (finite
+# numbers >= 0, also inside a list or record), PROSE a description (text; its words are not checked), FLAG a
+# record of how the run was made (true/false; an opening's: checked by 'measurements').
 PROVENANCE, PROSE, FLAG = "provenance", "prose", "flag"
 DECLARED = (PROVENANCE, PROSE, FLAG)
 
@@ -67,26 +70,31 @@ def _keys(check: str, names: str, **declared: str) -> dict:
 _TIMINGS = {n: PROVENANCE for n in ("inference_seconds", "stage_seconds", "peak_rss_mib")}
 JSON_KEYS = {
     "manifest": {**_keys("manifest", "kind run labels code_sha256 method_sha256 protocol_sha256"),
-                 **_keys("layout", "artefacts lockdir"), **_keys("scorer_label", "model_identity model_weights_sha256 "
-                                                                                "scorer"), "settings": "settings"},
+                 **_keys("layout", "artefacts lockdir"), **_keys("scorer_label", "model_identity "
+                                                                                "model_weights_sha256 "
+                                                                                "scorer"),
+                 "settings": "settings"},
     "verification": _keys("verification", "all_equal k pairs pairs_compared queries sample seed", rule=PROSE),
-    "shape_check": _keys("shape_check", "doc_ids expected hidden_size input_ids last_hidden_state logits model ok "
-                                        "pairs qid", padding=PROSE),
+    "shape_check": _keys("shape_check", "doc_ids expected hidden_size input_ids last_hidden_state logits "
+                                        "model ok pairs qid", padding=PROSE),
     "groups_meta": _keys("groups", "groups inputs n_groups n_queries size_histogram", rule=PROSE),
     "scoring_measurements": {
         **_keys("measurements", "kind model numerics pairs truncated_pairs settings versions"), **_TIMINGS,
-        **{n: PROVENANCE for n in ("cache_entries_verified", "gather", "model_load_seconds", "padded_tokens_inferred",
-                                   "pairs_from_cache", "pairs_inferred", "pairs_per_second_inference", "per_shard",
-                                   "shards", "threads", "threads_granted_by_scheduler", "tokens_inferred",
+        **{n: PROVENANCE for n in ("cache_entries_verified", "gather", "model_load_seconds",
+                                   "padded_tokens_inferred", "pairs_from_cache", "pairs_inferred",
+                                   "pairs_per_second_inference", "per_shard", "shards", "threads",
+                                   "threads_granted_by_scheduler", "tokens_inferred",
                                    "useful_gflop_inferred")},
         "fresh_inference": FLAG, "_note": PROSE},
     "verification_measurements": {**_keys("measurements", "batches numerics pairs_inferred"), **_TIMINGS,
                                   "threads": PROVENANCE, "_note": PROSE},
     "report_measurements": {
         **{n: "measurements" for n in ("torch threads (granted by the scheduler; speed only)",
-                                       "pairs scored / inferred / from cache", "truncated pairs (> max_length tokens)",
-                                       "model-load seconds", "model-inference seconds", "scoring stage seconds",
-                                       "pairs / second (inference)", "peak RSS of the scoring process (MiB)")},
+                                       "pairs scored / inferred / from cache", "truncated pairs (> "
+                                       "max_length tokens)",
+                                       "model-load seconds", "model-inference seconds",
+                                       "scoring stage seconds", "pairs / second (inference)", "peak RSS of "
+                                       "the scoring process (MiB)")},
         **{f"rule {r} seconds (snakemake benchmark)": PROVENANCE for r in ("score", "evaluate", "analyse")},
         "machine": PROSE, "_note": PROSE},
 }
@@ -129,7 +137,8 @@ def json_keys_of(settings: dict) -> dict:
 
 # the keys of scoring.json's settings record: the scoring contract's values, and two descriptions
 SCORING_SETTINGS = {"batch_size": "measurements", "dtype": "measurements", "max_length": "measurements",
-                    "seed": "measurements", "truncation": "measurements", "batching": PROSE, "numerics": PROSE}
+                    "seed": "measurements", "truncation": "measurements", "batching": PROSE,
+                    "numerics": PROSE}
 # the scoring contract every measurement record must state (docs/scoring.md)
 NUMERICS = "AUTO,STRICT"
 DTYPE = "float32"
@@ -182,16 +191,20 @@ def table_columns(key: str, settings: dict, n_groups: int, n_queries: int) -> li
 
 
 def markdown() -> str:
-    """The table above as docs/outputs.md shows it ("Every column and key"; python -I -S scripts/audit --columns)."""
+    """The table above as docs/outputs.md shows it ("Every column and key"; python -I -S scripts/audit
+    --columns)."""
     lines = ["| file | column or key | written as | recomputed by (or declared as) |", "|---|---|---|---|"]
     for key, cols in TABLES.items():
         lines += [f"| `{key}` | `{c}` | {kind} | {check} |" for c, kind, check in cols]
     for key, (kind, check) in PARAMETRIC_TABLES.items():
-        lines.append(f"| `{key}` | every column (named from the settings) | {kind} (ids and counts: id, int) | {check} |")
-    lines += [f"| `{key}` | the whole file | {what} | {check} |" for key, (what, check) in WHOLE_FILES.items()]
+        lines.append(f"| `{key}` | every column (named from the settings) | {kind} (ids and counts: id, "
+                     f"int) | {check} |")
+    lines += [f"| `{key}` | the whole file | {what} | {check} |" for key, (what,
+                                                                           check) in WHOLE_FILES.items()]
     for key, keys in JSON_KEYS.items():
         lines += [f"| `{key}` | `{k}` | JSON | {check} |" for k, check in keys.items()]
-    lines += [f"| `scoring_measurements` | `settings.{k}` | JSON | {check} |" for k, check in SCORING_SETTINGS.items()]
+    lines += [f"| `scoring_measurements` | `settings.{k}` | JSON | {check} |"
+              for k, check in SCORING_SETTINGS.items()]
     trec = "`run_candidates` (candidates: trec)"
     lines += [f"| {trec} | `{c}` | {kind} | {check} |" for c, kind, check in TREC_CANDIDATES]
     for key, cols in RUN_FILE_TABLES.items():
@@ -199,6 +212,6 @@ def markdown() -> str:
     for key in ("reranker_run", "report_measurements"):
         lines += [f"| `{key}` (reranker_kind: run) | `{k}` | JSON | {check} |"
                   for k, check in RUN_FILE_JSON_KEYS[key].items()]
-    lines += [f"| `cross_study` (several studies) | `{c}` | {kind} | {check} |" for c, kind,
-              check in CROSS_STUDY]
+    lines += [f"| `cross_study` (several studies) | `{c}` | {kind} | {check} |"
+              for c, kind, check in CROSS_STUDY]
     return "\n".join(lines) + "\n"

@@ -28,8 +28,9 @@ def relevant(rels: dict[str, int]) -> dict[str, int]:
     ValueError (the check that needed it fails, saying so), never a silent 0 nor a ZeroDivisionError."""
     gains = {d: g for d, g in rels.items() if g > 0}
     if not gains:
-        raise ValueError(f"a query without a judged relevant document (relevance > 0; {len(rels)} judgement(s), "
-                         "none positive): its nDCG, Recall and MRR are undefined and the pipeline refuses it")
+        raise ValueError(f"a query without a judged relevant document (relevance > 0; {len(rels)} "
+                         "judgement(s), none positive): its nDCG, Recall and MRR are undefined and the "
+                         "pipeline refuses it")
     return gains
 
 

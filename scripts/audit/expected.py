@@ -7,8 +7,20 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from definitions import (METHODS, blend_scores, capped_recall, components, first_rel, mean, mrr, ndcg, percentile,
-                         recall, seq_sum, tie_rule_order)
+from definitions import (
+    METHODS,
+    blend_scores,
+    capped_recall,
+    components,
+    first_rel,
+    mean,
+    mrr,
+    ndcg,
+    percentile,
+    recall,
+    seq_sum,
+    tie_rule_order,
+)
 from problems import Unreadable
 
 
@@ -34,7 +46,8 @@ class Expected:
         for q in self.run.analysed:
             cands, lg = self.run.cands[q], self.run.logits[q]
             if set(lg) != set(cands):
-                raise Unreadable(self.run.path("pairs"), f"query {q}: the scored pairs are not its candidates")
+                raise Unreadable(self.run.path("pairs"), f"query {q}: the scored pairs are not "
+                                 "its candidates")
             ce_order = tie_rule_order(lg)
             r1 = {d: i for i, d in enumerate(ce_order, start=1)}
             s = blend_scores(cands, r1, k)

@@ -9,8 +9,18 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
-from definitions import (METHODS, benjamini_hochberg, chance_hit, exact_mcnemar, group_label, holm, mean, seq_sum,
-                         sign_counts, slice_of)
+from definitions import (
+    METHODS,
+    benjamini_hochberg,
+    chance_hit,
+    exact_mcnemar,
+    group_label,
+    holm,
+    mean,
+    seq_sum,
+    sign_counts,
+    slice_of,
+)
 
 
 def expected_summary(run, want) -> dict:
@@ -36,12 +46,16 @@ def expected_summary(run, want) -> dict:
                                                          for x in others}} for m in METHODS},
         "comparisons": comps, "worst_primary": worst,
         "repair": {"ce_losses_vs_rrf": len(ce_loss),
-                   "repaired_by_blend": sum(rc[q][f"blend_{metric}"] > rc[q][f"ce_{metric}"] for q in ce_loss),
+                   "repaired_by_blend": sum(rc[q][f"blend_{metric}"] > rc[q][f"ce_{metric}"]
+                                            for q in ce_loss),
                    "ce_wins_vs_rrf": len(ce_win),
-                   "weakened_by_blend": sum(rc[q][f"blend_{metric}"] < rc[q][f"ce_{metric}"] for q in ce_win)},
+                   "weakened_by_blend": sum(rc[q][f"blend_{metric}"] < rc[q][f"ce_{metric}"]
+                                            for q in ce_win)},
         "scorer": run.scorer,
-        "inputs": {"per_query_sha256": run.art["per_query"]["sha256"], "groups_sha256": run.art["groups"]["sha256"]},
-        "comparisons_definition": {k: f"{x} - {y} (per-query {metric})" for k, (x, y) in want.comparisons.items()},
+        "inputs": {"per_query_sha256": run.art["per_query"]["sha256"],
+                   "groups_sha256": run.art["groups"]["sha256"]},
+        "comparisons_definition": {k: f"{x} - {y} (per-query {metric})"
+                                   for k, (x, y) in want.comparisons.items()},
     }
     out["evalstats"] = expected_evalstats(run, want, comps)
     return out
@@ -58,7 +72,8 @@ def _comparisons(want) -> dict:
             d = want.deltas[name]
             vals = [seq_sum(d[i] for i in range(len(d)) if i not in set(mem)) / (len(d) - len(mem))
                     for mem in want.members]
-            logo = {"min": min(vals), "max": max(vals), "min_group": group_label(vals.index(min(vals)), n_groups),
+            logo = {"min": min(vals), "max": max(vals),
+                    "min_group": group_label(vals.index(min(vals)), n_groups),
                     "max_group": group_label(vals.index(max(vals)), n_groups)}
         exp.pop("leave_one_group_out.min", None)
         exp.pop("leave_one_group_out.max", None)
@@ -86,14 +101,16 @@ def expected_evalstats(run, want, summary_comparisons: dict) -> dict:
     rc = want.recomputed
     counts = {q: (rc[q]["n_relevant"], rc[q]["n_relevant_in_candidates"]) for q in qids}
     chance = _chance(want, qids, counts, ev["chance_k"], st["depth"])
-    slices = {family: _slice_family(want, qids, counts, family, weights) for family, weights in ev["slices"].items()}
+    slices = {family: _slice_family(want, qids, counts, family, weights)
+              for family, weights in ev["slices"].items()}
     guard = {name: {"tolerated_loss": loss, "grouped_lower": summary_comparisons[name]["grouped_interval"][0],
                     "mean": summary_comparisons[name]["mean"],
                     "pass": summary_comparisons[name]["grouped_interval"][0] >= -loss}
              for name, loss in ev["guardrails"].items()}
     explo = _exploratory(want, qids, counts, ev)
-    out = {"mcnemar": {"outcome": ev["binary_outcome"], "comparisons": mc}, "chance": chance, "slices": slices,
-           "plan": {"primary": {"comparison": st["comparisons"]["primary"], "metric": want.metric},
+    out = {"mcnemar": {"outcome": ev["binary_outcome"], "comparisons": mc}, "chance": chance,
+           "slices": slices, "plan": {"primary": {"comparison": st["comparisons"]["primary"],
+                                                  "metric": want.metric},
                     "guardrails": guard, "exploratory": explo}}
     out["power"] = _power(want, len(qids), ev["power"])
     return out
@@ -113,7 +130,8 @@ def _mcnemar(want, qids) -> dict:
         disc = [qids[i] for i in range(n) if x[i] != y[i]]
         mc[name] = {"gained": gained, "lost": lost, "unchanged": n - gained - lost,
                     "both_yes": sum(1 for i in range(n) if x[i] and y[i]),
-                    "both_no": sum(1 for i in range(n) if not x[i] and not y[i]), "p": exact_mcnemar(gained, lost),
+                    "both_no": sum(1 for i in range(n) if not x[i] and not y[i]),
+                    "p": exact_mcnemar(gained, lost),
                     "discordant_in_multi_query_groups": sum(1 for q in disc if q in multi),
                     "discordant_groups": len({group_of[q] for q in disc})}
     return mc
@@ -165,8 +183,8 @@ def _exploratory(want, qids, counts, ev) -> list[dict]:
                 d = [rc[q][f"{a}_{metric}"] - rc[q][f"{b}_{metric}"] for q in qs]
                 w, l = sign_counts(d)
                 explo.append({"family": family, "slice": s_, "comparison": name, "n": len(qs),
-                              "mean_delta": mean(d) if d else None, "wins": w, "losses": l, "ties": len(d) - w - l,
-                              "p": exact_mcnemar(w, l) if d else None})
+                              "mean_delta": mean(d) if d else None, "wins": w, "losses": l,
+                              "ties": len(d) - w - l, "p": exact_mcnemar(w, l) if d else None})
     tested = [e for e in explo if e["p"] is not None]
     for e in explo:
         e["p_holm"] = e["p_bh"] = None

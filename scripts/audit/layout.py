@@ -1,15 +1,15 @@
-"""The documented layout of a run folder (docs/outputs.md), kept here independently of the pipeline's own table
-(its layout module; a test holds the two equal): every artefact a manifest must list - key, path inside the run
-folder, role, whether its bytes are reproducible - and every other file a run folder may hold. The manifest does
-not decide what is audited: a manifest that lists another set, another path or another role fails, and so does a
-file in the run folder that the layout does not name."""
+"""The documented layout of a run folder (docs/outputs.md), kept here independently of the pipeline's own
+table (its layout module; a test holds the two equal): every artefact a manifest must list - key, path inside
+the run folder, role, whether its bytes are reproducible - and every other file a run folder may hold. The
+manifest does not decide what is audited: a manifest that lists another set, another path or another role
+fails, and so does a file in the run folder that the layout does not name."""
 
 from __future__ import annotations
 
 import re
 
-# the inputs outside the run folder (key, role); plus the analysed judgements: qrels_dev (a development run) or
-# qrels_confirm (an opening)
+# the inputs outside the run folder (key, role); plus the analysed judgements: qrels_dev (a development run)
+# or qrels_confirm (an opening)
 INPUTS = (("corpus", "corpus"), ("queries", "queries"), ("split_dev", "split_dev"),
           ("split_confirm", "split_confirm"), ("candidates", "candidates"))
 QRELS_OF_KIND = {"development": "qrels_dev", "confirmation": "qrels_confirm"}
@@ -52,11 +52,16 @@ RUN_FILE_ONLY = ("reranker_scores", "reranker_run")
 # the run's other files: the manifest and the audit themselves, conveniences, an opening's records, the
 # reproduction check, and the jobs' logs, benchmarks and intermediate shards
 RUN_FILES = ("manifest.json", "audit.json", "pairs.parquet", "per_query.parquet", "reproduction.md",
-             "reproduction.json", "OPENING_STARTED.json", "OPENING.json")
-RULE = r"[a-z_]+"
+             "reproduction.json")
+OPENING_FILES = ("OPENING_STARTED.json", "OPENING.json")
+# the rules whose log and benchmark files a run folder holds (a test holds this list equal to the rule files)
+RULES = ("analyse", "audit", "check_reproduction", "evaluate", "fetch_sealed_qrels", "groups", "manifest",
+         "parquet", "record_opening", "report", "reranker_scores", "run_inputs", "score", "shape_check",
+         "verify_scores")
+RULE = "(" + "|".join(RULES) + ")"
 OTHER_FILES = (
     re.compile(rf"logs/{RULE}\.(log|job\.json)"),
-    re.compile(rf"logs/score_shard/\d+-of-\d+\.(log|job\.json)"),
+    re.compile(r"logs/score_shard/\d+-of-\d+\.(log|job\.json)"),
     re.compile(rf"benchmarks/{RULE}\.tsv"),
     re.compile(r"benchmarks/score_shard/\d+-of-\d+\.tsv"),
     re.compile(r"shards/score-of-\d+/\d+\.tsv"),
@@ -89,6 +94,8 @@ def role_of(key: str) -> str:
 
 def allowed_file(rel: str, kind: str, sealed_name: str | None, reranker_kind: str = CROSS_ENCODER) -> bool:
     """Whether a file of the run folder (posix path relative to it) is part of the documented layout."""
+    if rel in OPENING_FILES:  # an opening's ledger lines: a development run opens nothing
+        return kind == "confirmation"
     if rel in RUN_FILES or any(rel == RUN_ARTEFACTS[k][0] for k in run_artefacts(reranker_kind)):
         return True
     if kind == "confirmation" and sealed_name and rel == f"{SEALED_FOLDER}/{sealed_name}":

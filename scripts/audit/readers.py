@@ -83,8 +83,26 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
     return out
 
 
+def _no_repeated_keys(pairs):
+    keys = [k for k, _ in pairs]
+    repeated = sorted({k for k in keys if keys.count(k) > 1})
+    if repeated:  # json keeps the last, a reader of the file may see the first
+        raise ValueError(f"repeated keys {repeated}")
+    return dict(pairs)
+
+
+def _no_constant(name):
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def read_json(path: Path):
-    return json.loads(path.read_text(encoding="utf-8"))
+    """A JSON file as strict JSON: a repeated key in any object, NaN or Infinity is refused (naming the
+    file)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_no_repeated_keys,
+                          parse_constant=_no_constant)
+    except ValueError as exc:  # json.JSONDecodeError is one
+        raise Unreadable(path, f"not strict JSON: {exc}") from None
 
 
 def resolve(path_text: str, base: Path) -> Path:

@@ -1,21 +1,23 @@
-"""The auditor's re-inference process (check 'reinfer' of checks_reinfer starts it; never imported by the audit).
+"""The auditor's re-inference process (check 'reinfer' of checks_reinfer starts it; never imported by the
+audit).
 
     python -I -B scripts/audit/reinfer.py < job.json > answer.json
 
 The ONE module of the audit that is not standard library only: it needs torch and sentence-transformers, so it
-runs in a process of its own with the environment's python (the audit itself runs with -I -S). It imports nothing
-of the project and nothing of the audit: it scores with UPSTREAM ``sentence_transformers.CrossEncoder.predict``.
+runs in a process of its own with the environment's python (the audit itself runs with -I -S). It imports
+nothing of the project and nothing of the audit: it scores with UPSTREAM
+``sentence_transformers.CrossEncoder.predict``.
 
 Job (stdin, JSON): ``model_dir``, ``threads``, ``max_length``, ``label_index`` (the relevance logit of a
-several-output model, or null) and ``batches``: each a list of [query text, document text] pairs. Each batch is
-ONE ``predict(batch, batch_size=len(batch), activation_fn=Identity())`` call: one forward of exactly that
-composition, the raw logits. Answer (stdout, one JSON line): ``bits``, per batch the float32 bit patterns of its
-logits (big-endian hex), and ``facts`` (library versions, CPU capability, oneMKL's own report of its numeric mode,
-the model's configured activation, seconds).
+several-output model, or null) and ``batches``: each a list of [query text, document text] pairs. Each batch
+is ONE ``predict(batch, batch_size=len(batch), activation_fn=Identity())`` call: one forward of exactly that
+composition, the raw logits. Answer (stdout, one JSON line): ``bits``, per batch the float32 bit patterns of
+its logits (big-endian hex), and ``facts`` (library versions, CPU capability, oneMKL's own report of its
+numeric mode, the model's configured activation, seconds).
 
 The numeric mode (oneMKL strict CNR: MKL_CBWR=AUTO,STRICT, MKL_DYNAMIC=FALSE, OMP_DYNAMIC=FALSE, the scoring
-contract of docs/scoring.md) is put into the environment BEFORE torch is imported (MKL reads it at its first call)
-and then read back from MKL itself (``mkl_serv_cbwr_get``, exported by torch's bundled oneMKL).
+contract of docs/scoring.md) is put into the environment BEFORE torch is imported (MKL reads it at its first
+call) and then read back from MKL itself (``mkl_serv_cbwr_get``, exported by torch's bundled oneMKL).
 """
 
 import os
@@ -70,8 +72,8 @@ def main() -> int:
     loaded = time.perf_counter()
     bits = []
     for batch in job["batches"]:
-        scores = ce.predict(batch, batch_size=len(batch), activation_fn=torch.nn.Identity(), show_progress_bar=False,
-                            convert_to_numpy=True)
+        scores = ce.predict(batch, batch_size=len(batch), activation_fn=torch.nn.Identity(),
+                            show_progress_bar=False, convert_to_numpy=True)
         raw = relevance(np.asarray(scores), job["label_index"]).astype(">f4").tobytes()  # float32, big-endian
         bits.append([raw[i:i + 4].hex() for i in range(0, len(raw), 4)])
     facts = {"torch": torch.__version__, "sentence_transformers": sentence_transformers.__version__,
@@ -80,7 +82,8 @@ def main() -> int:
              "threads": torch.get_num_threads(), "model_activation": type(ce.activation_fn).__name__,
              "max_length": ce.max_length, "predict": "CrossEncoder.predict(batch, batch_size=len(batch), "
                                                     "activation_fn=torch.nn.Identity())",
-             "load_seconds": round(loaded - t0, 3), "inference_seconds": round(time.perf_counter() - loaded, 3)}
+             "load_seconds": round(loaded - t0, 3), "inference_seconds": round(time.perf_counter() - loaded,
+                                                                               3)}
     print(json.dumps({"bits": bits, "facts": facts}))
     return 0
 

@@ -33,7 +33,8 @@ def ledger_line(lockdir, number: int) -> dict:
 
 
 def opening_record(run, want, au) -> dict:
-    """OPENING_STARTED.json, its entry checked against the ledger line it names, the manifest and the protocol."""
+    """OPENING_STARTED.json, its entry checked against the ledger line it names, the manifest and the
+    protocol."""
     path, lockdir = run.rundir / STARTED, want.anchor.lockdir
     started, f = read_json(path), str(run.rundir / STARTED)
     e = started["entry"]
@@ -42,20 +43,23 @@ def opening_record(run, want, au) -> dict:
     protocol = read_json(lockdir / "protocol.json")
     sealed = pinned_role(protocol["data"], "qrels_confirm")
     zip_pin = want.anchor.lock("data_pins.json").get("zip") or {}
-    facts = {"event": "started", "run": run.manifest.get("run"), "protocol_sha256": run.manifest.get("protocol_sha256"),
-             "labels": run.manifest.get("labels"), "sealed_file": sealed,
-             "sealed_sha256": protocol["data"][sealed]["sha256"],
-             "sealed_content_sha256": protocol["data"][sealed].get("content_sha256"), "data_url": zip_pin.get("url")}
+    facts = {"event": "started", "run": run.manifest.get("run"),
+             "protocol_sha256": run.manifest.get("protocol_sha256"), "labels": run.manifest.get("labels"),
+             "sealed_file": sealed, "sealed_sha256": protocol["data"][sealed]["sha256"],
+             "sealed_content_sha256": protocol["data"][sealed].get("content_sha256"),
+             "data_url": zip_pin.get("url")}
     for key, val in facts.items():
         au.check(CHECK, e.get(key) == val, f, f"entry {key}", val, e.get(key))
-    au.check(CHECK, isinstance(e.get("opening"), int), f, "entry opening", "an opening number", e.get("opening"))
+    au.check(CHECK, isinstance(e.get("opening"), int), f, "entry opening", "an opening number",
+             e.get("opening"))
     return started
 
 
 def title(run, started) -> str:
     e = started["entry"]
     sha = str(run.manifest.get("protocol_sha256"))
-    return f"# Confirmation analysis — opening {e['opening']} of protocol {sha[:12]} — `{run.manifest.get('run')}`"
+    return (f"# Confirmation analysis — opening {e['opening']} of protocol {sha[:12]} — "
+            f"`{run.manifest.get('run')}`")
 
 
 def opened_rows(run, started) -> list:
@@ -68,9 +72,9 @@ def opened_rows(run, started) -> list:
 
 
 def earlier_openings(want, started) -> Free:
-    """The line naming earlier openings of the protocol. Their record spans every ledger of the sealed set (and its
-    git history), which the audit does not read: the line must be well formed, name only earlier openings, and name
-    every opening the lock folder's ledger completed before this one started."""
+    """The line naming earlier openings of the protocol. Their record spans every ledger of the sealed set
+    (and its git history), which the audit does not read: the line must be well formed, name only earlier
+    openings, and name every opening the lock folder's ledger completed before this one started."""
     me, done = started["entry"]["opening"], completed_before(want, started)
     listed = r"\[\d+(?:, \d+)*\]"
     unfinished = r"\d+ \(started [^)]*, ledger line \d+\)"
@@ -109,8 +113,8 @@ def scores_line(run, want, au) -> str:
                 f"{len(run.analysed)} queries; nothing was inferred).")
     sf, n = str(run.path("scoring_measurements")), run.n_pairs
     scoring = read_json(run.path("scoring_measurements"))
-    au.check(CHECK, scoring.get("fresh_inference") is True, sf, "fresh_inference (the protocol: fresh at every "
-             "opening)", True, scoring.get("fresh_inference"))
+    au.check(CHECK, scoring.get("fresh_inference") is True, sf, "fresh_inference (the protocol: fresh at "
+             "every opening)", True, scoring.get("fresh_inference"))
     return (f"- Scores inferred fresh for this opening: {scoring.get('pairs_inferred')} of {n} pairs (the "
             f"score cache was not read: fresh_inference {scoring.get('fresh_inference')}); "
             f"{scoring.get('cache_entries_verified')} cached batches were re-inferred and found "
@@ -120,15 +124,16 @@ def scores_line(run, want, au) -> str:
 def opened_lines(run, want, au, started) -> list:
     """What was opened, when, under which protocol; how the opening's scores were made."""
     e = started["entry"]
-    sealed = (f"- Sealed confirmation judgements **`{e['sealed_file']}`**, sha256 `{e['sealed_sha256']}` (its pin in "
-              f"data_pins.json; order-independent content sha256 `{e['sealed_content_sha256']}`), from the BEIR "
-              f"archive <{e['data_url']}>; this copy came from: ")
-    opened = (f"- Opened at **{e['time']}** (UTC): opening {e['opening']} of protocol `{e['protocol_sha256']}`, "
-              "recorded BEFORE the judgements were copied, in `")
+    sealed = (f"- Sealed confirmation judgements **`{e['sealed_file']}`**, sha256 `{e['sealed_sha256']}` "
+              "(its pin in data_pins.json; order-independent content sha256 "
+              f"`{e['sealed_content_sha256']}`), from the BEIR archive <{e['data_url']}>; this "
+              "copy came from: ")
+    opened = (f"- Opened at **{e['time']}** (UTC): opening {e['opening']} of protocol "
+              f"`{e['protocol_sha256']}`, recorded BEFORE the judgements were copied, in `")
     return ["## What was opened, when, under which protocol", "",
             Free(sealed, ".", r".+", "where the copy came from (a local path)"),
-            Free(opened, f"` line {started['line']}:", r"[^`]+", "the ledger's path as the opening wrote it"), "",
-            "```json", json.dumps(e, sort_keys=True, ensure_ascii=True), "```", "",
+            Free(opened, f"` line {started['line']}:", r"[^`]+", "the ledger's path as the opening wrote it"),
+            "", "```json", json.dumps(e, sort_keys=True, ensure_ascii=True), "```", "",
             earlier_openings(want, started), scores_line(run, want, au), ""]
 
 
@@ -136,11 +141,11 @@ def decision_lines(s: dict, started) -> list[str]:
     prim, thr, bs = s["comparisons"][s["primary"]], s["threshold"], s["bootstrap"]
     reached = prim["mean_reaches_threshold"]
     return ["## Decision under the frozen protocol", "",
-            f"Protocol sha256 `{started['entry']['protocol_sha256']}`, opening {started['entry']['opening']}. "
-            f"Bootstrap seed {bs['seed']}, B = {bs['B']}.", "",
-            f"- Mean {s['primary']} Δ {s['metric']} = **{f6(prim['mean'])}**; the practical threshold {thr} is "
-            f"**{'REACHED' if reached else 'NOT REACHED'}** ({'supports' if reached else 'does not support'} the "
-            "practical hypothesis).",
+            f"Protocol sha256 `{started['entry']['protocol_sha256']}`, opening "
+            f"{started['entry']['opening']}. Bootstrap seed {bs['seed']}, B = {bs['B']}.", "",
+            f"- Mean {s['primary']} Δ {s['metric']} = **{f6(prim['mean'])}**; the practical threshold {thr} "
+            f"is **{'REACHED' if reached else 'NOT REACHED'}** "
+            f"({'supports' if reached else 'does not support'} the practical hypothesis).",
             f"- Grouped interval {interval_text(prim['grouped_interval'])}: covers 0 — "
             f"{yn(prim['grouped_covers_0'])}; covers {thr} — {yn(prim['grouped_covers_threshold'])}.",
             f"- Query-level interval {interval_text(prim['query_interval'])}: covers 0 — "
@@ -149,8 +154,9 @@ def decision_lines(s: dict, started) -> list[str]:
 
 
 def retriever_lines(run, want, au, s: dict) -> list[str]:
-    """nDCG@10 of the frozen candidates' retrievers on the analysed queries (their ranked lists, pinned in the lock
-    folder's derived pins), beside the RRF candidates' (the recomputed rrf mean); a TREC-run study: its run's."""
+    """nDCG@10 of the frozen candidates' retrievers on the analysed queries (their ranked lists, pinned in the
+    lock folder's derived pins), beside the RRF candidates' (the recomputed rrf mean); a TREC-run study: its
+    run's."""
     rrf = s["methods"]["rrf"]["mean"]
     if want.settings["study"]["candidates"] != "frozen":
         context = {"the study's own first-stage TREC run (r0)": rrf}
@@ -192,4 +198,5 @@ def confirmation_lines(run, want, au, s: dict, started) -> list:
     """The opening's section (placed after the repair counts, before the evaluation statistics)."""
     labels = run.manifest.get("labels") or []
     out: list = [f"> **{' / '.join(labels)}** — {prose.TEST_ONLY_NOTE}", ""] if labels else []
-    return out + opened_lines(run, want, au, started) + decision_lines(s, started) + retriever_lines(run, want, au, s)
+    return out + opened_lines(run, want, au, started) + decision_lines(s, started) + \
+        retriever_lines(run, want, au, s)

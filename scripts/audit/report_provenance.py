@@ -2,18 +2,17 @@
 
 Each row is a ``report_lines.Row``. A ``value`` the audit knows
 (a pin of the ANCHOR - the lock folder, or the frozen protocol of an opening -, a hash of a run file, a
-setting, a count recomputed from pairs.tsv) must be shown exactly; ``value`` None marks declared provenance the
-audit cannot recompute (library versions, python, the machine): the row must carry its label and a value. A
-measurement (threads, timings, memory) is shown as the run's measurement files recorded it, and those files are
-cross-checked against what the audit recomputes where it can (pair counts, truncated pairs, scoring settings);
-every cross-check is recorded under 'report' with its own item."""
+setting, a count recomputed from pairs.tsv) must be shown exactly; ``value`` None marks declared provenance
+the audit cannot recompute (library versions, python, the machine): the row must carry its label and a value.
+A measurement (threads, timings, memory) is shown as the run's measurement files recorded it, and those files
+are cross-checked against what the audit recomputes where it can (pair counts, truncated pairs, scoring
+settings); every cross-check is recorded under 'report' with its own item."""
 
 from __future__ import annotations
 
 import re
 
 import report_prose as prose
-from anchors import pinned_role
 from checks_reranker_run import run_file_pin
 from definitions import STANDIN
 from layout import RUN_FILE
@@ -34,16 +33,17 @@ def pins_of(run, want) -> dict:
     protocol = read_json(want.anchor.lockdir / "protocol.json")
     cand = {**derived["candidates"], "sha256": protocol["candidates"]["sha256"],
             "params": protocol["candidates"]["params"]}
-    return {"files": protocol["data"], "zip": data_pins.get("zip"), "splits": protocol["splits"], "candidates": cand,
-            "protocol": protocol}
+    return {"files": protocol["data"], "zip": data_pins.get("zip"), "splits": protocol["splits"],
+            "candidates": cand, "protocol": protocol}
 
 
 def candidate_params_text(pin: dict) -> str:
     p = pin["params"]
     if pin.get("source") == "trec":
-        return (f"a user's TREC run ({pin['provenance']['run_file']}, sha256 {pin['provenance']['run_sha256']}), "
-                f"top {p['depth']} in trec_eval order ({p['tie_rule']})")
-    return f"RRF k={p['rrf_k']}, depth {p['depth']}, BM25 top {p['bm25']['depth']}, dense top {p['dense']['depth']}"
+        return (f"a user's TREC run ({pin['provenance']['run_file']}, sha256 "
+                f"{pin['provenance']['run_sha256']}), top {p['depth']} in trec_eval order ({p['tie_rule']})")
+    return (f"RRF k={p['rrf_k']}, depth {p['depth']}, BM25 top {p['bm25']['depth']}, dense top "
+            f"{p['dense']['depth']}")
 
 
 def data_rows(run, want, pins: dict, opened: list) -> list:
@@ -52,25 +52,27 @@ def data_rows(run, want, pins: dict, opened: list) -> list:
                         f"{st['candidates']}")]
     out += [row(f"data {n} sha256", p["sha256"]) for n, p in sorted(pins["files"].items())]
     z = pins["zip"]
-    out += ([row("data URL (pinned archive)", z["url"]), row("data zip md5 / sha256", f"{z['md5']} / {z['sha256']}")]
+    out += ([row("data URL (pinned archive)", z["url"]), row("data zip md5 / sha256", f"{z['md5']} / "
+                                                             f"{z['sha256']}")]
             if z else [row("data archive", prose.NO_ARCHIVE)])
     out += opened if run.kind == "confirmation" else [row(*prose.SEALED_ROW)]
     sp, cand = pins["splits"], pins["candidates"]
-    return out + [row("split dev sha256", sp["dev"]["sha256"]), row("split confirm sha256", sp["confirm"]["sha256"]),
-                  row("split seed / sizes", f"{sp['seed']} / {sp['dev_size']} dev, {sp['confirm_size']} confirm"),
-                  row("candidates sha256 (frozen pin)", cand["sha256"]),
+    return out + [row("split dev sha256", sp["dev"]["sha256"]),
+                  row("split confirm sha256", sp["confirm"]["sha256"]),
+                  row("split seed / sizes", f"{sp['seed']} / {sp['dev_size']} dev, "
+                      f"{sp['confirm_size']} confirm"), row("candidates sha256 (frozen pin)", cand["sha256"]),
                   row("candidates params", candidate_params_text(cand))]
 
 
 def is_standin(run, au) -> bool:
-    """The scorer is the stand-in: the manifest's scorer says so, and its model identity, summary.json and every
-    pair's model label agree (each recorded)."""
+    """The scorer is the stand-in: the manifest's scorer says so, and its model identity, summary.json and
+    every pair's model label agree (each recorded)."""
     f, standin = str(run.manifest_path), run.scorer == STANDIN
     identity = str(run.manifest.get("model_identity"))
-    au.check(CHECK, identity.startswith(f"{STANDIN}:") == standin, f, "scorer: the model identity agrees with the "
-             "manifest's scorer", f"{'a' if standin else 'no'} {STANDIN} identity", identity)
-    au.check(CHECK, run.summary.get("scorer") == run.scorer, str(run.path("summary")), "scorer: summary.json agrees "
-             "with the manifest", run.scorer, run.summary.get("scorer"))
+    au.check(CHECK, identity.startswith(f"{STANDIN}:") == standin, f, "scorer: the model identity agrees "
+             "with the manifest's scorer", f"{'a' if standin else 'no'} {STANDIN} identity", identity)
+    au.check(CHECK, run.summary.get("scorer") == run.scorer, str(run.path("summary")), "scorer: summary.json "
+             "agrees with the manifest", run.scorer, run.summary.get("scorer"))
     if run.reranker_kind == RUN_FILE:  # no pairs: the identity names the run file (check 'scorer_label')
         return standin
     labels = {r["model"] for r in run.pair_rows}
@@ -111,15 +113,16 @@ def run_file_section(run, want) -> list[str]:
 
 
 def scorer_rows(run, want, au, pins: dict, standin: bool) -> list:
-    """The scorer's identity and weights (the manifest's, cross-checked with the pins) and the scoring settings
-    (the anchor's scoring contract; the scoring record must say the same)."""
+    """The scorer's identity and weights (the manifest's, cross-checked with the pins) and the scoring
+    settings (the anchor's scoring contract; the scoring record must say the same)."""
     f, identity = str(run.manifest_path), run.manifest.get("model_identity")
     weights = run.manifest.get("model_weights_sha256")
     if standin:
-        au.check(CHECK, re.fullmatch(rf"{STANDIN}:standin-sha256:[0-9a-f]{{64}}", str(identity)) is not None, f,
-                 "scorer identity", f"{STANDIN}:standin-sha256:<64 hex>", identity)
+        au.check(CHECK, re.fullmatch(rf"{STANDIN}:standin-sha256:[0-9a-f]{{64}}", str(identity)) is not None,
+                 f, "scorer identity", f"{STANDIN}:standin-sha256:<64 hex>", identity)
     else:
-        pin = pins["protocol"]["model"] if "protocol" in pins else want.anchor.lock("model_pins.json")["cross_encoder"]
+        pin = pins["protocol"]["model"] if "protocol" in pins \
+            else want.anchor.lock("model_pins.json")["cross_encoder"]
         li = want.settings["study"].get("label_index")
         pinned_id = f"{pin['repo']}@{pin['revision']}" + ("" if li is None else f"#logit{li}")
         pinned_w = (pin["files_sha256"]["model.safetensors"] if "files_sha256" in pin
@@ -128,14 +131,16 @@ def scorer_rows(run, want, au, pins: dict, standin: bool) -> list:
         au.check(CHECK, weights == pinned_w, f, "scorer weights (the pinned model)", pinned_w, weights)
     contract = scoring_contract(run, want, pins)
     recorded = read_json(run.path("scoring_measurements")).get("settings")
-    au.check(CHECK, recorded == contract, str(run.path("scoring_measurements")), "scoring settings (the anchor's "
-             "scoring contract)", contract, recorded)
-    return [row("scorer", f"{identity} ({STANDIN})" if standin else identity), row("scorer weights sha256", weights),
+    au.check(CHECK, recorded == contract, str(run.path("scoring_measurements")), "scoring settings (the "
+             "anchor's scoring contract)", contract, recorded)
+    return [row("scorer", f"{identity} ({STANDIN})" if standin else identity),
+            row("scorer weights sha256", weights),
             row("scoring settings", ", ".join(f"{k}={v}" for k, v in sorted(contract.items())))]
 
 
 def scoring_contract(run, want, pins: dict) -> dict:
-    """What decides a logit: a development run's from the anchor's ``ce`` block, an opening's from its protocol."""
+    """What decides a logit: a development run's from the anchor's ``ce`` block, an opening's from its
+    protocol."""
     if "protocol" in pins:
         return {k: v for k, v in pins["protocol"]["scoring"].items() if k != "inference"}
     ce = want.anchor.config["ce"]
@@ -163,7 +168,8 @@ def run_rows(run, want) -> list:
            row(f"{run.path(scores).name} sha256", sha256_of(run.path(scores))),
            row("per_query.tsv sha256", sha256_of(run.path("per_query"))),
            row("summary.json sha256", sha256_of(run.path("summary")))]
-    for lib in prose.LIBRARIES:  # the scoring record's versions cross-check torch, transformers and tokenizers
+    # the scoring record's versions cross-check torch, transformers and tokenizers
+    for lib in prose.LIBRARIES:
         out.append(row(f"library {lib}", versions.get(lib), why="the executing machine's library version"))
     out.append(row("python", None, why="the executing machine's python version"))
     prefix, suffix = prose.LIBRARY_SOURCE_ROW
@@ -174,8 +180,8 @@ def run_rows(run, want) -> list:
 def pin_rows(run, want, au, opened: list, standin: bool) -> list:
     """The whole pins-and-hashes table (``opened``: an opening's rows of what was opened, when)."""
     pins = pins_of(run, want)
-    reranker = run_file_rows(run, want) if run.reranker_kind == RUN_FILE else scorer_rows(run, want, au, pins,
-                                                                                          standin)
+    reranker = (run_file_rows(run, want) if run.reranker_kind == RUN_FILE
+                else scorer_rows(run, want, au, pins, standin))
     return data_rows(run, want, pins, opened) + reranker + run_rows(run, want)
 
 
@@ -201,16 +207,17 @@ def recorded_rows(run, au, values: dict) -> list:
     for label, val in values.items():
         au.check(CHECK, recorded.get(label) == val, rf, label, val, recorded.get(label))
     machine = recorded.get("machine")
-    au.check(CHECK, re.fullmatch(r"[^,|]+, [^,|]+", str(machine)) is not None, rf, "machine",
+    au.check(CHECK, re.fullmatch(r"[\w.+\-]+, [\w.+\-]+", str(machine)) is not None, rf, "machine",
              "<machine>, <system>", machine)
     return ([row(label, val, code=False) for label, val in values.items()]
-            + [row("machine", machine, code=False,
-                   why="the executing machine, as measurements/report.json says")])
+            + [row("machine", machine, code=False, why="the executing machine, as "
+                                                       "measurements/report.json says")])
 
 
 def measurement_rows(run, want, au) -> list:
-    """The measurements table: each value as measurements/scoring.json and the benchmarks recorded it, the pair
-    counts and truncated pairs recomputed from pairs.tsv, and every value equal to measurements/report.json's."""
+    """The measurements table: each value as measurements/scoring.json and the benchmarks recorded it, the
+    pair counts and truncated pairs recomputed from pairs.tsv, and every value equal to
+    measurements/report.json's."""
     if run.reranker_kind == RUN_FILE:
         return run_file_measurements(run, au)
     sf, scoring = str(run.path("scoring_measurements")), read_json(run.path("scoring_measurements"))
@@ -218,14 +225,17 @@ def measurement_rows(run, want, au) -> list:
     truncated = sum(1 for r in run.pair_rows if int(r["total_tokens"]) > want.settings["max_length"])
     au.check(CHECK, scoring.get("pairs") == n, sf, "pairs scored (pairs.tsv's rows)", n, scoring.get("pairs"))
     au.check(CHECK, scoring.get("pairs_inferred", 0) + scoring.get("pairs_from_cache", 0) == n, sf,
-             "pairs inferred + from cache", n, [scoring.get("pairs_inferred"), scoring.get("pairs_from_cache")])
-    au.check(CHECK, scoring.get("truncated_pairs") == truncated, sf, "truncated pairs (pairs.tsv: total_tokens > "
-             "max_length)", truncated, scoring.get("truncated_pairs"))
+             "pairs inferred + from cache", n, [scoring.get("pairs_inferred"),
+                                                scoring.get("pairs_from_cache")])
+    au.check(CHECK, scoring.get("truncated_pairs") == truncated, sf, "truncated pairs (pairs.tsv: "
+             "total_tokens > max_length)", truncated, scoring.get("truncated_pairs"))
     values = {
         "torch threads (granted by the scheduler; speed only)": scoring["threads"],
-        "pairs scored / inferred / from cache": f"{n} / {scoring['pairs_inferred']} / {scoring['pairs_from_cache']}",
+        "pairs scored / inferred / from cache": f"{n} / {scoring['pairs_inferred']} / "
+                                                f"{scoring['pairs_from_cache']}",
         "truncated pairs (> max_length tokens)": truncated,
-        "model-load seconds": scoring["model_load_seconds"], "model-inference seconds": scoring["inference_seconds"],
+        "model-load seconds": scoring["model_load_seconds"],
+        "model-inference seconds": scoring["inference_seconds"],
         "scoring stage seconds": scoring["stage_seconds"],
         "pairs / second (inference)": scoring["pairs_per_second_inference"],
         "peak RSS of the scoring process (MiB)": scoring["peak_rss_mib"],

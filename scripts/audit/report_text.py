@@ -1,9 +1,9 @@
 """report.md's statistical body as the report's specification writes it, rendered by the audit from what the
-audit itself recomputed: ``s`` is ``expected_summary`` in the form summary.json holds it (canonical JSON: every
-mapping in key order) - the head sentences, the methods and comparisons tables, the group-size histogram, the
-worst queries of the primary comparison, the repair counts and the evaluation statistics section (guardrail
-verdicts, McNemar, recall and chance, slices, exploratory tests, power). Each function returns the report's
-lines in order; ``report_check`` compares them with report.md line by line."""
+audit itself recomputed: ``s`` is ``expected_summary`` in the form summary.json holds it (canonical JSON:
+every mapping in key order) - the head sentences, the methods and comparisons tables, the group-size
+histogram, the worst queries of the primary comparison, the repair counts and the evaluation statistics
+section (guardrail verdicts, McNemar, recall and chance, slices, exploratory tests, power). Each function
+returns the report's lines in order; ``report_check`` compares them with report.md line by line."""
 
 from __future__ import annotations
 
@@ -34,12 +34,13 @@ def head_lines(s: dict, title: str, standin: bool) -> list[str]:
     out = [title, ""] + ([prose.STANDIN_BANNER] if standin else [])
     prim, bs = s["comparisons"][s["primary"]], s["bootstrap"]
     out += [
-        f"Queries analysed: **{s['n_queries']}**, evidence groups: **{s['n_groups']}**, metric: **{s['metric']}** "
-        f"(trec_eval ndcg_cut definition), bootstrap B = {bs['B']}, seed {bs['seed']}, percentiles "
-        f"{bs['percentiles']} (linear interpolation).", "",
+        f"Queries analysed: **{s['n_queries']}**, evidence groups: **{s['n_groups']}**, metric: "
+        f"**{s['metric']}** (trec_eval ndcg_cut definition), bootstrap B = {bs['B']}, seed {bs['seed']}, "
+        f"percentiles {bs['percentiles']} (linear interpolation).", "",
         f"Primary comparison **{s['primary']}**: mean Δ = {f6(prim['mean'])}; grouped interval "
-        f"{interval_text(prim['grouped_interval'])}; query-level interval {interval_text(prim['query_interval'])}; "
-        f"the mean {'reaches' if prim['mean_reaches_threshold'] else 'does not reach'} the practical threshold "
+        f"{interval_text(prim['grouped_interval'])}; query-level interval "
+        f"{interval_text(prim['query_interval'])}; the mean "
+        f"{'reaches' if prim['mean_reaches_threshold'] else 'does not reach'} the practical threshold "
         f"{s['threshold']}. {prose.DEVELOPMENT_CAVEAT}", ""]
     return out
 
@@ -70,18 +71,20 @@ def comparisons_table(s: dict) -> list[str]:
         out.append(f"| {name}{tag} | {f6(c['mean'])} | {interval_text(c['grouped_interval'])} | "
                    f"{interval_text(c['query_interval'])} | {yn(c['grouped_covers_0'])} | "
                    f"{yn(c['grouped_covers_threshold'])} | {yn(c['query_covers_0'])} | "
-                   f"{yn(c['query_covers_threshold'])} | {c['wins']}/{c['ties']}/{c['losses']} | {logo_txt} |")
+                   f"{yn(c['query_covers_threshold'])} | {c['wins']}/{c['ties']}/{c['losses']} | "
+                   f"{logo_txt} |")
     return out
 
 
 def groups_and_worst(s: dict) -> list[str]:
     """The group-size histogram, the worst 3 queries of the primary comparison and the repair counts."""
-    out = ["## Evidence groups", "", prose.EVIDENCE_GROUPS_NOTE, "", "| group size | number of groups |", "|---|---|",
-           *[f"| {k} | {v} |" for k, v in s["group_size_histogram"].items()], "",
+    out = ["## Evidence groups", "", prose.EVIDENCE_GROUPS_NOTE, "", "| group size | number of groups |",
+           "|---|---|", *[f"| {k} | {v} |" for k, v in s["group_size_histogram"].items()], "",
            f"## Worst 3 queries of the primary comparison ({s['primary']})", ""]
     a, b = s["comparisons"][s["primary"]]["a"], s["comparisons"][s["primary"]]["b"]
     metric = s["metric"]
-    out += [f"| qid | Δ | {a} {metric} | {b} {metric} | first relevant rank ({a}) | first relevant rank ({b}) |",
+    out += [f"| qid | Δ | {a} {metric} | {b} {metric} | first relevant rank ({a}) | first relevant "
+            f"rank ({b}) |",
             "|---|---|---|---|---|---|"]
     for w in s["worst_primary"]:
         out.append(f"| {w['qid']} | {f6(w['delta'])} | {f6(w[f'{a}_{metric}'])} | {f6(w[f'{b}_{metric}'])} | "
@@ -108,15 +111,17 @@ def plan_lines(s: dict, plan: dict) -> list[str]:
            f"{s['threshold']}) — see the table above."]
     for name, g in plan["guardrails"].items():
         out.append(f"- **GUARDRAIL** {name}: tolerated loss {g['tolerated_loss']}; grouped lower bound "
-                   f"{f6(g['grouped_lower'])} → **{'PASS' if g['pass'] else 'FAIL'}** ({prose.GUARDRAIL_RULE}).")
+                   f"{f6(g['grouped_lower'])} → **{'PASS' if g['pass'] else 'FAIL'}** "
+                   f"({prose.GUARDRAIL_RULE}).")
     return out
 
 
 def mcnemar_lines(mc: dict) -> list[str]:
     out = ["", "### Exact McNemar on a binary outcome", "",
-           f"Outcome: **{mc['outcome']}** (the rank-1 document is judged relevant). Only discordant queries inform "
-           "the test.", "",
-           "| comparison | gained | lost | unchanged | exact two-sided p | discordant queries in multi-query groups |",
+           f"Outcome: **{mc['outcome']}** (the rank-1 document is judged relevant). Only discordant queries "
+           "inform the test.", "",
+           "| comparison | gained | lost | unchanged | exact two-sided p | discordant queries in "
+           "multi-query groups |",
            "|---|---|---|---|---|---|"]
     for name, c in mc["comparisons"].items():
         out.append(f"| {name} | {c['gained']} | {c['lost']} | {c['unchanged']} | {p3(c['p'])} | "
@@ -132,11 +137,13 @@ def recall_and_chance_lines(s: dict, ch: dict) -> list[str]:
     for m in METHODS:
         vals = [v for c, v in s["methods"][m].items() if c.startswith("mean_") and "recall" in c]
         out.append(f"| {m} | " + " | ".join(f6(v) for v in vals) + " |")
-    out += ["", f"Chance level for a uniformly random ordering of the {ch['candidates_per_query']} candidates: "
-            f"success@{k} (≥1 relevant in the top {k}) = {f6(ch['mean_chance_success'])}, Recall@{k} = "
-            f"{f6(ch['mean_chance_recall'])} (mean over queries; {prose.CHANCE_DEFINITION}). Observed success@{k}: "
+    out += ["", f"Chance level for a uniformly random ordering of the {ch['candidates_per_query']} "
+            f"candidates: success@{k} (≥1 relevant in the top {k}) = {f6(ch['mean_chance_success'])}, "
+            f"Recall@{k} = {f6(ch['mean_chance_recall'])} (mean over queries; {prose.CHANCE_DEFINITION}). "
+            f"Observed success@{k}: "
             + ", ".join(f"{m} {f6(v)}" for m, v in ch["observed_success"].items())
-            + f". Queries with no relevant document among the candidates: {ch['queries_without_relevant_candidate']}.",
+            + ". Queries with no relevant document among the candidates: "
+            f"{ch['queries_without_relevant_candidate']}.",
             ""]
     return out
 
@@ -144,12 +151,14 @@ def recall_and_chance_lines(s: dict, ch: dict) -> list[str]:
 def slice_lines(slices: dict, metric: str) -> list[str]:
     out = ["### Declared slices and weights", ""]
     for fam, f in slices.items():
-        out += [f"**{fam}** — {metric}", "", "| slice | n | population share | declared weight | rrf | ce | blend |",
+        out += [f"**{fam}** — {metric}", "", "| slice | n | population share | declared weight | rrf | "
+                "ce | blend |",
                 "|---|---|---|---|---|---|---|"]
         for name, v in f["slices"].items():
             out.append(f"| {name} | {v['n']} | {f6(v['population_share'])} | {v['weight']} | "
                        + " | ".join(f6(v["means"][m]) for m in METHODS) + " |")
-        out.append("| raw population mean | | | | " + " | ".join(f6(f["raw_mean"][m]) for m in METHODS) + " |")
+        out.append("| raw population mean | | | | " + " | ".join(f6(f["raw_mean"][m]) for m in METHODS)
+                   + " |")
         out.append("| declared-weight mean Σ w_g m_g | | | | "
                    + " | ".join(f6(f["declared_weight_mean"][m]) for m in METHODS) + " |")
         out.append("")
@@ -162,28 +171,32 @@ def exploratory_lines(plan: dict) -> list[str]:
            "|---|---|---|---|---|---|---|---|---|"]
     for e in plan["exploratory"]:
         out.append(f"| {e['family']} | {e['slice']} | {e['comparison']} | {e['n']} | {f6(e['mean_delta'])} | "
-                   f"{e['wins']}/{e['ties']}/{e['losses']} | {p3(e['p'])} | {p3(e['p_holm'])} | {p3(e['p_bh'])} |")
+                   f"{e['wins']}/{e['ties']}/{e['losses']} | {p3(e['p'])} | {p3(e['p_holm'])} | "
+                   f"{p3(e['p_bh'])} |")
     return out
 
 
 def power_lines(pw) -> list:
-    """The confirmation set's minimum detectable effect; its last sentence names the pipeline's package (a ``Free``
-    part: one Python name, the same as the provenance table's library source row names)."""
+    """The confirmation set's minimum detectable effect; its last sentence names the pipeline's package (a
+    ``Free`` part: one Python name, the same as the provenance table's library source row names)."""
     out: list = ["", "### Power of the confirmation set", ""]
     if pw is None:
         return out + ["Not computable: fewer than two evidence groups."]
     out.append(f"Minimum detectable primary Δ on the {pw['n_confirmation']} confirmation queries at "
-               f"α = {pw['alpha']}, power {pw['power']}: **{f6(pw['mde_confirmation'])}** (per-query SD implied by "
-               f"the grouped variance of this run: {f6(pw['sd_eff'])}; {prose.POWER_FORMULA}).")
-    return out + [Free(*prose.SAMPLE_SIZE_SENTENCE, prose.PACKAGE_PATTERN, "the pipeline's package", "package")]
+               f"α = {pw['alpha']}, power {pw['power']}: **{f6(pw['mde_confirmation'])}** (per-query SD "
+               f"implied by the grouped variance of this run: {f6(pw['sd_eff'])}; {prose.POWER_FORMULA}).")
+    return out + [Free(*prose.SAMPLE_SIZE_SENTENCE, prose.PACKAGE_PATTERN, "the pipeline's package",
+                       "package")]
 
 
 def evalstats_lines(s: dict) -> list:
     """The evaluation statistics section (numbers from the recomputed evalstats tree)."""
     ev = s["evalstats"]
     return (["## Evaluation statistics (McNemar, slices, guardrails, exploratory tests, power)", ""]
-            + plan_lines(s, ev["plan"]) + mcnemar_lines(ev["mcnemar"]) + recall_and_chance_lines(s, ev["chance"])
-            + slice_lines(ev["slices"], s["metric"]) + exploratory_lines(ev["plan"]) + power_lines(ev["power"]))
+            + plan_lines(s, ev["plan"]) + mcnemar_lines(ev["mcnemar"])
+            + recall_and_chance_lines(s, ev["chance"])
+            + slice_lines(ev["slices"], s["metric"]) + exploratory_lines(ev["plan"])
+            + power_lines(ev["power"]))
 
 
 def figure_lines() -> list[str]:

@@ -4,7 +4,6 @@ the files should hold)."""
 
 from __future__ import annotations
 
-import json
 from functools import cached_property
 from pathlib import Path
 
@@ -23,10 +22,11 @@ class RunFiles:
             self.manifest = read_json(manifest_path)
             self.manifest_settings = self.manifest["settings"]
             self.art = {a["key"]: a for a in self.manifest["artefacts"]}
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        except (Unreadable, KeyError, TypeError) as exc:
             raise Unauditable(f"{manifest_path} is not a run manifest: {type(exc).__name__}: {exc}") from None
         self.manifest_path = manifest_path
-        self.lockdir = lockdir  # the audit's anchor (never the folder the run names: check_layout compares them)
+        # the audit's anchor (never the folder the run names: check_layout compares them)
+        self.lockdir = lockdir
         self.kind = self.manifest.get("kind", "development")
         self.scorer = self.manifest.get("scorer")
         # the ANCHOR's (audit_run sets it; never the run's own word)
@@ -34,9 +34,9 @@ class RunFiles:
         self._trec_runs: dict[str, dict] = {}
 
     def path(self, key: str) -> Path:
-        """Where an artefact is: a run artefact at its DOCUMENTED path (whatever the manifest says: check_layout
-        compares them), an input outside the run folder where the manifest says (its sha256 is checked against
-        the pins)."""
+        """Where an artefact is: a run artefact at its DOCUMENTED path (whatever the manifest says:
+        check_layout compares them), an input outside the run folder where the manifest says (its sha256 is
+        checked against the pins)."""
         if key in layout.RUN_ARTEFACTS:
             return self.rundir / layout.RUN_ARTEFACTS[key][0]
         if key not in self.art:

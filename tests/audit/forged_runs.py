@@ -1,7 +1,7 @@
-"""Helpers of the anchor tests (test_audit_reference.py, test_audit_reinfer.py): a copy of a fixture run with a lock
-folder of its own (where a test may commit a hand-made reference), the audit run on it as the DAG runs it, and a
-logit forged in pairs.tsv TOGETHER with the run's own verification record, rankings.tsv and the manifest's hashes
-(what a forger who knows the pipeline's verification sample would do)."""
+"""Helpers of the anchor tests (test_audit_reference.py, test_audit_reinfer.py): a copy of a fixture run with
+a lock folder of its own (where a test may commit a hand-made reference), the audit run on it as the DAG runs
+it, and a logit forged in pairs.tsv TOGETHER with the run's own verification record, rankings.tsv and the
+manifest's hashes (what a forger who knows the pipeline's verification sample would do)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ FIXTURE_CONFIG = DATA / "fixture_config.yaml"
 
 
 def copy_run(src: Path, workdir: Path, base: Path) -> tuple[Path, Path]:
-    """(run folder, lock folder): a copy of the run ``src`` of the fixture work folder ``workdir`` under ``base``,
-    with a COPY of the lock folder (the run names ../../lockfiles) and the resources linked."""
+    """(run folder, lock folder): a copy of the run ``src`` of the fixture work folder ``workdir`` under
+    ``base``, with a COPY of the lock folder (the run names ../../lockfiles) and the resources linked."""
     (base / "results").mkdir(parents=True)
     (base / "resources").symlink_to(workdir / "resources")
     shutil.copytree(workdir / "lockfiles", base / "lockfiles")
@@ -36,12 +36,12 @@ def model_dir(workdir: Path) -> Path:
 
 
 def run_audit(rundir: Path, lockdir: Path, *extra: str):
-    """The audit as the DAG's rule runs it (python -I -S -B, the fixture's config file as the anchor's); returns
-    (process, audit.json or None)."""
+    """The audit as the DAG's rule runs it (python -I -S -B, the fixture's config file as the anchor's);
+    returns (process, audit.json or None)."""
     out = rundir.parent / f"{rundir.name}-audit.json"
     out.unlink(missing_ok=True)
-    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), str(rundir), "--lockdir", str(lockdir),
-                           "--configfile", str(FIXTURE_CONFIG), "--out", str(out), *extra],
+    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), str(rundir), "--lockdir",
+                           str(lockdir), "--configfile", str(FIXTURE_CONFIG), "--out", str(out), *extra],
                           capture_output=True, text=True)
     return proc, (json.loads(out.read_text()) if out.exists() else None)
 
@@ -68,8 +68,9 @@ def rehash_manifest(rundir: Path) -> None:
 
 
 def forge_logit(rundir: Path, qid: str, doc_id: str, new: str) -> str:
-    """Write ``new`` as the logit of (qid, doc_id) in pairs.tsv, the verification record (logit and re-inferred
-    logit, when the pair is in its sample) and rankings.tsv; rehash the manifest. Returns the honest text."""
+    """Write ``new`` as the logit of (qid, doc_id) in pairs.tsv, the verification record (logit and
+    re-inferred logit, when the pair is in its sample) and rankings.tsv; rehash the manifest. Returns the
+    honest text."""
     rows = read_rows(rundir / "pairs.tsv")
     (row,) = [r for r in rows if (r["qid"], r["doc_id"]) == (qid, doc_id)]
     honest, row["logit"] = row["logit"], new

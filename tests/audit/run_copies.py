@@ -1,5 +1,6 @@
-"""The audit as the README runs it (python -I -S scripts/audit RUN --lockdir ... --configfile ...) on copies of the
-fixture's finished runs (tests/conftest.py: copy_of), and the edits the corruption tests make to them."""
+"""The audit as the README runs it (python -I -S scripts/audit RUN --lockdir ... --configfile ...) on copies
+of the fixture's finished runs (tests/conftest.py: copy_of), and the edits the corruption tests make to
+them."""
 
 from __future__ import annotations
 
@@ -14,10 +15,13 @@ from conftest import AUDIT, DATA
 
 
 def run_audit(rundir: Path, lockdir: Path):
-    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), str(rundir), "--lockdir", str(lockdir),
-                           "--configfile", str(DATA / "fixture_config.yaml"),  # what the fixture runs were given
-                           "--out", str(rundir.parent / f"{rundir.name}-audit.json")], capture_output=True, text=True)
-    result = json.loads((rundir.parent / f"{rundir.name}-audit.json").read_text()) if proc.returncode in (0, 1) else None
+    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), str(rundir), "--lockdir",
+                           # what the fixture runs were given
+                           str(lockdir), "--configfile", str(DATA / "fixture_config.yaml"),
+                           "--out", str(rundir.parent / f"{rundir.name}-audit.json")], capture_output=True,
+                          text=True)
+    result = json.loads((rundir.parent / f"{rundir.name}-audit.json").read_text()) if proc.returncode in \
+        (0, 1) else None
     return proc, result
 
 

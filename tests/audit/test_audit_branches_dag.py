@@ -1,11 +1,12 @@
-"""The BRANCHES fixture (tests/data/branches, made by tests/data/make_branches_study.py) through the whole pipeline
-and audit: a development run of its 8 queries x 20 candidates must pass the audit, and the same run audited by a
-copy of the audit package with ONE wrong definition must fail - for each wrong definition below, so the fixture's
-data are shown to reach that branch (graded gains, the ideal cut at K, |P| and min(|P|, K), judged non-relevant
-and negative judgements, a chain of three queries linked only through relevant documents, exact-zero ties).
-SciFact cannot: binary judgements, no judged non-relevant document, few chains (measured on the SciFact fixture's
-development run, 8 queries x 50 candidates: 9 of the 14 wrong definitions below pass its audit; only capped Recall
-divided by K, MRR not cut at K, the two zero-difference ones and the lower order statistic fail it)."""
+"""The BRANCHES fixture (tests/data/branches, made by tests/data/make_branches_study.py) through the whole
+pipeline and audit: a development run of its 8 queries x 20 candidates must pass the audit, and the same run
+audited by a copy of the audit package with ONE wrong definition must fail - for each wrong definition below,
+so the fixture's data are shown to reach that branch (graded gains, the ideal cut at K, |P| and min(|P|, K),
+judged non-relevant and negative judgements, a chain of three queries linked only through relevant documents,
+exact-zero ties). SciFact cannot: binary judgements, no judged non-relevant document, few chains (measured on
+the SciFact fixture's development run, 8 queries x 50 candidates: 9 of the 14 wrong definitions below pass its
+audit; only capped Recall divided by K, MRR not cut at K, the two zero-difference ones and the lower order
+statistic fail it)."""
 
 from __future__ import annotations
 
@@ -18,14 +19,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import AUDIT, DATA, ROOT, load_data_module, read_json, run_snakemake, studies_arg, write_yaml
 
 BRANCHES = DATA / "branches"
 
 
 def branches_study(tmp: Path, model_dir: Path) -> Path:
-    """A writable copy of the branches lock folder and its study file (paths made absolute, the tiny model's folder)."""
+    """A writable copy of the branches lock folder and its study file (paths made absolute, the tiny model's
+    folder)."""
     lock = tmp / "branches-lock"
     if not lock.exists():
         shutil.copytree(BRANCHES / "lockfiles", lock)
@@ -52,25 +53,34 @@ WRONG = {  # name -> (module, the right text, the wrong text); each must make th
         "definitions", ("for d, g in rels.items() if g > 0}", "for d, g in rels.items() if g != 0}"),
         ("if rels.get(d, 0) > 0:", "if rels.get(d, 0) != 0:")),
     "a judged non-relevant document counts as the first relevant one": (
-        "definitions", "        if rels.get(d, 0) > 0:\n            return i", "        if d in rels:\n            return i"),
+        "definitions", "        if rels.get(d, 0) > 0:\n            return i", "        if d in "
+        "rels:\n            return i"),
     "groups linked through any judged document": (
-        "definitions", ("            if g > 0:\n                by_doc", "            if g >= 0:\n                by_doc"),
-        ("                if g <= 0:\n                    continue", "                if g < 0:\n                    continue")),
+        "definitions", ("            if g > 0:\n                by_doc", "            if g >= "
+                        "0:\n                by_doc"),
+        ("                if g <= 0:\n                    continue", "                if g < "
+         "0:\n                    continue")),
     "groups linked through the first relevant document only": (
         "definitions", "                if g <= 0:\n                    continue",
-        "                if g <= 0 or d != min(x for x, y in qrels[cur].items() if y > 0):\n                    continue"),
-    "a zero difference is a win of the sign test": ("definitions", "sum(x > 0 for x in d)", "sum(x >= 0 for x in d)"),
-    "a zero difference is a win in W/T/L": ("expected", '"wins": sum(x > 0 for x in d)', '"wins": sum(x >= 0 for x in d)'),
+        "                if g <= 0 or d != min(x for x, y in qrels[cur].items() if y > "
+        "0):\n                    continue"),
+    "a zero difference is a win of the sign test": ("definitions", "sum(x > 0 for x in d)",
+                                                    "sum(x >= 0 for x in d)"),
+    "a zero difference is a win in W/T/L": ("expected", '"wins": sum(x > 0 for x in d)', '"wins": sum(x >= '
+                                            '0 for x in d)'),
     "a percentile is the lower order statistic": (
         "definitions", "return b - (b - a) * (1 - t) if t >= 0.5 else a + (b - a) * t", "return a"),
 }
 MUST_FAIL = {name: "per_query" for name in list(WRONG)[:9]} | {
-    "groups linked through any judged document": "groups", "groups linked through the first relevant document only":
-    "groups", "a zero difference is a win of the sign test": "evalstats", "a zero difference is a win in W/T/L":
+    "groups linked through any judged document": "groups", "groups linked through the first relevant "
+    "document only":
+    "groups", "a zero difference is a win of the sign test": "evalstats", "a zero difference is a "
+    "win in W/T/L":
     "summary", "a percentile is the lower order statistic": "summary"}
-# Reached by the unit tests only (tests/audit/test_audit_definitions.py), not by this run's numbers: numpy's second
-# lerp formula (no interval end here differs in the last bit), Holm / BH monotonicity and the caps of BH and McNemar
-# (the exploratory p-values of this run need neither), which depend on the seeded reranker's scores.
+# Reached by the unit tests only (tests/audit/test_audit_definitions.py), not by this run's numbers: numpy's
+# second lerp formula (no interval end here differs in the last bit), Holm / BH monotonicity and the caps of
+# BH and McNemar (the exploratory p-values of this run need neither), which depend on the seeded reranker's
+# scores.
 
 
 def audit_copy(tmp: Path, name: str, wrong: tuple | None) -> Path:
@@ -90,9 +100,11 @@ def audit_copy(tmp: Path, name: str, wrong: tuple | None) -> Path:
 
 
 def run_audit(package: Path, run: Path, lock: Path, study: Path, out: Path) -> subprocess.CompletedProcess:
-    """The audit as the DAG's rule runs it (python -I -S -B), anchored to this checkout's config and the study file."""
+    """The audit as the DAG's rule runs it (python -I -S -B), anchored to this checkout's config and the study
+    file."""
     return subprocess.run([sys.executable, "-I", "-S", "-B", str(package), str(run), "--lockdir", str(lock),
-                           "--study", str(study), "--config", str(ROOT / "config" / "config.yaml"), "--out", str(out)],
+                           "--study", str(study), "--config", str(ROOT / "config" / "config.yaml"), "--out",
+                           str(out)],
                           capture_output=True, text=True)
 
 
@@ -112,7 +124,8 @@ def test_the_branches_fixture_is_its_builders_output_and_has_the_branches_it_cla
     for rel, digest in built.items():
         assert digest == hashlib.sha256((BRANCHES / rel).read_bytes()).hexdigest(), rel
     dev, test = read_qrels(BRANCHES / "beir/qrels/dev.tsv"), read_qrels(BRANCHES / "beir/qrels/test.tsv")
-    assert sorted(dev) == (BRANCHES / "lockfiles/splits/dev.txt").read_text().split() == [f"b0{i}" for i in range(1, 9)]
+    assert sorted(dev) == (BRANCHES / "lockfiles/splits/dev.txt").read_text().split() == \
+        [f"b0{i}" for i in range(1, 9)]
     assert sorted(test) == (BRANCHES / "lockfiles/splits/confirm.txt").read_text().split() == ["b09", "b10"]
     run: dict[str, list[str]] = {}
     for line in (BRANCHES / "lockfiles/candidates/run.trec").read_text().splitlines():
@@ -122,11 +135,14 @@ def test_the_branches_fixture_is_its_builders_output_and_has_the_branches_it_cla
     k = yaml.safe_load((BRANCHES / "branches.yaml").read_text())["metrics"]["ndcg_k"]
     grades = {g for r in dev.values() for g in r.values()}
     assert grades == {-1, 0, 1, 2}                                     # graded, zero and negative judgements
-    assert dev["b01"][run["b01"][0]] == 0 and dev["b08"][run["b08"][0]] == -1   # judged non-relevant ranked first
+    # judged non-relevant ranked first
+    assert dev["b01"][run["b01"][0]] == 0 and dev["b08"][run["b08"][0]] == -1
     assert sum(g > 0 for g in dev["b05"].values()) == 7 > k             # more relevant documents than K
     anywhere = {d for c in run.values() for d in c}
-    assert dev["b01"]["d02"] == dev["b02"]["d02"] == 1 and "d02" not in anywhere   # shared, outside every list
-    assert dev["b02"]["d06"] > 0 and dev["b03"]["d06"] > 0 and not {d for d, g in dev["b01"].items() if g > 0} & {
+    # shared, outside every list
+    assert dev["b01"]["d02"] == dev["b02"]["d02"] == 1 and "d02" not in anywhere
+    assert dev["b02"]["d06"] > 0 and dev["b03"]["d06"] > 0 and not {d for d, g in dev["b01"].items()
+                                                                    if g > 0} & {
         d for d, g in dev["b03"].items() if g > 0}                     # the chain b01 - b02 - b03
     assert dev["b01"]["d03"] == 0 < dev["b04"]["d03"] and dev["b04"]["d08"] == dev["b08"]["d08"] == 0
     assert not {d for d, g in dev["b06"].items() if g > 0} & set(run["b06"])   # no relevant candidate: Δ = 0
@@ -151,7 +167,8 @@ def test_the_branches_fixture_passes_the_audit_and_every_wrong_definition_fails_
     failed = {}
     for name, wrong in WRONG.items():
         proc = run_audit(audit_copy(tmp_path, name, wrong), run, lock, study, tmp_path / "wrong.json")
-        failed[name] = read_json(tmp_path / "wrong.json")["failed_checks"] if proc.returncode == 1 else proc.returncode
+        failed[name] = read_json(tmp_path / "wrong.json")["failed_checks"] if proc.returncode == 1 \
+            else proc.returncode
     assert all(isinstance(v, list) and v for v in failed.values()), failed
     for name, check in MUST_FAIL.items():  # the check that recomputes the wrong definition's numbers
         assert check in failed[name], (name, failed[name])

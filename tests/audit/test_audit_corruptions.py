@@ -1,7 +1,7 @@
 """The independent audit on copies of the fixture's smoke and development runs: untouched results pass; every
-corruption in the table is rejected, also when the manifest hashes were updated to match the corrupted file, and
-so is every coherent forgery (caught by a check anchored outside the run); a confirmation query id in a development
-artefact breaks the seal."""
+corruption in the table is rejected, also when the manifest hashes were updated to match the corrupted file,
+and so is every coherent forgery (caught by a check anchored outside the run); a confirmation query id in a
+development artefact breaks the seal."""
 
 import json
 
@@ -14,7 +14,8 @@ def test_untouched_results_pass(copy_of, which):
     rundir = copy_of(which)
     proc, result = run_audit(rundir, copy_of.lockdir)
     assert proc.returncode == 0, proc.stdout
-    assert result["ok"] and result["checks"]["replicates"]["checked"] == 60003  # 60000 values + count + columns + numbering
+    # 60000 values + count + columns + numbering
+    assert result["ok"] and result["checks"]["replicates"]["checked"] == 60003
     assert result["checks"]["bootstrap_indices"]["checked"] == 20002  # every row reproduced from the seed
 
 
@@ -180,7 +181,8 @@ def _replicates_from(d, g_idx, q_idx):
     for name, c in s["comparisons"].items():
         dl = [float(r[f"{c['a']}_ndcg@10"]) - float(r[f"{c['b']}_ndcg@10"]) for r in pq]
         gsum = [sum(dl[i] for i in members[g]) for g in range(len(members))]
-        cols[f"grouped_{name}"] = [sum(gsum[g] for g in row) / sum(len(members[g]) for g in row) for row in g_idx]
+        cols[f"grouped_{name}"] = [sum(gsum[g] for g in row) / sum(len(members[g]) for g in row)
+                                   for row in g_idx]
         cols[f"query_{name}"] = [sum(dl[i] for i in row) / len(row) for row in q_idx]
     return cols
 
@@ -193,7 +195,8 @@ def f_draws_from_another_seed(d):
     rng = np.random.default_rng(7)
     gi, qi = rng.integers(0, g, (10000, g)).tolist(), rng.integers(0, n, (10000, n)).tolist()
     for name, m in (("grouped_indices", gi), ("query_indices", qi)):
-        write_rows(d / f"bootstrap/{name}.tsv", [{"replicate": str(b), **{f"draw{j}": str(x) for j, x in enumerate(row)}}
+        write_rows(d / f"bootstrap/{name}.tsv",
+                   [{"replicate": str(b), **{f"draw{j}": str(x) for j, x in enumerate(row)}}
                                                   for b, row in enumerate(m)])
     cols = _replicates_from(d, gi, qi)
     rows = read_rows(d / "bootstrap/replicates.tsv")

@@ -1,6 +1,6 @@
 """The DAG's audit rule and the README's stand-alone command (python -I -S scripts/audit RUN --lockdir ...
---configfile ...) give the same verdict on the same run folder: untouched, and corrupted in ways different checks
-catch (a column, a lock folder of its own, a forged setting)."""
+--configfile ...) give the same verdict on the same run folder: untouched, and corrupted in ways different
+checks catch (a column, a lock folder of its own, a forged setting)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import re
 import shutil
 
 import pytest
-
 from conftest import run_snakemake
 from run_copies import read_rows, rehash_manifest, run_audit, write_rows
 

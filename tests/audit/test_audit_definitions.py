@@ -1,9 +1,10 @@
-"""The audit's own definitions (scripts/audit/definitions.py) tested like the library's: every function against a
-hand calculation (the arithmetic in the comments) or an independent library - pytrec_eval (trec_eval) for nDCG,
-Recall and MRR on graded judgements with relevance 0 and negative ones, numpy.percentile on adversarial inputs,
-statsmodels' multipletests for Holm / BH, scipy for the exact McNemar / sign test, the hypergeometric chance level
-and connected components. Each test names the branch it pins: a wrong audit definition must fail here, because the
-SciFact runs (binary judgements, no judged non-relevant document, few chains) cannot tell it from the right one.
+"""The audit's own definitions (scripts/audit/definitions.py) tested like the library's: every function
+against a hand calculation (the arithmetic in the comments) or an independent library - pytrec_eval
+(trec_eval) for nDCG, Recall and MRR on graded judgements with relevance 0 and negative ones, numpy.percentile
+on adversarial inputs, statsmodels' multipletests for Holm / BH, scipy for the exact McNemar / sign test, the
+hypergeometric chance level and connected components. Each test names the branch it pins: a wrong audit
+definition must fail here, because the SciFact runs (binary judgements, no judged non-relevant document, few
+chains) cannot tell it from the right one.
 
 The module is imported as the audit imports it (tests/conftest.py ``audit_module``)."""
 
@@ -15,12 +16,11 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import pytrec_eval
+from conftest import audit_module
 from scipy import stats
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from statsmodels.stats.multitest import multipletests
-
-from conftest import audit_module
 
 D = audit_module("definitions")
 
@@ -161,8 +161,8 @@ def test_mrr_is_one_over_the_first_relevant_rank_within_k_else_zero():
 def test_a_query_without_a_relevant_document_is_refused_with_a_value_error(metric, rels):
     """The pipeline refuses it (metrics raise ValueError); the audit used to answer 0 (nDCG, MRR) and a
     ZeroDivisionError (Recall), which Audit.run does not catch. Now: a ValueError naming the reason."""
-    message = (f"a query without a judged relevant document (relevance > 0; {len(rels)} judgement(s), none positive): "
-               "its nDCG, Recall and MRR are undefined and the pipeline refuses it")
+    message = (f"a query without a judged relevant document (relevance > 0; {len(rels)} judgement(s), none "
+               "positive): its nDCG, Recall and MRR are undefined and the pipeline refuses it")
     with pytest.raises(ValueError) as err:
         getattr(D, metric)(["n", "m", "x"], rels, 10)
     assert str(err.value) == message
@@ -205,15 +205,17 @@ def test_groups_equal_scipy_connected_components_on_random_graded_incidence(seed
     rows = [i for i, q in enumerate(qids) for d, g in qrels[q].items() if g > 0]
     cols = [len(qids) + docs.index(d) for q in qids for d, g in qrels[q].items() if g > 0]
     n = len(qids) + len(docs)
-    _, labels = connected_components(coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n)), directed=False)
+    _, labels = connected_components(coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n)),
+                                     directed=False)
     want: dict[int, list[str]] = {}
     for i, q in enumerate(qids):
         want.setdefault(int(labels[i]), []).append(q)
     assert D.components(qids, qrels) == sorted(want.values(), key=lambda g: qids.index(g[0]))
 
 
-@pytest.mark.parametrize("index,n,label", [(0, 1, "G001"), (0, 5, "G001"), (41, 999, "G042"), (998, 999, "G999"),
-                                           (0, 1000, "G0001"), (999, 1000, "G1000"), (9, 10, "G010")])
+@pytest.mark.parametrize("index,n,label", [(0, 1, "G001"), (0, 5, "G001"), (41, 999, "G042"),
+                                           (998, 999, "G999"), (0, 1000, "G0001"), (999, 1000, "G1000"),
+                                           (9, 10, "G010")])
 def test_group_labels_have_at_least_three_digits_and_more_for_many_groups(index, n, label):
     assert D.group_label(index, n) == label
 
@@ -273,7 +275,8 @@ def test_mean_is_the_sequential_sum_over_the_count():
 
 # ---------------------------------------------------------------------- McNemar and the sign test --
 @pytest.mark.parametrize("gained,lost,want", [(0, 0, 1.0), (5, 0, 2 / 32), (0, 5, 2 / 32), (3, 1, 10 / 16),
-                                              (1, 3, 10 / 16), (2, 2, 1.0), (1, 1, 1.0), (1, 0, 1.0), (6, 2, 74 / 256)])
+                                              (1, 3, 10 / 16), (2, 2, 1.0), (1, 1, 1.0), (1, 0, 1.0),
+                                              (6, 2, 74 / 256)])
 def test_exact_mcnemar_is_the_doubled_binomial_tail_capped_at_one(gained, lost, want):
     # (5, 0): 2 * C(5,0) / 2^5 = 2/32; (3, 1): 2 * (C(4,0) + C(4,1)) / 16 = 10/16;
     # (2, 2): 2 * (1 + 4 + 6) / 16 = 22/16 -> 1; (1, 0): 2 * 1/2 = 1; (6, 2): 2 * (1 + 8 + 28) / 256 = 74/256
@@ -286,7 +289,8 @@ def test_exact_mcnemar_equals_scipy_binomtest_within_the_stated_four_ulp():
             p = D.exact_mcnemar(g, l)
             ref = 1.0 if g + l == 0 else stats.binomtest(min(g, l), g + l, 0.5).pvalue
             assert abs(p - ref) <= 4 * math.ulp(max(p, ref)), (g, l, p, ref)
-            exact = min(Fraction(1), 2 * Fraction(sum(math.comb(g + l, i) for i in range(min(g, l) + 1)), 2 ** (g + l)))
+            exact = min(Fraction(1), 2 * Fraction(sum(math.comb(g + l, i) for i in range(min(g, l) + 1)),
+                                                  2 ** (g + l)))
             assert p == float(exact), (g, l)
 
 
@@ -300,8 +304,8 @@ def test_sign_counts_treat_an_exact_zero_difference_as_a_tie():
 
 # ------------------------------------------------------------------------------ Holm and BH --
 def test_holm_hand_example_is_monotone_and_capped():
-    # sorted 0.005 (i3), 0.01 (i0), 0.03 (i2), 0.04 (i1); x (4, 3, 2, 1): 0.02, 0.03, 0.06, 0.04 -> running max
-    # makes the last 0.06 (monotone), so [0.03, 0.06, 0.06, 0.02]
+    # sorted 0.005 (i3), 0.01 (i0), 0.03 (i2), 0.04 (i1); x (4, 3, 2, 1): 0.02, 0.03, 0.06, 0.04 -> running
+    # max makes the last 0.06 (monotone), so [0.03, 0.06, 0.06, 0.02]
     assert D.holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02], rel=1e-15)
     assert D.holm([0.9, 0.95]) == [1.0, 1.0]          # 2 * 0.9 = 1.8 -> 1; then max(1, 0.95) = 1
     assert D.holm([0.3]) == [0.3] and D.holm([]) == []
@@ -311,7 +315,8 @@ def test_benjamini_hochberg_hand_example_is_monotone_from_the_largest_p():
     # p * m / rank: 0.01*3/1 = 0.03, 0.011*3/2 = 0.0165, 0.5*3/3 = 0.5; running min from the largest: 0.5,
     # 0.0165, min(0.0165, 0.03) = 0.0165 -> the smallest p gets 0.0165, not 0.03
     assert D.benjamini_hochberg([0.5, 0.01, 0.011]) == pytest.approx([0.5, 0.0165, 0.0165], rel=1e-15)
-    assert D.benjamini_hochberg([0.9, 0.95]) == pytest.approx([0.95, 0.95], rel=1e-15)   # 1.8 -> min(1.8, 0.95)
+    # 1.8 -> min(1.8, 0.95)
+    assert D.benjamini_hochberg([0.9, 0.95]) == pytest.approx([0.95, 0.95], rel=1e-15)
     assert D.benjamini_hochberg([0.3]) == [0.3] and D.benjamini_hochberg([]) == []
 
 
@@ -336,8 +341,9 @@ def test_holm_and_bh_equal_statsmodels_including_ties_and_large_p(seed):
 
 
 # ---------------------------------------------------------------------- chance level, slices --
-@pytest.mark.parametrize("n,m,k,want", [(10, 2, 3, Fraction(8, 15)), (5, 1, 10, Fraction(1)), (20, 1, 10, Fraction(1, 2)),
-                                        (4, 2, 2, Fraction(5, 6)), (6, 6, 1, Fraction(1)), (50, 0, 10, Fraction(0))])
+@pytest.mark.parametrize("n,m,k,want", [(10, 2, 3, Fraction(8, 15)), (5, 1, 10, Fraction(1)),
+                                        (20, 1, 10, Fraction(1, 2)), (4, 2, 2, Fraction(5, 6)),
+                                        (6, 6, 1, Fraction(1)), (50, 0, 10, Fraction(0))])
 def test_chance_hit_is_one_minus_the_hypergeometric_miss(n, m, k, want):
     # (10, 2, 3): 1 - C(8,3)/C(10,3) = 1 - 56/120 = 8/15; (5, 1, 10): k capped at 5 -> 1 - C(4,5)/C(5,5) = 1;
     # (4, 2, 2): 1 - C(2,2)/C(4,2) = 5/6; m = 0 -> 0
@@ -348,8 +354,9 @@ def test_chance_hit_is_one_minus_the_hypergeometric_miss(n, m, k, want):
 
 @pytest.mark.parametrize("family,n_rel,in_c,want", [
     ("relevant_count", 1, 1, "one"), ("relevant_count", 1, 0, "one"), ("relevant_count", 2, 2, "several"),
-    ("relevant_count", 13, 0, "several"), ("candidate_coverage", 3, 3, "all"), ("candidate_coverage", 1, 1, "all"),
-    ("candidate_coverage", 3, 2, "partly"), ("candidate_coverage", 3, 1, "partly"), ("candidate_coverage", 3, 0, "none"),
+    ("relevant_count", 13, 0, "several"), ("candidate_coverage", 3, 3, "all"),
+    ("candidate_coverage", 1, 1, "all"), ("candidate_coverage", 3, 2, "partly"),
+    ("candidate_coverage", 3, 1, "partly"), ("candidate_coverage", 3, 0, "none"),
     ("candidate_coverage", 1, 0, "none")])
 def test_slices(family, n_rel, in_c, want):
     assert D.slice_of(family, n_rel, in_c) == want

@@ -1,25 +1,26 @@
-"""Every value of every audited file is recomputed or declared (the audit's columns table, scripts/audit/columns.py):
-for EACH documented column of each table and EACH documented key of each JSON file, one value of a copy of the
-fixture's smoke run is changed to another well-formed value, the manifest re-hashed to match, and the audit must
-reject it under the check the table names (a declared value: under 'columns', when it leaves its declared kind).
-The cases are generated from the table, so a column or key added to it without a check that reads it fails here;
-one the pipeline writes but the table omits fails the untouched run (test_untouched_results_pass)."""
+"""Every value of every audited file is recomputed or declared (the audit's columns table,
+scripts/audit/columns.py): for EACH documented column of each table and EACH documented key of each JSON file,
+one value of a copy of the fixture's smoke run is changed to another well-formed value, the manifest re-hashed
+to match, and the audit must reject it under the check the table names (a declared value: under 'columns',
+when it leaves its declared kind). The cases are generated from the table, so a column or key added to it
+without a check that reads it fails here; one the pipeline writes but the table omits fails the untouched run
+(test_untouched_results_pass)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-
 from conftest import audit_module
 from run_copies import read_rows, rehash_manifest, run_audit, write_rows
 
 columns = audit_module("columns")
 layout = audit_module("layout")
 
-# the smoke run's parametric tables, named with the fixture's settings (3 comparisons, 5 queries, their groups)
-PARAMETRIC = {"per_query": None, "grouped_indices": ("replicate", "draw0"), "query_indices": ("replicate", "draw0"),
-              "replicates": None}
+# the smoke run's parametric tables, named with the fixture's settings (3 comparisons, 5 queries, their
+# groups)
+PARAMETRIC = {"per_query": None, "grouped_indices": ("replicate", "draw0"),
+              "query_indices": ("replicate", "draw0"), "replicates": None}
 
 
 def _table_cases():
@@ -52,7 +53,8 @@ def _row_to_change(rundir, key, col):
     check is what recomputes a logit; the reference and --reinfer checks anchor the rest)."""
     if (key, col) != ("pairs", "logit"):
         return 0
-    sampled = {(p["qid"], p["doc_id"]) for p in json.loads((rundir / "verification.json").read_text())["pairs"]}
+    sampled = {(p["qid"], p["doc_id"])
+               for p in json.loads((rundir / "verification.json").read_text())["pairs"]}
     rows = read_rows(rundir / "pairs.tsv")
     return next(i for i, r in enumerate(rows) if (r["qid"], r["doc_id"]) in sampled)
 
@@ -76,12 +78,14 @@ def test_every_table_column_is_checked(copy_of, key, col, kind, check):
 
 def _json_cases():
     return ([(key, name, check) for key, keys in columns.JSON_KEYS.items() for name, check in keys.items()]
-            + [("scoring_measurements", f"settings.{name}", check) for name, check in columns.SCORING_SETTINGS.items()])
+            + [("scoring_measurements", f"settings.{name}", check)
+               for name, check in columns.SCORING_SETTINGS.items()])
 
 
 def _changed(value, check):
     """A declared value leaves its kind (a measurement goes negative, a description or flag becomes a number);
-    a recomputed one changes within its type (a list loses its last item, a record its first value changes)."""
+    a recomputed one changes within its type (a list loses its last item, a record its first value
+    changes)."""
     if check == columns.PROVENANCE:
         return -1
     if check in (columns.PROSE, columns.FLAG):

@@ -1,8 +1,8 @@
 """Corruptions of a finished run that a hash check alone cannot catch, by class: the manifest deciding what is
 audited (entries dropped, a path moved to an honest copy), a lock folder the run brings along, the measurement
 records' scoring contract, and the columns nobody read (counts, r0, TREC scores and tags, model labels, token
-counts, the verification record's fields). Each runs with the manifest stale and re-hashed; each names the check
-that rejects it. (Every other column and key: test_audit_every_value.py.)"""
+counts, the verification record's fields). Each runs with the manifest stale and re-hashed; each names the
+check that rejects it. (Every other column and key: test_audit_every_value.py.)"""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import json
 import shutil
 
 import pytest
-
 from run_copies import read_rows, rehash_manifest, run_audit, write_rows
 
 
@@ -21,7 +20,8 @@ def _json(path, edit):
 
 
 def _drop_entries(d, keys):
-    _json(d / "manifest.json", lambda m: m.update(artefacts=[a for a in m["artefacts"] if a["key"] not in keys]))
+    _json(d / "manifest.json",
+          lambda m: m.update(artefacts=[a for a in m["artefacts"] if a["key"] not in keys]))
 
 
 # ---- the manifest decides what is audited
@@ -49,8 +49,8 @@ def report_moved_to_honest_copy(d):
 
 
 def own_lock_folder(d):
-    """A lock folder inside the run (a copy of the real one with the split shortened by one query), named by the
-    manifest: the audit's anchor is the committed (or given) folder, never the run's."""
+    """A lock folder inside the run (a copy of the real one with the split shortened by one query), named by
+    the manifest: the audit's anchor is the committed (or given) folder, never the run's."""
     pins = d / ".pins"
     shutil.copytree(d / "../../lockfiles", pins, symlinks=False)
     dev = (pins / "splits/dev.txt").read_text().split()
@@ -79,7 +79,8 @@ def _edit_rows(path, edit):
 
 
 def n_relevant_changed(d):
-    _edit_rows(d / "per_query.tsv", lambda rows: rows[0].update(n_relevant=str(int(rows[0]["n_relevant"]) + 1)))
+    _edit_rows(d / "per_query.tsv",
+               lambda rows: rows[0].update(n_relevant=str(int(rows[0]["n_relevant"]) + 1)))
 
 
 def rankings_r0_changed(d):
@@ -90,7 +91,8 @@ def trec_scores_are_logits(d):
     """The CE run's scores replaced by the raw logits (same order): a tool could re-break their ties."""
     logits = {(r["qid"], r["doc_id"]): r["logit"] for r in read_rows(d / "pairs.tsv")}
     lines = [l.split() for l in (d / "runs/ce.trec").read_text().splitlines()]
-    (d / "runs/ce.trec").write_text("".join(f"{q} Q0 {doc} {r} {logits[(q, doc)]} {t}\n" for q, _, doc, r, _, t in lines))
+    (d / "runs/ce.trec").write_text("".join(f"{q} Q0 {doc} {r} {logits[(q, doc)]} {t}\n"
+                                            for q, _, doc, r, _, t in lines))
 
 
 def trec_tag_changed(d):
@@ -99,7 +101,8 @@ def trec_tag_changed(d):
 
 def model_label_changed_everywhere(d):
     """Every pair names another model (weights hash unchanged), the manifest kept as it is."""
-    _edit_rows(d / "pairs.tsv", lambda rows: [r.update(model=r["model"].replace("standin-sha256:", "standin-sha256:0"))
+    _edit_rows(d / "pairs.tsv",
+               lambda rows: [r.update(model=r["model"].replace("standin-sha256:", "standin-sha256:0"))
                                               for r in rows])
 
 
@@ -112,7 +115,8 @@ def token_counts_inconsistent(d):
 
 
 def total_tokens_not_the_sum(d):
-    _edit_rows(d / "pairs.tsv", lambda rows: rows[0].update(total_tokens=str(int(rows[0]["total_tokens"]) - 1)))
+    _edit_rows(d / "pairs.tsv",
+               lambda rows: rows[0].update(total_tokens=str(int(rows[0]["total_tokens"]) - 1)))
 
 
 def verification_seed_changed(d):
@@ -130,6 +134,31 @@ def verification_pairs_count_changed(d):
 def extra_column_added(d):
     """A column the layout does not document, holding whatever a reader might believe."""
     _edit_rows(d / "per_query.tsv", lambda rows: [r.update(significant="yes") for r in rows])
+
+
+# ---- what the audit's readers and its allowlist of files decide
+def repeated_json_key(d):
+    """summary.json holding a key twice: a JSON reader keeps the last, a human may read the first."""
+    text = (d / "summary.json").read_text()
+    (d / "summary.json").write_text(text.replace("{", '{\n  "n_queries": 999,', 1))
+
+
+def nan_in_json(d):
+    _json(d / "summary.json", lambda s: s["comparisons"]["blend-rrf"].update(mean=float("nan")))
+
+
+def opening_record_in_a_development_run(d):
+    """A confirmation opening's record dropped into a development run: only an opening may hold one."""
+    (d / "OPENING.json").write_text('{"opening": 1}\n')
+
+
+def log_of_no_rule(d):
+    (d / "logs/confirm_quietly.log").write_text("nothing to see\n")
+
+
+def logit_not_a_number(d):
+    """A value the readers cannot parse: the checks reading it fail (the audit itself does not crash)."""
+    _edit_rows(d / "pairs.tsv", lambda rows: rows[0].update(logit="high"))
 
 
 FORGERIES = {
@@ -151,6 +180,11 @@ FORGERIES = {
     "verification_queries_changed": (verification_queries_changed, {"verification"}),
     "verification_pairs_count_changed": (verification_pairs_count_changed, {"verification"}),
     "undocumented_column_added": (extra_column_added, {"columns"}),
+    "repeated_json_key": (repeated_json_key, {"summary"}),  # unreadable: every check reading it fails
+    "nan_in_json": (nan_in_json, {"summary"}),
+    "opening_record_in_a_development_run": (opening_record_in_a_development_run, {"layout"}),
+    "log_of_no_rule": (log_of_no_rule, {"layout"}),
+    "logit_not_a_number": (logit_not_a_number, {"columns", "summary"}),  # the checks that cannot run fail
 }
 
 

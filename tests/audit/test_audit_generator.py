@@ -3,7 +3,6 @@ default_rng(seed).integers, element by element, on the bootstrap's shapes, every
 
 import numpy as np
 import pytest
-
 from conftest import audit_module
 
 rng = audit_module("rng")

@@ -1,10 +1,13 @@
 """The audit's own copy of the documented layout equals the pipeline's table (rerank_study.layout), and a
-manifest, a run folder or a lock folder that does not follow it is refused (tests/audit/test_audit_corruptions.py
-runs the corruptions on real runs)."""
+manifest, a run folder or a lock folder that does not follow it is refused
+(tests/audit/test_audit_corruptions.py runs the corruptions on real runs)."""
 
 from __future__ import annotations
 
+import re
+
 from conftest import ROOT, audit_module
+
 from rerank_study import layout
 
 
@@ -12,8 +15,9 @@ def test_the_audit_layout_is_the_pipelines():
     audit_layout = audit_module("layout")
     assert audit_layout.INPUTS == layout.INPUTS
     assert set(audit_layout.QRELS_OF_KIND.values()) == set(layout.QRELS_KEYS)
-    assert audit_layout.RUN_ARTEFACTS == {a.key: (a.path, a.role, a.deterministic) for a in layout.RUN_ARTEFACTS}
-    assert set(audit_layout.RUN_FILES) == set(layout.RUN_FILES.values())
+    assert audit_layout.RUN_ARTEFACTS == {a.key: (a.path, a.role, a.deterministic)
+                                          for a in layout.RUN_ARTEFACTS}
+    assert set(audit_layout.RUN_FILES) | set(audit_layout.OPENING_FILES) == set(layout.RUN_FILES.values())
     assert audit_layout.SEALED_FOLDER == layout.SEALED_FOLDER
     for kind, qrels in audit_layout.QRELS_OF_KIND.items():
         assert audit_layout.manifest_keys(kind) == layout.manifest_keys(qrels)
@@ -25,8 +29,8 @@ def test_the_audit_layout_is_the_pipelines():
 def test_only_documented_files_belong_to_a_run_folder():
     allowed = audit_module("layout").allowed_file
     for rel in ("report.md", "pairs.tsv", "logs/score.log", "logs/score_shard/0-of-4.job.json",
-                "benchmarks/score_shard/3-of-4.tsv", "shards/score-of-4/3.tsv", "measurements/score-of-1/0.json",
-                "audit.json", "pairs.parquet"):
+                "benchmarks/score_shard/3-of-4.tsv", "shards/score-of-4/3.tsv",
+                "measurements/score-of-1/0.json", "audit.json", "pairs.parquet"):
         assert allowed(rel, "development", None), rel
     for rel in ("report-honest.md", "inputs/extra.tsv", "runs/rrf.trec.bak", "sealed/qrels/test.tsv",
                 "logs/../report.md", "figures/other.png"):
@@ -55,12 +59,29 @@ def test_the_cross_study_table_is_declared_column_by_column():
 
 
 def test_every_table_and_json_artefact_has_its_columns_documented():
-    """Every run artefact that is a table, a list or a JSON record is in the columns table (the figures and the
-    report are checked by their own checks)."""
+    """Every run artefact that is a table, a list or a JSON record is in the columns table (the figures and
+    the report are checked by their own checks)."""
     columns, audit_layout = audit_module("columns"), audit_module("layout")
-    covered = set(columns.TABLES) | set(columns.PARAMETRIC_TABLES) | set(columns.JSON_KEYS) | set(columns.WHOLE_FILES)
+    covered = (set(columns.TABLES) | set(columns.PARAMETRIC_TABLES) | set(columns.JSON_KEYS)
+               | set(columns.WHOLE_FILES))
     # a run-file reranker's artefacts
     covered |= set(columns.RUN_FILE_TABLES) | set(columns.RUN_FILE_JSON_KEYS)
     for key, (path, _role, _det) in audit_layout.RUN_ARTEFACTS.items():
         if path.endswith((".tsv", ".json", ".trec", ".txt")):
             assert key in covered, key
+
+
+def test_the_audits_rule_names_are_the_rules_that_write_into_a_run_folder():
+    """Log and benchmark files are allowed by the names of the rules that write them, not by any name."""
+    text = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "workflow" / "rules").glob("*.smk"))
+    written = set(re.findall(r'(?:log|bench)_of\("([a-z_]+)"\)', text))
+    assert written == set(audit_module("layout").RULES)
+
+
+def test_an_openings_files_belong_only_to_an_opening():
+    allowed = audit_module("layout").allowed_file
+    for rel in ("OPENING.json", "OPENING_STARTED.json"):
+        assert allowed(rel, "confirmation", "qrels/test.tsv") and not allowed(rel, "development", None)
+    assert not allowed("logs/verdict.log", "development", None)
+    assert not allowed("benchmarks/verdict.tsv", "development", None)
+    assert not allowed(".audit.json.note", "development", None)

@@ -1,16 +1,17 @@
-"""Check 'reference': the logits against committed reference runs of the stand-in scorer, an anchor outside the run.
-An honest stand-in run passes (on the real data against lockfiles/reference/standin-smoke; on the fixture against a
-hand-made reference); a logit forged by +0.13 - together with the run's own verification record - fails; a stand-in
-run relabelled as the pinned model fails (also shifted and scaled to keep its rankings), a run of another model
-does not; a run no reference applies to says so in its note and compares nothing."""
+"""Check 'reference': the logits against committed reference runs of the stand-in scorer, an anchor outside
+the run. An honest stand-in run passes (on the real data against lockfiles/reference/standin-smoke; on the
+fixture against a hand-made reference); a logit forged by +0.13 - together with the run's own verification
+record - fails; a stand-in run relabelled as the pinned model fails (also shifted and scaled to keep its
+rankings), a run of another model does not; a run no reference applies to says so in its note and compares
+nothing."""
 
 import json
+import math
 import random
 import subprocess
 import sys
 
 import pytest
-
 from conftest import AUDIT, ROOT, audit_module, full_mirror, read_json, run_snakemake
 from forged_runs import copy_run, failures, forge_logit, read_rows, rehash_manifest, run_audit, write_rows
 
@@ -25,8 +26,9 @@ def commit_reference(rundir, lockdir, name="fixture-smoke"):
     hashes = {a["key"]: a["sha256"] for a in m["artefacts"] if a["deterministic"]}
     ref = {"run": m["run"], "scorer": m["scorer"],
            "identity": {"inputs": {k: hashes[k] for k in INPUT_ROLES if k in hashes},
-                        "model_identity": m["model_identity"], "model_weights_sha256": m["model_weights_sha256"],
-                        "kind": m["kind"], "shape": {"n_queries": m["settings"]["n_queries"],
+                        "model_identity": m["model_identity"],
+                        "model_weights_sha256": m["model_weights_sha256"], "kind": m["kind"],
+                        "shape": {"n_queries": m["settings"]["n_queries"],
                                                      "depth": m["settings"]["depth"]}}}
     folder = lockdir / "reference" / name
     folder.mkdir(parents=True)
@@ -46,8 +48,8 @@ def referenced(tmp_path, smoke_run, fixture_workdir):
 
 
 def relabel_as_pinned(rundir, transform=lambda x: x):
-    """The stand-in run's manifest and pairs.tsv saying the pinned model (its weights pin, its identity), the logits
-    through ``transform``; rankings.tsv follows the logits; hashes updated."""
+    """The stand-in run's manifest and pairs.tsv saying the pinned model (its weights pin, its identity), the
+    logits through ``transform``; rankings.tsv follows the logits; hashes updated."""
     m = read_json(rundir / "manifest.json")
     m.update(scorer="pinned", model_identity=f"{PINNED['repo']}@{PINNED['revision']}",
              model_weights_sha256=PINNED["files"]["model.safetensors"]["sha256"])
@@ -100,7 +102,8 @@ def test_a_difference_within_the_tolerance_passes_and_one_beyond_it_fails(refere
         [f"qid {rows[1]['qid']} doc {rows[1]['doc_id']}"]
 
 
-@pytest.mark.parametrize("transform", [lambda x: x, lambda x: 3.0 * x + 1.0], ids=["as is", "scaled and shifted"])
+@pytest.mark.parametrize("transform", [lambda x: x, lambda x: 3.0 * x + 1.0],
+                         ids=["as is", "scaled and shifted"])
 def test_a_stand_in_run_relabelled_as_the_pinned_model_fails(referenced, transform):
     rundir, lockdir = referenced
     relabel_as_pinned(rundir, transform)
@@ -114,7 +117,8 @@ def test_a_stand_in_run_relabelled_as_the_pinned_model_fails(referenced, transfo
 
 
 def test_a_run_of_another_model_is_not_taken_for_a_relabelled_stand_in(referenced):
-    """Logits unrelated to the reference's (seeded noise of the pinned model's size) under the pinned label."""
+    """Logits unrelated to the reference's (seeded noise of the pinned model's size) under the pinned
+    label."""
     rundir, lockdir = referenced
     rng = random.Random(7)
     relabel_as_pinned(rundir, lambda x: rng.uniform(-10.0, 10.0))
@@ -145,7 +149,8 @@ def test_affine_images_and_what_is_not_one():
     assert ref.affine_image(xs, list(xs))[:2] == (1.0, 0.0)
     noisy = [x + (5.77e-8 if i % 2 else -4e-8) for i, x in enumerate(xs)]  # another CPU's last bits
     assert ref.affine_image(xs, noisy) is not None
-    assert ref.affine_image(xs, [-7.5 * x + 2.0 for x in xs]) is not None  # order reversed: still the stand-in's
+    # order reversed: still the stand-in's
+    assert ref.affine_image(xs, [-7.5 * x + 2.0 for x in xs]) is not None
     assert ref.affine_image(xs, [x + (1e-5 if i == 2 else 0.0) for i, x in enumerate(xs)]) is None
     assert ref.affine_image(xs, [x * x for x in xs]) is None
     assert ref.affine_image(xs, [1.0] * len(xs)) is None  # constant logits are nobody's image
@@ -161,16 +166,59 @@ def test_an_honest_stand_in_smoke_run_on_the_real_data_passes_against_the_commit
     rundir = tmp_path / "results" / "smoke-standin"
     audit = read_json(rundir / "audit.json")
     ref = audit["checks"]["reference"]
-    assert audit["ok"] is True and ref["failures"] == 0 and ref["checked"] == 51, ref
-    assert ref["note"].startswith("reference standin-smoke applies (identity equal): 50 pairs compared"), ref["note"]
-    print(ref["note"].split(" | ")[0])  # how many differ and by how much, on this machine
+    # 50 pairs against the smoke reference (identity equal), the same 50 against the dev reference (same model
+    # and texts, other shape: the smoke's pairs are among the dev run's), 1 pair-set check
+    assert audit["ok"] is True and ref["failures"] == 0 and ref["checked"] == 101, ref
+    notes = ref["note"].split(" | ")
+    assert notes[0].startswith("reference standin-dev shares the model and texts (not the shape): 50 pairs "
+                               "in common compared"), notes
+    assert notes[1].startswith("reference standin-smoke applies (identity equal): 50 pairs compared"), notes
+    print(notes[:2])  # how many differ and by how much, on this machine
     # the same run relabelled as the pinned model fails against the committed reference
     relabel_as_pinned(rundir)
     out = subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), str(rundir), "--lockdir",
-                          str(ROOT / "lockfiles"), "--out", str(tmp_path / "relabelled.json")], capture_output=True,
-                         text=True)
+                          str(ROOT / "lockfiles"), "--out", str(tmp_path / "relabelled.json")],
+                         capture_output=True, text=True)
     result = read_json(tmp_path / "relabelled.json")
     assert out.returncode == 1 and "reference" in result["failed_checks"]
     # each of the 5 queries, against both references of the same texts (the dev reference: other batches too)
-    assert sorted(f["item"].split(" in common with reference ")[1] for f in failures(result, "reference")) == \
+    assert sorted(f["item"].split(" in common with reference ")[1] for f in failures(result,
+                                                                                     "reference")) == \
         ["standin-dev"] * 5 + ["standin-smoke"] * 5
+
+
+def test_a_run_of_another_shape_is_still_compared_on_the_pairs_it_shares_with_the_reference(referenced):
+    """The reference's model and texts, another shape (as a --configfile with another depth or split makes):
+    the shape no longer switches the anchor off; the pairs in common are compared, a forged one fails."""
+    rundir, lockdir = referenced
+    ref_json = lockdir / "reference/fixture-smoke/reference.json"
+    ref = read_json(ref_json)
+    ref["identity"]["shape"]["depth"] += 10
+    ref["identity"]["inputs"]["split_dev"] = "0" * 64
+    ref_json.write_text(json.dumps(ref, indent=2, sort_keys=True) + "\n")
+    logits = lockdir / "reference/fixture-smoke/logits.tsv"
+    lines = logits.read_text().splitlines(keepends=True)
+    logits.write_text("".join(lines[:31]))  # the reference holds 30 of the run's 50 pairs
+    proc, result = run_audit(rundir, lockdir)
+    ref_check = result["checks"]["reference"]
+    assert proc.returncode == 0 and ref_check["failures"] == 0 and ref_check["checked"] == 30, ref_check
+    assert ref_check["note"].startswith("reference fixture-smoke shares the model and texts (not the shape): "
+                                        "30 pairs in common compared"), ref_check["note"]
+    row = read_rows(rundir / "pairs.tsv")[3]  # among the 30
+    forge_logit(rundir, row["qid"], row["doc_id"], repr(float(row["logit"]) + 0.13))
+    proc, result = run_audit(rundir, lockdir)
+    assert proc.returncode == 1 and "reference" in result["failed_checks"]
+    (fail,) = failures(result, "reference")
+    assert fail["item"] == (f"qid {row['qid']} doc {row['doc_id']} logit vs reference fixture-smoke (same "
+                            "model and texts, other shape)")
+
+
+def test_a_stand_in_run_relabelled_through_a_rank_preserving_transform_fails(referenced):
+    """exp(40 x) keeps every query's ranking (and so every metric) and is no affine image: the order rule."""
+    rundir, lockdir = referenced
+    relabel_as_pinned(rundir, lambda x: math.exp(40.0 * x))
+    proc, result = run_audit(rundir, lockdir)
+    assert proc.returncode == 1 and "reference" in result["failed_checks"]
+    fails = failures(result, "reference")
+    assert len(fails) == 5, fails  # each smoke query: 10 pairs, ranked exactly as the reference ranks them
+    assert all("the 10 logits rank the pairs exactly as the reference's do" in f["found"] for f in fails)

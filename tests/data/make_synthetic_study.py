@@ -7,8 +7,8 @@ Writes, under ROOT:
   synthetic_beir/queries.jsonl         36 queries {"_id": "q01".., "text", "metadata": {}}
   synthetic_beir/qrels/dev.tsv         24 judged queries (BEIR header, LF), grades 1 and 2
   synthetic_beir/qrels/test.tsv        the other 12 judged queries (the sealed confirmation file)
-  studies/synthetic/lockfiles/candidates/run.trec   a user's own first-stage run: 20 candidates for all 36 queries
-                                       (plain BM25 k1=1.2 b=0.75 written here, tag synthetic-bm25), as
+  studies/synthetic/lockfiles/candidates/run.trec   a user's own first-stage run: 20 candidates for all 36
+                                       queries (plain BM25 k1=1.2 b=0.75 written here, tag synthetic-bm25), as
                                        frozen by repin=candidates trec_run=... (the byte-for-byte copy)
   studies/synthetic/lockfiles/data_pins.json   pins of the four dataset files (no "zip": local only)
   studies/synthetic/lockfiles/TEST_FIXTURE     copy of tests/data/lockfiles/TEST_FIXTURE
@@ -216,7 +216,8 @@ def allocate_relevance(rng, topic_of: list[int]) -> dict[tuple[int, int], dict[s
 
 
 def make_query(rng, bm25: BM25, docs_by_id: dict, t: int, slot: int, rel: dict[str, int]) -> tuple[str, list]:
-    rel_tokens = [w for d in sorted(rel) for w in tokens(doc_text(docs_by_id[d]["title"], docs_by_id[d]["text"]))]
+    rel_tokens = [w for d in sorted(rel) for w in tokens(doc_text(docs_by_id[d]["title"],
+                                                                  docs_by_id[d]["text"]))]
     miss = (t, slot) in MISSES
     if miss:
         other = (t + 6) % len(TOPICS)
@@ -236,7 +237,8 @@ def make_query(rng, bm25: BM25, docs_by_id: dict, t: int, slot: int, rel: dict[s
                 extra = TOPICS[t][int(rng.integers(len(TOPICS[t])))]
                 if extra not in content:
                     content.append(extra)
-        fill = [FILLER[int(j)] for j in rng.choice(len(FILLER), size=int(rng.integers(2, 5)), replace=False, p=FILLER_P)]
+        fill = [FILLER[int(j)] for j in rng.choice(len(FILLER), size=int(rng.integers(2, 5)),
+                                                   replace=False, p=FILLER_P)]
         words = [(content + fill)[int(j)] for j in rng.permutation(len(content) + len(fill))]
         text = " ".join([words[0].capitalize()] + words[1:]) + "?"
         ranked = bm25.top(text, TOP_K + 1)
@@ -251,7 +253,8 @@ def jsonl(records: list[dict]) -> bytes:
 
 
 def qrels_tsv(rows: list[tuple[str, str, int]]) -> bytes:
-    return ("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{g}\n" for q, d, g in sorted(rows))).encode("utf-8")
+    return ("query-id\tcorpus-id\tscore\n"
+            + "".join(f"{q}\t{d}\t{g}\n" for q, d, g in sorted(rows))).encode("utf-8")
 
 
 def generate(seed: int = SEED) -> dict[str, bytes]:
@@ -301,9 +304,10 @@ def data_pins(beir_dir: Path) -> dict:
         files[name] = entry
     return {
         "_comment": "SYNTHETIC TEST-ONLY dataset (not BEIR data, no meaning): made by "
-                    "tests/data/make_synthetic_study.py from fixed word lists with numpy default_rng(20261130); "
-                    "files in tests/data/synthetic_beir. Local only, so no zip entry. content_sha256 = sha256 of "
-                    "the sorted 'qid\\tdocid\\tscore\\n' rows (rerank_study.beir.qrels_content_sha256).",
+                    "tests/data/make_synthetic_study.py from fixed word lists with numpy "
+                    "default_rng(20261130); files in tests/data/synthetic_beir. Local only, so no zip entry. "
+                    "content_sha256 = sha256 of the sorted 'qid\\tdocid\\tscore\\n' rows "
+                    "(rerank_study.beir.qrels_content_sha256).",
         "dataset": DATASET,
         "files": files,
     }

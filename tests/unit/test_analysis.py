@@ -2,8 +2,8 @@
 run (6 queries in 3 evidence groups, dyadic metric values so every sum is exact), with the expectations
 computed by hand (the arithmetic in the comments) or by an independent library: numpy's default_rng for the
 index matrices, numpy.percentile for the interval ends, scipy's binomtest / hypergeom and statsmodels'
-multipletests for the McNemar, sign-test, chance and multiplicity numbers, statistics.NormalDist for the power.
-Exact zeros are ties (W/T/L and the sign test), never wins or losses."""
+multipletests for the McNemar, sign-test, chance and multiplicity numbers, statistics.NormalDist for the
+power. Exact zeros are ties (W/T/L and the sign test), never wins or losses."""
 
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ FIRST_REL = {  # q: first relevant rank per method (None: no relevant candidate)
     "q2": {"rrf": 2, "ce": 1, "blend": 1}, "q10": {"rrf": 1, "ce": 4, "blend": 1},
     "q1": {"rrf": 1, "ce": 2, "blend": 1}, "q3": {"rrf": None, "ce": None, "blend": None},
     "q7": {"rrf": 4, "ce": 1, "blend": 1}, "q5": {"rrf": 3, "ce": 1, "blend": 1}}
-COUNTS = {"q2": (1, 1), "q10": (2, 2), "q1": (3, 1), "q3": (2, 0), "q7": (1, 1), "q5": (4, 2)}  # (|P|, in candidates)
+# (|P|, in candidates)
+COUNTS = {"q2": (1, 1), "q10": (2, 2), "q1": (3, 1), "q3": (2, 0), "q7": (1, 1), "q5": (4, 2)}
 COMPARISONS = {"blend-ce": ("blend", "ce"), "blend-rrf": ("blend", "rrf"), "ce-rrf": ("ce", "rrf")}
 # per-query Δ in QIDS order (by hand from NDCG):
 #   blend-ce : 0, 0, +.25, +.25, -.5, 0       sum 0     -> mean 0.0; W 2, T 3 (exact zeros), L 1
@@ -87,12 +88,13 @@ def loop_replicates(d, positions, g_idx, q_idx):
 # ------------------------------------------------------------------------------ plan, deltas --
 def test_plan_from_settings_takes_the_primary_metric_first_and_the_other_measures_without_the_rank():
     settings = {"metrics": {"ndcg_k": 5, "recall_ks": [5, 20], "mrr_k": 3},
-                "comparisons": {"primary": "blend-ce", "all": {"blend-ce": ["blend", "ce"], "ce-rrf": ["ce", "rrf"]}},
+                "comparisons": {"primary": "blend-ce", "all": {"blend-ce": ["blend", "ce"],
+                                                               "ce-rrf": ["ce", "rrf"]}},
                 "bootstrap_B": 11, "bootstrap_seed": 3, "percentiles": [5, 95], "threshold": 0.02}
     p = analysis.AnalysisPlan.from_settings(settings)
     assert p == analysis.AnalysisPlan(
-        comparisons={"blend-ce": ("blend", "ce"), "ce-rrf": ("ce", "rrf")}, primary="blend-ce", metric="ndcg@5",
-        B=11, seed=3, percentiles=(5, 95), threshold=0.02,
+        comparisons={"blend-ce": ("blend", "ce"), "ce-rrf": ("ce", "rrf")}, primary="blend-ce",
+        metric="ndcg@5", B=11, seed=3, percentiles=(5, 95), threshold=0.02,
         other_metrics=("recall@5", "recall@20", "capped_recall@5", "capped_recall@20", "mrr@3"))
     assert type(p.comparisons["ce-rrf"]) is tuple and type(p.percentiles) is tuple and type(p.metric) is str
     assert all(type(x) is str for x in p.other_metrics)
@@ -106,7 +108,8 @@ def test_deltas_are_a_minus_b_in_the_order_of_the_given_queries():
 
 # ---------------------------------------------------------------------------------- analyse --
 def test_analyse_draws_both_index_matrices_from_one_seeded_generator_and_saves_every_replicate():
-    summary, g_idx, q_idx, reps = analysis.analyse(QIDS, TABLE, GROUPS, GIDS, plan=plan(), first_rel=FIRST_REL)
+    summary, g_idx, q_idx, reps = analysis.analyse(QIDS, TABLE, GROUPS, GIDS, plan=plan(),
+                                                   first_rel=FIRST_REL)
     want_g, want_q = numpy_draws(110, 3, 6, 7)          # grouped (B x G) first, then query-level (B x n)
     assert g_idx.tolist() == want_g.tolist() and q_idx.tolist() == want_q.tolist()
     assert sorted(reps) == sorted(f"{s}_{c}" for s in ("grouped", "query") for c in COMPARISONS)
@@ -118,17 +121,19 @@ def test_analyse_draws_both_index_matrices_from_one_seeded_generator_and_saves_e
 
 def test_analyse_summary_head_histogram_bootstrap_and_method_means():
     summary, *_ = analysis.analyse(QIDS, TABLE, GROUPS, GIDS, plan=plan(), first_rel=FIRST_REL)
-    assert list(summary) == ["metric", "n_queries", "n_groups", "group_size_histogram", "bootstrap", "threshold",
-                             "primary", "methods", "comparisons", "worst_primary", "repair"]
+    assert list(summary) == ["metric", "n_queries", "n_groups", "group_size_histogram", "bootstrap",
+                             "threshold", "primary", "methods", "comparisons", "worst_primary", "repair"]
     assert (summary["metric"], summary["n_queries"], summary["n_groups"]) == ("ndcg@10", 6, 3)
     assert summary["group_size_histogram"] == {"1": 1, "2": 1, "3": 1}
     assert summary["bootstrap"] == {
         "B": 7, "seed": 110, "percentiles": [2.5, 97.5],
-        "generator": "numpy.random.default_rng(seed); grouped = integers(0, G, (B, G)); then query = integers(0, n, (B, n))",
+        "generator": "numpy.random.default_rng(seed); grouped = integers(0, G, (B, G)); then query = "
+                     "integers(0, n, (B, n))",
         "estimator": "sum over drawn groups of the group's summed delta / sum of drawn group sizes"}
     assert summary["threshold"] == 0.01 and summary["primary"] == "blend-ce"
-    # means: nDCG rrf (.5+.25+1+0+.5+.75)/6 = 3/6; ce (.75+.5+.5+0+1+.5)/6 = 3.25/6; blend (.75+.5+.75+.25+.5+.5)/6
-    # recall rrf 4/6, ce 5/6, blend 4.5/6; mrr rrf (.5+1+1+0+.25+.25)/6 = 3/6, ce 3.75/6, blend 5/6
+    # means: nDCG rrf (.5+.25+1+0+.5+.75)/6 = 3/6; ce (.75+.5+.5+0+1+.5)/6 = 3.25/6; blend
+    # (.75+.5+.75+.25+.5+.5)/6 recall rrf 4/6, ce 5/6, blend 4.5/6; mrr rrf (.5+1+1+0+.25+.25)/6 = 3/6, ce
+    # 3.75/6, blend 5/6
     assert summary["methods"] == {
         "rrf": {"mean": 3 / 6, "mean_recall@10": 4 / 6, "mean_mrr@10": 3 / 6},
         "ce": {"mean": 3.25 / 6, "mean_recall@10": 5 / 6, "mean_mrr@10": 3.75 / 6},
@@ -139,8 +144,8 @@ def test_analyse_comparison_blocks_mean_intervals_flags_wins_ties_losses_and_lea
     summary, _, _, reps = analysis.analyse(QIDS, TABLE, GROUPS, GIDS, plan=plan(), first_rel=FIRST_REL)
     note = "influence diagnostic (mean with each evidence group removed), NOT an interval"
     # leave-one-group-out by hand (sequential sums of the remaining queries / their count):
-    #   blend-ce: -G001 -> (0 + .25 - .5 + 0)/4 = -.0625; -G002 -> (0 + .25 + .25 - .5 + 0)/5 = 0; -G003 -> .25/3
-    #   blend-rrf: -G001 -> (.25 + .25 + 0 - .25)/4 = .0625; -G002 -> 0/5 = 0; -G003 -> .25/3
+    #   blend-ce: -G001 -> (0 + .25 - .5 + 0)/4 = -.0625; -G002 -> (0 + .25 + .25 - .5 + 0)/5 = 0; -G003 ->
+    #   .25/3 blend-rrf: -G001 -> (.25 + .25 + 0 - .25)/4 = .0625; -G002 -> 0/5 = 0; -G003 -> .25/3
     #   ce-rrf: -G001 -> (.25 + 0 + .5 - .25)/4 = .125; -G002 -> 0/5; -G003 -> (.25 + .25 - .5)/3 = 0:
     #   the minimum ties between G002 and G003: the first group is named
     logo = {"blend-ce": (-0.0625, 0.25 / 3, "G001", "G003"), "blend-rrf": (0.0, 0.25 / 3, "G002", "G003"),
@@ -164,7 +169,7 @@ def test_analyse_comparison_blocks_mean_intervals_flags_wins_ties_losses_and_lea
     assert summary["comparisons"]["blend-ce"]["mean_reaches_threshold"] is False
 
 
-def test_a_constant_positive_delta_gives_a_point_interval_that_excludes_zero_and_meets_the_threshold_exactly():
+def test_a_constant_positive_delta_gives_a_point_interval_excluding_zero_and_meeting_the_threshold():
     table = {q: {"rrf_ndcg@10": 0.25, "ce_ndcg@10": 0.5, "blend_ndcg@10": 0.75} for q in QIDS}
     summary, *_ = analysis.analyse(QIDS, table, GROUPS, GIDS, plan=plan(threshold=0.25, other_metrics=()))
     c = summary["comparisons"]["blend-ce"]              # Δ = .25 everywhere: every replicate is .25
@@ -183,13 +188,15 @@ def test_a_constant_positive_delta_gives_a_point_interval_that_excludes_zero_and
 
 
 def test_intervals_use_the_declared_percentiles_of_both_schemes():
-    summary, _, _, reps = analysis.analyse(QIDS, TABLE, GROUPS, GIDS, plan=plan(B=40, percentiles=(10.0, 90.0)))
+    summary, _, _, reps = analysis.analyse(QIDS, TABLE, GROUPS, GIDS,
+                                           plan=plan(B=40, percentiles=(10.0, 90.0)))
     for name in COMPARISONS:
         for scheme in ("grouped", "query"):
             r = reps[f"{scheme}_{name}"]
             want = [float(np.percentile(r, 10.0)), float(np.percentile(r, 90.0))]
             assert summary["comparisons"][name][f"{scheme}_interval"] == want
-            assert want != [float(np.percentile(r, 2.5)), float(np.percentile(r, 97.5))]   # the default would differ
+            # the default would differ
+            assert want != [float(np.percentile(r, 2.5)), float(np.percentile(r, 97.5))]
 
 
 def test_two_evidence_groups_have_a_leave_one_group_out_range():
@@ -197,7 +204,8 @@ def test_two_evidence_groups_have_a_leave_one_group_out_range():
     summary, *_ = analysis.analyse(QIDS, TABLE, groups, ["G001", "G002"], plan=plan())
     # blend-ce Δ 0, 0, .25 | .25, -.5, 0: without G001 -> -.25/3; without G002 -> .25/3
     logo = summary["comparisons"]["blend-ce"]["leave_one_group_out"]
-    assert (logo["min"], logo["max"], logo["min_group"], logo["max_group"]) == (-0.25 / 3, 0.25 / 3, "G001", "G002")
+    assert (logo["min"], logo["max"], logo["min_group"], logo["max_group"]) == (-0.25 / 3, 0.25 / 3,
+                                                                                "G001", "G002")
 
 
 def test_one_evidence_group_has_no_leave_one_group_out():
@@ -228,8 +236,8 @@ def test_worst_primary_queries_are_the_three_smallest_deltas_with_ties_in_query_
 
 def test_repair_counts_use_strict_inequalities():
     summary, *_ = analysis.analyse(QIDS, TABLE, GROUPS, GIDS, plan=plan())
-    # CE losses vs RRF (ce < rrf): q1 (.5 < 1), q5 (.5 < .75); repaired (blend > ce): q1 (.75 > .5) - q5 ties (.5)
-    # CE wins (ce > rrf): q2, q10, q7; weakened (blend < ce): q7 (.5 < 1) - q2 (.75) and q10 (.5) tie
+    # CE losses vs RRF (ce < rrf): q1 (.5 < 1), q5 (.5 < .75); repaired (blend > ce): q1 (.75 > .5) - q5 ties
+    # (.5) CE wins (ce > rrf): q2, q10, q7; weakened (blend < ce): q7 (.5 < 1) - q2 (.75) and q10 (.5) tie
     assert summary["repair"] == {
         "ce_losses_vs_rrf": 2, "repaired_by_blend": 1, "ce_wins_vs_rrf": 3, "weakened_by_blend": 1,
         "definition": "CE loss/win = CE metric < / > RRF metric; repaired = blend > CE among CE losses; "
@@ -245,7 +253,8 @@ def test_groups_that_do_not_partition_the_queries_are_refused():
 def summary_for(ev_summary=None):
     return ev_summary or {"primary": "blend-ce", "comparisons": {
         "blend-rrf": {"grouped_interval": [-0.02, 0.3], "mean": 0.1},        # lower = -tolerated: passes
-        "ce-rrf": {"grouped_interval": [-0.010000000000000002, 0.2], "mean": 0.05}}}   # just below -0.01: fails
+        # just below -0.01: fails
+        "ce-rrf": {"grouped_interval": [-0.010000000000000002, 0.2], "mean": 0.05}}}
 
 
 def evaluation_statistics(qids=QIDS, groups=GROUPS, summary=None, ev=EV):
@@ -260,19 +269,21 @@ def test_evaluation_statistics_has_its_five_sections():
 def test_mcnemar_on_success_at_1_with_the_discordant_queries_groups():
     mc = evaluation_statistics()["mcnemar"]
     assert mc["outcome"] == "success@1"
-    assert mc["assumption"] == ("exact McNemar treats queries as independent; queries in one evidence group share "
-                                "relevant documents and are not. The grouped bootstrap is the primary uncertainty "
-                                "statement; this test is a secondary, binary view.")
+    assert mc["assumption"] == ("exact McNemar treats queries as independent; queries in one evidence group "
+                                "share relevant documents and are not. The grouped bootstrap is the primary "
+                                "uncertainty statement; this test is a secondary, binary view.")
     # success@1 (first relevant rank == 1) in QIDS order: rrf F T T F F F; ce T F F F T T; blend T T T F T T
     # multi-query groups: G001 {q2, q1}, G003 {q3, q7, q5}
-    want = {  # gained = a yes & b no; lost = a no & b yes; discordant queries -> (in multi-query groups, groups)
+    # gained = a yes & b no; lost = a no & b yes; discordant queries -> (in multi-query groups, groups)
+    want = {
         "blend-ce": (2, 0, 4, 3, 1, 1, 2),     # gained q10, q1; both yes q2 q7 q5; both no q3; q1 in G001
         "blend-rrf": (3, 0, 3, 2, 1, 3, 2),    # gained q2, q7, q5 (G001, G003, G003)
         "ce-rrf": (3, 2, 1, 0, 1, 4, 3)}       # gained q2 q7 q5, lost q10 q1
     for name, (g, l, u, yy, nn, multi, groups) in want.items():
         p = stats.binomtest(min(g, l), g + l, 0.5).pvalue   # blend-ce: 2/4; blend-rrf: 2/8; ce-rrf: 1
-        assert mc["comparisons"][name] == {"gained": g, "lost": l, "unchanged": u, "both_yes": yy, "both_no": nn,
-                                           "p": pytest.approx(p, rel=1e-12), "discordant_in_multi_query_groups": multi,
+        assert mc["comparisons"][name] == {"gained": g, "lost": l, "unchanged": u, "both_yes": yy,
+                                           "both_no": nn, "p": pytest.approx(p, rel=1e-12),
+                                           "discordant_in_multi_query_groups": multi,
                                            "discordant_groups": groups}
     assert [mc["comparisons"][n]["p"] for n in want] == [0.5, 0.25, 1.0]
 
@@ -283,10 +294,12 @@ def test_chance_level_beside_the_observed_success_at_k():
     #   m = 1 -> 1 - 3/6 = 1/2; m = 2 -> 1 - 1/6 = 5/6; m = 0 -> 0  (q2 1, q10 2, q1 1, q3 0, q7 1, q5 2)
     hit = [float(stats.hypergeom(4, m, 2).sf(0)) if m else 0.0 for m in (1, 2, 1, 0, 1, 2)]
     assert hit == pytest.approx([0.5, 5 / 6, 0.5, 0.0, 0.5, 5 / 6], abs=1e-15)
-    # chance recall@2 = min(2, 4)/4 * m/|P|: .5*1/1, .5*2/2, .5*1/3, 0, .5*1/1, .5*2/4 -> sum 23/12, mean 23/72
+    # chance recall@2 = min(2, 4)/4 * m/|P|: .5*1/1, .5*2/2, .5*1/3, 0, .5*1/1, .5*2/4 -> sum 23/12, mean
+    # 23/72
     assert ch["mean_chance_success"] == pytest.approx(float(Fraction(19, 36)), rel=1e-15)   # (19/6) / 6
     assert ch["mean_chance_recall"] == pytest.approx(float(Fraction(23, 72)), rel=1e-15)
-    # observed success@2 (rank <= 2, None never): rrf q2 (2) q10 q1 -> 3/6; ce q2 q1 (2) q7 q5 -> 4/6; blend 5/6
+    # observed success@2 (rank <= 2, None never): rrf q2 (2) q10 q1 -> 3/6; ce q2 q1 (2) q7 q5 -> 4/6; blend
+    # 5/6
     assert ch["observed_success"] == {"rrf": 3 / 6, "ce": 4 / 6, "blend": 5 / 6}
     assert (ch["k"], ch["candidates_per_query"], ch["queries_without_relevant_candidate"]) == (2, 4, 1)
     assert ch["definition"] == ("chance success@k = 1 - C(N-m, k)/C(N, k) for m relevant among N candidates "
@@ -297,7 +310,8 @@ def test_slices_per_slice_means_raw_and_declared_weight_means():
     sl = evaluation_statistics()["slices"]
     # relevant_count: one = {q2, q7}; several = {q10, q1, q3, q5}
     one = {"rrf": (0.5 + 0.5) / 2, "ce": (0.75 + 1.0) / 2, "blend": (0.75 + 0.5) / 2}
-    several = {"rrf": (0.25 + 1.0 + 0.0 + 0.75) / 4, "ce": (0.5 + 0.5 + 0.0 + 0.5) / 4, "blend": (0.5 + 0.75 + 0.25 + 0.5) / 4}
+    several = {"rrf": (0.25 + 1.0 + 0.0 + 0.75) / 4, "ce": (0.5 + 0.5 + 0.0 + 0.5) / 4,
+               "blend": (0.5 + 0.75 + 0.25 + 0.5) / 4}
     raw = {"rrf": 3 / 6, "ce": 3.25 / 6, "blend": 3.25 / 6}
     assert sl["relevant_count"] == {
         "slices": {"one": {"n": 2, "weight": 0.5, "population_share": 2 / 6, "means": one},
@@ -317,7 +331,8 @@ def test_slices_per_slice_means_raw_and_declared_weight_means():
 def test_guardrails_pass_when_the_grouped_lower_bound_is_at_least_minus_the_tolerated_loss():
     g = evaluation_statistics()["plan"]["guardrails"]
     rule = "passes when the grouped interval's lower bound >= -tolerated loss"
-    assert g == {"blend-rrf": {"tolerated_loss": 0.02, "grouped_lower": -0.02, "mean": 0.1, "pass": True, "rule": rule},
+    assert g == {"blend-rrf": {"tolerated_loss": 0.02, "grouped_lower": -0.02, "mean": 0.1, "pass": True,
+                               "rule": rule},
                  "ce-rrf": {"tolerated_loss": 0.01, "grouped_lower": -0.010000000000000002, "mean": 0.05,
                             "pass": False, "rule": rule}}
 
@@ -325,8 +340,9 @@ def test_guardrails_pass_when_the_grouped_lower_bound_is_at_least_minus_the_tole
 def test_exploratory_sign_tests_treat_exact_zeros_as_ties_and_adjust_over_every_tested_slice():
     pl = evaluation_statistics()["plan"]
     assert pl["primary"] == {"comparison": "blend-ce", "metric": "ndcg@10"}
-    assert pl["exploratory_test"] == ("exact sign test (wins vs losses of the per-query Δ; ties dropped); p adjusted "
-                                      "over all non-empty exploratory tests with Holm and Benjamini-Hochberg")
+    assert pl["exploratory_test"] == ("exact sign test (wins vs losses of the per-query Δ; ties dropped); p "
+                                      "adjusted over all non-empty exploratory tests with Holm and "
+                                      "Benjamini-Hochberg")
     # blend-ce Δ: q2 0, q10 0, q1 .25, q3 .25, q7 -.5, q5 0
     rows = [  # (family, slice, n, mean Δ, wins, losses, ties)
         ("relevant_count", "one", 2, -0.25, 0, 1, 1),           # q2 0, q7 -.5
@@ -339,8 +355,8 @@ def test_exploratory_sign_tests_treat_exact_zeros_as_ties_and_adjust_over_every_
     assert len(pl["exploratory"]) == 5
     for e, (fam, s, n, md, w, l, t), p, h, b in zip(pl["exploratory"], rows, ps, holm, bh):
         assert e == {"family": fam, "slice": s, "comparison": "blend-ce", "n": n, "mean_delta": md, "wins": w,
-                     "losses": l, "ties": t, "p": pytest.approx(p, rel=1e-12), "p_holm": pytest.approx(h, rel=1e-12),
-                     "p_bh": pytest.approx(b, rel=1e-12)}
+                     "losses": l, "ties": t, "p": pytest.approx(p, rel=1e-12),
+                     "p_holm": pytest.approx(h, rel=1e-12), "p_bh": pytest.approx(b, rel=1e-12)}
 
 
 def test_an_empty_slice_is_no_test_and_not_in_the_adjusted_family():
@@ -354,8 +370,8 @@ def test_an_empty_slice_is_no_test_and_not_in_the_adjusted_family():
     explo = st["plan"]["exploratory"]
     empty = {"wins": 0, "losses": 0, "ties": 0, "p": None, "mean_delta": None, "p_holm": None, "p_bh": None}
     assert [(e["slice"], e["comparison"]) for e in explo] == [
-        ("all", "blend-ce"), ("all", "ce-rrf"), ("partly", "blend-ce"), ("partly", "ce-rrf"), ("none", "blend-ce"),
-        ("none", "ce-rrf")]
+        ("all", "blend-ce"), ("all", "ce-rrf"), ("partly", "blend-ce"), ("partly", "ce-rrf"),
+        ("none", "blend-ce"), ("none", "ce-rrf")]
     for e in explo[2:]:
         assert {k: e[k] for k in empty} == empty and e["n"] == 0
     # the two tested: all/blend-ce Δ (0, 0, -.5) -> W0 L1 T2, p 1; all/ce-rrf Δ (.25, .25, .5) -> W3, p 2/8
@@ -368,16 +384,18 @@ def test_an_empty_slice_is_no_test_and_not_in_the_adjusted_family():
 
 def test_power_is_the_minimum_detectable_primary_delta_from_the_grouped_variance():
     pw = evaluation_statistics()["power"]
-    # primary blend-ce Δ = 0, 0, .25, .25, -.5, 0: mean 0; group sums G001 (q2, q1) .25, G002 0, G003 (.25 - .5 + 0)
-    # Var = G/(G-1) Σ (S_g - n_g * 0)^2 / n^2 = 3/2 * (.0625 + 0 + .0625) / 36 = .1875/36
+    # primary blend-ce Δ = 0, 0, .25, .25, -.5, 0: mean 0; group sums G001 (q2, q1) .25, G002 0, G003 (.25 -
+    # .5 + 0) Var = G/(G-1) Σ (S_g - n_g * 0)^2 / n^2 = 3/2 * (.0625 + 0 + .0625) / 36 = .1875/36
     var = 0.1875 / 36
     sd = math.sqrt(6 * var)
     z = NormalDist().inv_cdf(0.975) + NormalDist().inv_cdf(0.8)
-    assert pw["alpha"] == 0.05 and pw["power"] == 0.8 and pw["n_development"] == 6 and pw["n_confirmation"] == 300
+    assert pw["alpha"] == 0.05 and pw["power"] == 0.8 and pw["n_development"] == 6 \
+        and pw["n_confirmation"] == 300
     assert pw["grouped_variance_of_mean"] == pytest.approx(var, rel=1e-14)
     assert pw["sd_eff"] == pytest.approx(sd, rel=1e-14)
     assert pw["mde_confirmation"] == pytest.approx(z * sd / math.sqrt(300), rel=1e-14)
-    assert pw["mde_confirmation"] == pytest.approx((stats.norm.ppf(0.975) + stats.norm.ppf(0.8)) * sd / math.sqrt(300),
+    assert pw["mde_confirmation"] == pytest.approx((stats.norm.ppf(0.975)
+                                                    + stats.norm.ppf(0.8)) * sd / math.sqrt(300),
                                                    rel=1e-12)
     assert evaluation_statistics(groups=[QIDS])["power"] is None      # one group: no grouped variance
 
@@ -391,5 +409,6 @@ def test_power_with_two_groups_uses_the_declared_alpha_and_power_and_states_its_
     assert pw["grouped_variance_of_mean"] == pytest.approx(0.25 / 36, rel=1e-14)
     assert pw["mde_confirmation"] == pytest.approx(z * sd / math.sqrt(50), rel=1e-14)
     assert (pw["alpha"], pw["power"], pw["n_confirmation"]) == (0.1, 0.9, 50)
-    assert pw["formula"] == ("MDE = (z_{1-alpha/2} + z_{power}) * sd_eff / sqrt(n_conf); sd_eff^2 = n_dev * Var(mean Δ), "
-                             "Var(mean Δ) = G/(G-1) * sum_g (S_g - n_g * mean Δ)^2 / n_dev^2 (grouped, linearised)")
+    assert pw["formula"] == ("MDE = (z_{1-alpha/2} + z_{power}) * sd_eff / sqrt(n_conf); sd_eff^2 = n_dev * "
+                             "Var(mean Δ), Var(mean Δ) = G/(G-1) * sum_g (S_g - n_g * mean Δ)^2 / n_dev^2 "
+                             "(grouped, linearised)")

@@ -2,8 +2,8 @@
 line; query metadata discarded."""
 
 import pytest
-
 from conftest import FIXTURE
+
 from rerank_study import beir
 from rerank_study.errors import MalformedInputError
 
@@ -24,17 +24,21 @@ def test_reader_matches_beir_generic_data_loader(tmp_path):
 
     corpus, queries, qrels = GenericDataLoader(data_folder=str(FIXTURE)).load(split="train")
     ours = beir.read_corpus(FIXTURE / "corpus.jsonl")
-    assert {k: (v["title"], v["text"]) for k, v in corpus.items()} == {k: (d.title, d.text) for k, d in ours.items()}
+    assert {k: (v["title"], v["text"]) for k, v in corpus.items()} == {k: (d.title, d.text)
+                                                                       for k, d in ours.items()}
     assert qrels == beir.read_qrels(FIXTURE / "qrels/train.tsv")
     our_q = beir.read_queries(FIXTURE / "queries.jsonl")
     assert queries == {q: our_q[q] for q in qrels}
 
 
 @pytest.mark.parametrize("content,match", [
-    ('{"_id": "1", "title": "t", "text": "x"}\n{"_id": "2", "title": "t"', "line 2: last line is not terminated"),
-    ('{"_id": "1", "title": "t", "text": "x"}\n{"_id": 2, "title": "t", "text": "x"}\n', "line 2: key '_id' must be a string"),
+    ('{"_id": "1", "title": "t", "text": "x"}\n{"_id": "2", "title": "t"', "line 2: last line is "
+     "not terminated"),
+    ('{"_id": "1", "title": "t", "text": "x"}\n{"_id": 2, "title": "t", "text": "x"}\n', "line 2: key '_id' "
+     "must be a string"),
     ('{"_id": "1", "title": "t", "text": "x"}\nnot json\n', "line 2: invalid JSON"),
-    ('{"_id": "1", "title": "t", "text": "x"}\n{"_id": "1", "title": "t", "text": "y"}\n', "line 2: duplicate document id"),
+    ('{"_id": "1", "title": "t", "text": "x"}\n{"_id": "1", "title": "t", "text": "y"}\n',
+     "line 2: duplicate document id"),
 ])
 def test_malformed_corpus_lines_name_file_and_line(tmp_path, content, match):
     p = tmp_path / "corpus.jsonl"

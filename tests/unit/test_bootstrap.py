@@ -12,7 +12,7 @@ def _random_setup(seed=7, n=40, G=25):
     rng = np.random.default_rng(seed)
     deltas = (rng.random(n) - 0.4).round(6).tolist()
     labels = sorted(rng.integers(0, G, size=n).tolist())
-    groups, order = {}, []
+    groups = {}
     for i, g in enumerate(labels):
         groups.setdefault(g, []).append(i)
     positions = list(groups.values())
@@ -190,6 +190,7 @@ def test_interval_is_the_2_5_and_97_5_percentiles_of_the_replicates():
     iv = bs.interval([5, 1, 4, 2, 3])
     assert iv.lower == pytest.approx(1.1, abs=1e-15) and iv.upper == pytest.approx(4.9, abs=1e-15)
     reps = np.random.default_rng(5).normal(size=1001)
-    assert bs.interval(reps.tolist()) == bs.Interval(float(np.percentile(reps, 2.5)), float(np.percentile(reps, 97.5)))
+    assert bs.interval(reps.tolist()) == bs.Interval(float(np.percentile(reps, 2.5)),
+                                                     float(np.percentile(reps, 97.5)))
     assert bs.interval(reps.tolist(), (5, 95)) == bs.Interval(float(np.percentile(reps, 5)),
                                                                float(np.percentile(reps, 95)))

@@ -73,7 +73,8 @@ def test_hand_calculation_cluster_se_and_jackknife_acceleration():
     theta = civ.ratio(sums, sizes)
     assert theta == pytest.approx(0.3, rel=1e-15)
     assert civ.sample_se(sums, sizes, theta) == pytest.approx(0.075, rel=1e-13)
-    assert civ.sample_se(sums, sizes, theta) ** 2 == pytest.approx(es.grouped_variance_of_mean(deltas, positions),
+    assert civ.sample_se(sums, sizes, theta) ** 2 == pytest.approx(es.grouped_variance_of_mean(deltas,
+                                                                                               positions),
                                                                   rel=1e-13)
     # Jackknife (leave one group out): θ_(0) = 1.1/3 = 11/30, θ_(1) = 0.8/3 = 8/30, θ_(2) = 0.5/2 = 1/4.
     # Mean = (11/30 + 8/30 + 1/4)/3 = 53/180. U_j = (G−1)(mean − θ_(j)) = 2(...):
@@ -112,7 +113,8 @@ def test_cluster_se_and_cluster_t_equal_statsmodels_cluster_ols():
     for g, members in enumerate(positions):
         labels[members] = g
     fit = sm.OLS(d, np.ones((N, 1))).fit(cov_type="cluster", cov_kwds={"groups": labels}, use_t=True)
-    raw = sm.OLS(d, np.ones((N, 1))).fit(cov_type="cluster", cov_kwds={"groups": labels, "use_correction": False})
+    raw = sm.OLS(d, np.ones((N, 1))).fit(cov_type="cluster",
+                                         cov_kwds={"groups": labels, "use_correction": False})
     sums, sizes = bs.group_sums(d.tolist(), positions)
     theta = civ.ratio(sums, sizes)
     se = civ.sample_se(sums, sizes, theta)
@@ -132,7 +134,8 @@ def test_wilson_interval_equals_statsmodels():
     from statsmodels.stats.proportion import proportion_confint
 
     for x, n in ((0, 10), (3, 10), (95, 100), (1900, 2000), (2000, 2000)):
-        assert cal.wilson_interval(x, n, 0.05) == pytest.approx(proportion_confint(x, n, 0.05, "wilson"), abs=1e-12)
+        assert cal.wilson_interval(x, n, 0.05) == pytest.approx(proportion_confint(x, n, 0.05, "wilson"),
+                                                                abs=1e-12)
 
 
 # --------------------------------------------------------------- coverage --
@@ -289,7 +292,8 @@ def test_grouped_bca_equals_scipy_bca_on_the_same_replicates():
 
     for seed in range(5):
         deltas, positions = grouped_data(40 + seed, G=25, K=1, max_size=5)
-        if seed == 4:  # integer Δ summing to 0: many exact ties θ* = θ̂ = 0 (the 'mean' kind counts them half)
+        # integer Δ summing to 0: many exact ties θ* = θ̂ = 0 (the 'mean' kind counts them half)
+        if seed == 4:
             d = np.sign(np.round(np.array(deltas["c0"]) * 2))
             d[-1] -= d.sum()
             deltas = {"c0": d.tolist()}
@@ -299,7 +303,8 @@ def test_grouped_bca_equals_scipy_bca_on_the_same_replicates():
         ours, _ = civ.bca_interval(reps, civ.ratio(sums, sizes), civ.jackknife(sums, sizes), PCT)
         ref = bootstrap((sums, sizes.astype(float)), ratio_stat, paired=True, vectorized=True, n_resamples=0,
                         method="BCa", bootstrap_result=SimpleNamespace(bootstrap_distribution=reps))
-        assert ours == pytest.approx((ref.confidence_interval.low, ref.confidence_interval.high), rel=1e-12, abs=1e-15)
+        assert ours == pytest.approx((ref.confidence_interval.low, ref.confidence_interval.high), rel=1e-12,
+                                     abs=1e-15)
         if seed == 4:
             assert np.count_nonzero(reps == civ.ratio(sums, sizes)) > 200
 
@@ -351,7 +356,8 @@ def test_drawn_totals_is_sequential_for_every_shape():
         n = rng.integers(1, 6, G)
         idx = rng.integers(0, G, (B, G))
         idx_t = np.ascontiguousarray(idx.T)
-        assert np.array_equal(civ.drawn_totals(s, idx_t) / civ.drawn_totals(n, idx_t), bs.ratio_replicates(s, n, idx))
+        assert np.array_equal(civ.drawn_totals(s, idx_t) / civ.drawn_totals(n, idx_t),
+                              bs.ratio_replicates(s, n, idx))
     with pytest.raises(ValueError, match="C-contiguous"):
         civ.drawn_totals(s, idx.T)
 
@@ -361,7 +367,8 @@ def test_bootstrap_se_is_the_evalstats_grouped_variance():
     d = deltas["c0"]
     sums, sizes = bs.group_sums(d, positions)
     draw = [3, 3, 0, 11, 5, 7, 7, 7, 1, 2, 9, 4]
-    se = civ.cluster_se(sums[draw][:, None], sizes[draw][:, None], bs.ratio_replicates(sums, sizes, np.array([draw])))
+    se = civ.cluster_se(sums[draw][:, None], sizes[draw][:, None], bs.ratio_replicates(sums, sizes,
+                                                                                       np.array([draw])))
     expanded = [d[i] for g in draw for i in positions[g]]  # the drawn groups' queries, a copy per draw
     exp_positions = partition([len(positions[g]) for g in draw])
     assert se[0] ** 2 == pytest.approx(es.grouped_variance_of_mean(expanded, exp_positions), rel=1e-12)
@@ -412,9 +419,11 @@ def test_an_auditor_recomputes_single_outer_simulations_from_the_documented_draw
     g_idx = rng.integers(0, data.G, size=(settings.B_inner, data.G), dtype=np.int64)
     q_idx = rng.integers(0, data.N, size=(settings.B_inner, data.N), dtype=np.int64)
     order = [i for g in positions for i in g]
-    flipped = np.array([[deltas[c][i] * signs[g] for g in range(data.G) for i in positions[g]] for c in deltas])
+    flipped = np.array([[deltas[c][i] * signs[g] for g in range(data.G) for i in positions[g]]
+                        for c in deltas])
     assert order == list(range(data.N))
-    redo = civ.naive_sample_intervals(data.sums * signs, data.sizes, flipped, g_idx, q_idx, settings.percentiles)
+    redo = civ.naive_sample_intervals(data.sums * signs, data.sizes, flipped, g_idx, q_idx,
+                                      settings.percentiles)
     assert out["audit"]["null"][5] == cal.audit_record(5, redo)
     # power: n = 40, simulation 2, default_rng([seed, 3, 40, 2]); m = round(40 · G/N)
     m = cal.power_groups(40, data.G, data.N)
@@ -427,7 +436,8 @@ def test_an_auditor_recomputes_single_outer_simulations_from_the_documented_draw
         assert rec["lower"][k] == bs.percentile_linear(reps, 2.5)
         assert rec["theta"][k] == bs.replicate_slow(deltas[f"c{k}"], positions, groups.tolist())
     # randomization: default_rng([seed, 4]), integers(0, 2, (R, G))
-    e = 2 * np.random.default_rng([settings.seed, 4]).integers(0, 2, size=(settings.R, data.G), dtype=np.int64) - 1
+    e = 2 * np.random.default_rng([settings.seed, 4]).integers(0, 2, size=(settings.R, data.G),
+                                                               dtype=np.int64) - 1
     for k, name in enumerate(deltas):
         theta = out["comparisons"][name]["theta_hat"]
         t = [bs.seq_sum(float(x) for x in row) / data.N for row in e * data.sums[k]]
@@ -448,11 +458,13 @@ def test_tallies_equal_a_recount_of_the_audit_records():
             cov = [r["comparisons"][k]["intervals"][m] for r in out["audit"]["coverage"]]
             null = [r["comparisons"][k]["intervals"][m] for r in out["audit"]["null"]]
             assert comp["coverage"][m]["covered"] == sum(iv[0] <= truth <= iv[1] for iv in cov)
-            assert comp["coverage"][m]["mean_width"] == pytest.approx(np.mean([iv[1] - iv[0] for iv in cov]), rel=1e-12)
+            assert comp["coverage"][m]["mean_width"] == pytest.approx(np.mean([iv[1] - iv[0] for iv in cov]),
+                                                                      rel=1e-12)
             assert comp["type_i_error"][m]["rejections"] == sum(iv[0] > 0 or iv[1] < 0 for iv in null)
         for point in comp["power"]:
             recs = out["audit"]["power"][str(point["n"])]
-            assert point["p_mean_reaches_threshold"] == sum(r["theta"][k] >= settings.threshold for r in recs) / 25
+            assert point["p_mean_reaches_threshold"] == sum(r["theta"][k] >= settings.threshold
+                                                            for r in recs) / 25
             assert point["p_lower_above_0"] == sum(r["lower"][k] > 0 for r in recs) / 25
             assert point["mean_queries"] == sum(r["queries"] for r in recs) / 25
 

@@ -63,7 +63,8 @@ def test_drift_table_per_split_then_all():
     assert (conf["queries"], conf["identical_ranked_lists"], conf["same_set"], conf["largest_rank_shift"],
             conf["queries_changed"]) == (2, 0, 1, 2, ["2", "3"])
     assert conf["mean_overlap"] == pytest.approx((2 / 3 + 1.0) / 2, abs=1e-15)
-    assert (total["queries"], total["identical_ranked_lists"], total["same_set"], total["largest_rank_shift"]) == \
+    assert (total["queries"], total["identical_ranked_lists"], total["same_set"],
+            total["largest_rank_shift"]) == \
         (3, 1, 2, 2)
     with pytest.raises(ValueError, match="different queries"):
         candidates.drift_table(frozen, {"1": ["a"]}, {"1": "dev", "2": "dev", "3": "dev"})

@@ -14,11 +14,17 @@ import tempfile
 import zipfile
 
 import pytest
-
 from conftest import ROOT, serve_folder
+
 from rerank_study import acquire, catalogue
+from rerank_study.errors import (
+    ConfigError,
+    MalformedInputError,
+    MissingInputError,
+    PinMismatchError,
+    PipelineError,
+)
 from rerank_study.pins import DataPins
-from rerank_study.errors import ConfigError, MalformedInputError, MissingInputError, PinMismatchError, PipelineError
 
 CATALOGUE = ROOT / "lockfiles" / "datasets" / "beir.json"
 DATA_PINS = ROOT / "lockfiles" / "data_pins.json"
@@ -51,9 +57,9 @@ def make_zip(tmp_path, files=GOOD, name="toyset"):
 
 def entry_for(zpath, **over):
     data = zpath.read_bytes()
-    entry = {"name": "toyset", "url": "https://example.invalid/beir/toyset.zip", "md5": hashlib.md5(data).hexdigest(),
-             "bytes": len(data), "zip_top_folder": "toyset", "qrels_splits": ["train", "test"], "sha256": None,
-             "note": "test archive"}
+    entry = {"name": "toyset", "url": "https://example.invalid/beir/toyset.zip",
+             "md5": hashlib.md5(data).hexdigest(), "bytes": len(data), "zip_top_folder": "toyset",
+             "qrels_splits": ["train", "test"], "sha256": None, "note": "test archive"}
     entry.update(over)
     return entry
 
@@ -84,18 +90,20 @@ def test_good_pin_writes_data_pins_format_with_independent_hashes(tmp_path):
                                                                        for l in TEST.splitlines()[1:]})
     assert key_shape(written) == key_shape(json.loads(DATA_PINS.read_text()))
     assert written["dataset"] == "toyset"
-    assert written["zip"] == {"bytes": len(zbytes), "md5": hashlib.md5(zbytes).hexdigest(), "sha256": sha(zbytes),
-                              "top_folder": "toyset", "url": "https://example.invalid/beir/toyset.zip"}
+    assert written["zip"] == {"bytes": len(zbytes), "md5": hashlib.md5(zbytes).hexdigest(),
+                              "sha256": sha(zbytes), "top_folder": "toyset",
+                              "url": "https://example.invalid/beir/toyset.zip"}
     roles = {"corpus.jsonl": "corpus", "queries.jsonl": "queries", "qrels/train.tsv": "qrels_dev",
              "qrels/test.tsv": "qrels_confirm"}
     for rel, data in GOOD.items():
         f = written["files"][rel]
-        assert (f["sha256"], f["bytes"], f["lines"], f["role"]) == (sha(data), len(data), data.count(b"\n"), roles[rel])
+        assert (f["sha256"], f["bytes"], f["lines"], f["role"]) == (sha(data), len(data),
+                                                                    data.count(b"\n"), roles[rel])
     assert written["files"]["qrels/train.tsv"]["content_sha256"] == content_sha(TRAIN)
     assert written["files"]["qrels/test.tsv"]["content_sha256"] == content_sha(TEST)
     assert written["files"]["qrels/test.tsv"]["sealed"] is True
     assert "sealed" not in written["files"]["qrels/train.tsv"]
-    today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
     assert "first verified acquisition" in written["_comment"] and today in written["_comment"]
     assert f"local archive {zpath}" in written["_comment"]
 

@@ -4,8 +4,8 @@ import copy
 
 import pytest
 import yaml
-
 from conftest import ROOT
+
 from rerank_study.config import load_config, run_name, run_shape, validate_config
 from rerank_study.errors import ConfigError
 

@@ -1,5 +1,5 @@
-"""The documentation names tests and files as evidence: every ``tests/...py`` path and every ``test_...`` name it
-mentions exists (a renamed or deleted test must take its mention along)."""
+"""The documentation names tests and files as evidence: every ``tests/...py`` path and every ``test_...`` name
+it mentions exists (a renamed or deleted test must take its mention along)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ def test_every_test_path_the_docs_name_exists():
 
 def test_every_test_name_the_docs_give_is_a_test():
     sources = _test_sources()
-    missing = [f"{doc.name}: {name}" for doc in DOCS for name in sorted(set(re.findall(r"`(test_\w+)`", doc.read_text(
-        encoding="utf-8")))) if not re.search(rf"def {name}\b", sources) and not list((ROOT / "tests").rglob(f"{name}.py"))]
+    missing = [f"{doc.name}: {name}" for doc in DOCS
+               for name in sorted(set(re.findall(r"`(test_\w+)`", doc.read_text(
+        encoding="utf-8")))) if not re.search(rf"def {name}\b", sources)
+               and not list((ROOT / "tests").rglob(f"{name}.py"))]
     assert not missing, f"the docs name tests that do not exist: {missing}"

@@ -1,4 +1,5 @@
-"""The evaluation statistics against the source texts' worked examples, hand calculation, scipy and statsmodels."""
+"""The evaluation statistics against the source texts' worked examples, hand calculation, scipy and
+statsmodels."""
 
 import json
 import math
@@ -41,7 +42,8 @@ def test_mcnemar_validates_counts(bad):
 def test_paired_binary_counts():
     a = [True, True, False, False, True]
     b = [False, True, True, False, True]
-    assert es.paired_binary_counts(a, b) == {"gained": 1, "lost": 1, "unchanged": 3, "both_yes": 2, "both_no": 1}
+    assert es.paired_binary_counts(a, b) == {"gained": 1, "lost": 1, "unchanged": 3, "both_yes": 2,
+                                             "both_no": 1}
 
 
 def test_chance_level_primer_and_hypergeometric():
@@ -102,7 +104,8 @@ def test_multiplicity_against_statsmodels():
         p = rng.random(7).tolist()
         p[2] = p[5]  # a tie
         assert es.holm(p) == pytest.approx(list(multipletests(p, method="holm")[1]), abs=1e-15)
-        assert es.benjamini_hochberg(p) == pytest.approx(list(multipletests(p, method="fdr_bh")[1]), abs=1e-15)
+        assert es.benjamini_hochberg(p) == pytest.approx(list(multipletests(p, method="fdr_bh")[1]),
+                                                         abs=1e-15)
     # hand: p = (0.01, 0.04, 0.03) -> Holm (0.03, 0.06, 0.06); BH (0.03, 0.04, 0.04)
     assert es.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
     assert es.benjamini_hochberg([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.04, 0.04])
@@ -151,9 +154,9 @@ def test_cli():
     out = subprocess.run([sys.executable, "-m", "rerank_study.evalstats", "mcnemar", "60", "40"],
                          capture_output=True, text=True, check=True, env=_cli_env()).stdout
     assert "0.05688793364098" in out
-    out = subprocess.run([sys.executable, "-m", "rerank_study.evalstats", "sample-size", "--p", "0.02", "--lift",
-                          "0.05", "--daily-traffic", "1000000", "--share", "0.1"], capture_output=True, text=True,
-                         check=True, env=_cli_env()).stdout
+    out = subprocess.run([sys.executable, "-m", "rerank_study.evalstats", "sample-size", "--p", "0.02",
+                          "--lift", "0.05", "--daily-traffic", "1000000", "--share", "0.1"],
+                         capture_output=True, text=True, check=True, env=_cli_env()).stdout
     assert '"n_per_group_ceil": 307328' in out
     bad = subprocess.run([sys.executable, "-m", "rerank_study.evalstats", "mcnemar", "--", "-3", "1"],
                          capture_output=True, text=True, env=_cli_env())
@@ -187,7 +190,8 @@ def test_paired_binary_counts_fill_all_four_cells_by_hand():
     a = [True, True, True, False, False, False, True]
     b = [False, False, False, True, False, False, True]
     # (a,b): (T,F) x3 gained, (F,T) x1 lost, (F,F) x2 both_no, (T,T) x1 both_yes; unchanged = 7 - 3 - 1
-    assert es.paired_binary_counts(a, b) == {"gained": 3, "lost": 1, "unchanged": 3, "both_yes": 1, "both_no": 2}
+    assert es.paired_binary_counts(a, b) == {"gained": 3, "lost": 1, "unchanged": 3, "both_yes": 1,
+                                             "both_no": 2}
     with pytest.raises(ValueError, match=_exact("paired outcomes must have the same length")):
         es.paired_binary_counts([True], [True, False])
 
@@ -252,7 +256,8 @@ def test_stratified_mean_skips_zero_weight_strata_and_checks_names():
 
 def test_z_quantiles_exact_and_rounded():
     za, zb = es.z_quantiles(0.05, 0.8)  # exact by default
-    assert za == pytest.approx(stats.norm.ppf(0.975), abs=1e-12) and zb == pytest.approx(stats.norm.ppf(0.8), abs=1e-12)
+    assert za == pytest.approx(stats.norm.ppf(0.975), abs=1e-12) and zb == pytest.approx(stats.norm.ppf(0.8),
+                                                                                         abs=1e-12)
     za1, _ = es.z_quantiles(0.05, 0.8, exact=True, two_sided=False)
     assert za1 == pytest.approx(stats.norm.ppf(0.95), abs=1e-12)
     assert es.z_quantiles(0.05, 0.8, exact=False) == (1.96, 0.84)
@@ -289,7 +294,8 @@ def test_minimum_detectable_effect_edges():
 
 def test_sample_size_result_carries_its_inputs_and_z_values():
     r = es.two_proportion_sample_size(0.02, 0.05)
-    assert set(r) == {"p", "relative_lift", "absolute_delta", "z_alpha", "z_beta", "n_per_group", "n_per_group_ceil"}
+    assert set(r) == {"p", "relative_lift", "absolute_delta", "z_alpha", "z_beta", "n_per_group",
+                      "n_per_group_ceil"}
     assert r["p"] == 0.02 and r["relative_lift"] == 0.05
     assert r["absolute_delta"] == pytest.approx(0.001, abs=1e-18)  # 0.02 * 0.05
     assert (r["z_alpha"], r["z_beta"]) == (1.96, 0.84)
@@ -371,10 +377,12 @@ def test_main_sample_size_in_process(capsys):
 def test_main_mde_in_process(capsys):
     (r,) = _main_json(capsys, ["mde", "--sd-eff", "0.17", "--n", "300"])
     z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
-    assert r == {"mde": pytest.approx(z * 0.17 / math.sqrt(300), rel=1e-12), "n": 300, "alpha": 0.05, "power": 0.8}
+    assert r == {"mde": pytest.approx(z * 0.17 / math.sqrt(300), rel=1e-12), "n": 300, "alpha": 0.05,
+                 "power": 0.8}
     (r,) = _main_json(capsys, ["mde", "--sd-eff", "0.17", "--n", "300", "--alpha", "0.1", "--power", "0.9"])
     z = stats.norm.ppf(0.95) + stats.norm.ppf(0.9)
-    assert r == {"mde": pytest.approx(z * 0.17 / math.sqrt(300), rel=1e-12), "n": 300, "alpha": 0.1, "power": 0.9}
+    assert r == {"mde": pytest.approx(z * 0.17 / math.sqrt(300), rel=1e-12), "n": 300, "alpha": 0.1,
+                 "power": 0.9}
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -388,8 +396,9 @@ def test_main_reports_a_bad_value_as_a_usage_error(capsys, argv, message):
     with pytest.raises(SystemExit) as exc:
         es.main(argv)
     assert exc.value.code == 2
-    assert capsys.readouterr().err == ("usage: python -m rerank_study.evalstats [-h] {mcnemar,sample-size,mde} ...\n"
-                                       f"python -m rerank_study.evalstats: error: {message}\n")
+    assert capsys.readouterr().err == ("usage: python -m rerank_study.evalstats [-h] "
+                                       "{mcnemar,sample-size,mde} ...\npython -m rerank_study.evalstats: "
+                                       f"error: {message}\n")
 
 
 def _main_help(capsys, monkeypatch, argv):

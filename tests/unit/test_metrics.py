@@ -64,7 +64,8 @@ def test_query_without_relevant_judgement_is_an_error():
 
 
 CASES = {
-    "several_relevant": (["a", "r1", "b", "r2", "c", "d", "e", "f", "g", "h", "r3", "i"], {"r1": 1, "r2": 1, "r3": 1, "r4": 1}),
+    "several_relevant": (["a", "r1", "b", "r2", "c", "d", "e", "f", "g", "h", "r3", "i"],
+                         {"r1": 1, "r2": 1, "r3": 1, "r4": 1}),
     "first_is_relevant": (["r", "a", "b"], {"r": 1}),
     "none_in_list": (["a", "b", "c"], {"r": 1}),
     "graded": (["a", "r2", "r1"], {"r1": 1, "r2": 2, "r0": 0}),
@@ -117,7 +118,8 @@ def test_duplicate_document_id_in_the_ranked_list_is_an_error(metric):
 
 
 def test_no_relevant_judgement_error_says_the_metrics_are_undefined():
-    with pytest.raises(ValueError, match=_exact("query has no judged relevant document; its metrics are undefined")):
+    with pytest.raises(ValueError, match=_exact("query has no judged relevant document; its metrics "
+                                                "are undefined")):
         metrics.recall_at(["a"], {"a": 0, "b": -1}, 10)
 
 
@@ -179,7 +181,8 @@ def test_query_metrics_columns_and_hand_computed_values():
         "mrr@1": 0.0, "first_rel_rank": 2, "n_relevant": 3, "n_relevant_in_list": 2}
     # and trec_eval agrees on the default columns
     run = {"q": {d: float(s) for d, s in zip(ranked, rank_derived_scores(len(ranked)))}}
-    ref = pytrec_eval.RelevanceEvaluator({"q": qrels}, {"ndcg_cut.10", "recall.10", "recip_rank"}).evaluate(run)["q"]
+    ref = pytrec_eval.RelevanceEvaluator({"q": qrels},
+                                         {"ndcg_cut.10", "recall.10", "recip_rank"}).evaluate(run)["q"]
     default = metrics.query_metrics(ranked, qrels)
     assert default["ndcg@10"] == pytest.approx(ref["ndcg_cut_10"], abs=1e-12)
     assert default["recall@10"] == pytest.approx(ref["recall_10"], abs=1e-12)

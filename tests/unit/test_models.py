@@ -8,8 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
+
 from rerank_study import models
 from rerank_study.errors import MissingInputError, PinMismatchError
 
@@ -29,7 +29,8 @@ def fake_model_folder(tmp_path) -> tuple[Path, dict]:
 
 
 def test_lockfile_guard_pinned_model_files_and_revision_are_the_ones_of_pins_md():
-    """Guards an EDIT of lockfiles/model_pins.json (not code): the values are copied from ../shared/pins.md."""
+    """Guards an EDIT of lockfiles/model_pins.json (not code): the values are copied from
+    ../shared/pins.md."""
     assert CE_FILES == ["config.json", "model.safetensors", "special_tokens_map.json", "tokenizer.json",
                         "tokenizer_config.json", "vocab.txt"]
     assert MODEL_PINS["cross_encoder"]["revision"] == "233902d25c440f23af6f7d6e94d2946bac0bee0a"
@@ -53,19 +54,22 @@ def test_verification_accepts_matching_and_rejects_one_byte_change(tmp_path):
 
 def test_resolve_from_local_folder_copies_verified_files(tmp_path):
     folder, pins = fake_model_folder(tmp_path)
-    meta = models.resolve_pinned_cross_encoder(pins, tmp_path / "dest", model_dir=str(folder), allow_download=False)
+    meta = models.resolve_pinned_cross_encoder(pins, tmp_path / "dest", model_dir=str(folder),
+                                               allow_download=False)
     assert meta["kind"] == "pinned" and meta["identity"] == f"{pins['repo']}@{pins['revision']}"
     assert meta["source"] == f"local folder {folder}"
     for n in CE_FILES:
         assert (tmp_path / "dest" / n).read_bytes() == (folder / n).read_bytes()
-    assert models.load_model_meta(tmp_path / "dest")["weights_sha256"] == pins["files"]["model.safetensors"]["sha256"]
+    assert models.load_model_meta(tmp_path / "dest")["weights_sha256"] == \
+        pins["files"]["model.safetensors"]["sha256"]
 
 
 def test_resolve_from_local_folder_with_a_bad_file_stops(tmp_path):
     folder, pins = fake_model_folder(tmp_path)
     (folder / "vocab.txt").write_bytes(b"other vocabulary\n")
     with pytest.raises(PinMismatchError, match="vocab.txt"):
-        models.resolve_pinned_cross_encoder(pins, tmp_path / "dest", model_dir=str(folder), allow_download=False)
+        models.resolve_pinned_cross_encoder(pins, tmp_path / "dest", model_dir=str(folder),
+                                            allow_download=False)
     assert not (tmp_path / "dest" / "MODEL.json").exists()
 
 
@@ -83,7 +87,8 @@ def test_resolve_from_the_hugging_face_cache_at_the_pinned_revision(tmp_path, mo
     meta = models.resolve_pinned_cross_encoder(pins, tmp_path / "dest", model_dir="", allow_download=False,
                                                hf_cache_dir=hub)
     assert meta["source"].startswith("Hugging Face cache")
-    assert (tmp_path / "dest" / "model.safetensors").read_bytes() == (folder / "model.safetensors").read_bytes()
+    assert (tmp_path / "dest" / "model.safetensors").read_bytes() == \
+        (folder / "model.safetensors").read_bytes()
 
 
 def test_unavailable_model_stops_with_instructions_and_no_fallback(tmp_path, monkeypatch):
@@ -109,7 +114,8 @@ def test_standin_is_deterministic_and_labelled(standin, tmp_path):
     meta_b = models.build_standin(MODEL_PINS["bi_encoder"], MODEL_PINS["cross_encoder"], tmp_path, 110, 0.02)
     assert meta_b["files"] == meta["files"] and meta_b["identity"] == meta["identity"]
     assert meta["identity"].startswith("STAND-IN:") and models.is_standin(meta)
-    other = models.build_standin(MODEL_PINS["bi_encoder"], MODEL_PINS["cross_encoder"], tmp_path / "s2", 111, 0.02)
+    other = models.build_standin(MODEL_PINS["bi_encoder"], MODEL_PINS["cross_encoder"], tmp_path / "s2", 111,
+                                 0.02)
     assert other["weights_sha256"] != meta["weights_sha256"]  # the head seed matters
 
 

@@ -1,5 +1,5 @@
-"""The scoring contract's numeric mode: oneMKL strict CNR switched on before torch computes and verified from MKL's
-own report (the run stops otherwise); the process environment set before torch is imported."""
+"""The scoring contract's numeric mode: oneMKL strict CNR switched on before torch computes and verified from
+MKL's own report (the run stops otherwise); the process environment set before torch is imported."""
 
 import json
 import os
@@ -7,10 +7,9 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
-from rerank_study import numerics
 
+from rerank_study import numerics
 
 NUMERIC_CHILD = r"""
 import json, os, sys
@@ -37,8 +36,8 @@ def test_the_numeric_mode_is_switched_on_and_verified_by_mkl_or_the_run_stops(ca
     no dynamic thread adjustment. Once MKL has computed in its default mode, the switch is refused and the
     scoring stops with the fix."""
     env = {k: v for k, v in os.environ.items() if k not in numerics.CNR_ENV} | {"MKL_VERBOSE": "1"}
-    out = subprocess.run([sys.executable, "-c", NUMERIC_CHILD, str(ROOT), case], capture_output=True, text=True,
-                         env=env)
+    out = subprocess.run([sys.executable, "-c", NUMERIC_CHILD, str(ROOT), case], capture_output=True,
+                         text=True, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     calls = [line for line in out.stdout.splitlines() if line.startswith("MKL_VERBOSE SGEMM")]

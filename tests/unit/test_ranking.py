@@ -109,7 +109,8 @@ def test_duplicate_ids_are_named_once_each_in_the_error():
 
 def test_default_rrf_constant_is_60_everywhere():
     assert ranking.rrf_scores([{"a": 1, "b": 2}]) == {"a": 1 / 61, "b": 1 / 62}
-    assert ranking.blend_scores({"a": 1, "b": 2}, {"a": 2, "b": 1}) == {"a": 1 / 61 + 1 / 62, "b": 1 / 62 + 1 / 61}
+    assert ranking.blend_scores({"a": 1, "b": 2}, {"a": 2, "b": 1}) == {"a": 1 / 61 + 1 / 62,
+                                                                        "b": 1 / 62 + 1 / 61}
     res = ranking.rerank_query(["a", "b"], {"a": 0.0, "b": 1.0})  # CE: b first
     assert res["blend_score"] == {"a": 1 / 61 + 1 / 62, "b": 1 / 62 + 1 / 61}
 
@@ -129,7 +130,8 @@ def test_rrf_refuses_ranks_that_are_not_positive_integers(bad):
 
 def test_blend_and_rerank_use_the_given_constant():
     # k = 2: a: 1/(2+1) + 1/(2+2) = 7/12 ; b: 1/(2+2) + 1/(2+1)
-    assert ranking.blend_scores({"a": 1, "b": 2}, {"a": 2, "b": 1}, k=2) == {"a": 1 / 3 + 1 / 4, "b": 1 / 4 + 1 / 3}
+    assert ranking.blend_scores({"a": 1, "b": 2}, {"a": 2, "b": 1}, k=2) == {"a": 1 / 3 + 1 / 4,
+                                                                             "b": 1 / 4 + 1 / 3}
     # candidates a, b, c (r0 = 1, 2, 3); CE order c, a, b (r1 = 2, 3, 1); k = 0:
     # a: 1/1 + 1/2 = 1.5, b: 1/2 + 1/3 = 0.8333, c: 1/3 + 1/1 = 1.3333 -> blend a, c, b
     res = ranking.rerank_query(["a", "b", "c"], {"a": 0.5, "b": 0.1, "c": 0.9}, k=0)
@@ -160,5 +162,6 @@ def test_rerank_query_refuses_logits_that_differ_only_in_count():
     with pytest.raises(ValueError, match=_exact("logits do not match the candidates: missing [], extra []")):
         ranking.rerank_query(["a", "a", "b"], {"a": 1.0, "b": 2.0})
     # same count, different ids
-    with pytest.raises(ValueError, match=_exact("logits do not match the candidates: missing ['b'], extra ['c']")):
+    with pytest.raises(ValueError, match=_exact("logits do not match the candidates: missing "
+                                                "['b'], extra ['c']")):
         ranking.rerank_query(["a", "b"], {"a": 1.0, "c": 2.0})

@@ -111,8 +111,8 @@ def test_tiny_rbo_by_hand():
 def test_rbo_uneven_lengths_by_hand():
     # S = [a, b] (s = 2), L = [b, c, a] (l = 3), p = 4/5.  X_1 = 0, X_2 = |{a,b} ∩ {b,c}| = 1,
     # X_3 = |{a,b} ∩ {b,c,a}| = 2; X_s = 1, X_l = 2.
-    # sum_d X_d/d p^d = (1/2)(16/25) + (2/3)(64/125) = 248/375; extrapolated d = 3: X_s (3-2)/(2*3) p^3 = 32/375.
-    # 1/4 * 280/375 = 14/75; tail ((X_l - X_s)/l + X_s/s) p^l = (1/3 + 1/2)(64/125) = 32/75 -> 46/75.
+    # sum_d X_d/d p^d = (1/2)(16/25) + (2/3)(64/125) = 248/375; extrapolated d = 3: X_s (3-2)/(2*3) p^3 =
+    # 32/375. 1/4 * 280/375 = 14/75; tail ((X_l - X_s)/l + X_s/s) p^l = (1/3 + 1/2)(64/125) = 32/75 -> 46/75.
     assert rm.rbo(["a", "b"], ["b", "c", "a"], p=0.8) == pytest.approx(46 / 75, abs=1e-15)
     assert rm.rbo(["b", "c", "a"], ["a", "b"], p=0.8) == pytest.approx(46 / 75, abs=1e-15)  # symmetric
     # the extrapolation at work: a prefix of the longer list agrees "perfectly" (repro_eval's vendored
@@ -151,7 +151,8 @@ def tiny_run(values_ce, values_rrf, rank):
 
 def test_tiny_aggregate_is_json_and_says_what_failed():
     res = ra.measure_reproduction(tiny_run(O_CE, O_RRF, TINY_O_RANK), tiny_run(R_CE, R_RRF, TINY_R_RANK),
-                                  methods=["ce", "rrf"], comparisons={"ce-rrf": ("ce", "rrf")}, primary="ce-rrf")
+                                  methods=["ce", "rrf"], comparisons={"ce-rrf": ("ce", "rrf")},
+                                  primary="ce-rrf")
     assert json.loads(json.dumps(res, allow_nan=False)) == res
     ce = res["methods"]["ce"]
     assert ce["rmse"] == pytest.approx(math.sqrt(5 / 48), rel=1e-15)
@@ -218,8 +219,8 @@ def test_tau_b_on_union_ranks_matches_scipy():
         assert rm.tau_b_on_union_ranks(o, r) == float(stats.kendalltau(ro, rr).statistic)
 
 
-@pytest.mark.parametrize("o,r,msg", [(["a", "b"], ["a", "b", "c"], "equal length"), (["a"], ["a"], "at least 2"),
-                                     (["a", "a"], ["a", "b"], "duplicate")])
+@pytest.mark.parametrize("o,r,msg", [(["a", "b"], ["a", "b", "c"], "equal length"),
+                                     (["a"], ["a"], "at least 2"), (["a", "a"], ["a", "b"], "duplicate")])
 def test_ktu_refusals(o, r, msg):
     with pytest.raises(ValueError, match=msg):
         rm.ktu(o, r)
@@ -249,7 +250,8 @@ def test_rbo_extremes_are_exact():
 
 
 @pytest.mark.parametrize("a,b,p,msg", [([], ["a"], 0.8, "non-empty"), (["a"], ["a"], 1.0, r"\(0, 1\)"),
-                                       (["a"], ["a"], 0.0, r"\(0, 1\)"), (["a", "a"], ["a"], 0.8, "duplicate")])
+                                       (["a"], ["a"], 0.0, r"\(0, 1\)"),
+                                       (["a", "a"], ["a"], 0.8, "duplicate")])
 def test_rbo_refusals(a, b, p, msg):
     with pytest.raises(ValueError, match=msg):
         rm.rbo(a, b, p)
@@ -258,7 +260,8 @@ def test_rbo_refusals(a, b, p, msg):
 def test_rbo_truncated_repro_eval_default():
     # depth 3, p = 1/2, o = [a, b, c], r = [b, a, d]: X = 0, 2, 2.
     # (1 * 0/1 + 1/2 * 2/2 + 1/4 * 2/3) / (1 + 1/2 + 1/4) = (1/2 + 1/6) / (7/4) = (2/3)(4/7) = 8/21.
-    assert rm.rbo_truncated(["a", "b", "c"], ["b", "a", "d"], p=0.5, depth=3) == pytest.approx(8 / 21, rel=1e-15)
+    assert rm.rbo_truncated(["a", "b", "c"], ["b", "a", "d"], p=0.5, depth=3) == pytest.approx(8 / 21,
+                                                                                               rel=1e-15)
     # identical lists shorter than the depth score below 1 (repro_eval's defaults p=0.95, depth=1000)
     docs = [f"d{i}" for i in range(50)]
     # (sum_{d<=50} p^(d-1) + sum_{50<d<=1000} p^(d-1) 50/d) / sum_{d<=1000} p^(d-1), p = 0.95
@@ -290,11 +293,13 @@ def test_zero_denominators_are_none():
     assert rm.effect_ratio({"q1": 0.5, "q2": 0.5}, zero) == 0.0   # a vanished effect is defined: 0
     b0 = {"q1": 0.0, "q2": 0.0}            # mean baseline 0: RI and ΔRI undefined
     assert rm.relative_improvement({"q1": 0.5, "q2": 0.1}, b0) is None
-    assert rm.delta_relative_improvement({"q1": 0.5, "q2": 0.1}, b0, {"q1": 0.5, "q2": 0.1}, {"q1": 0.1, "q2": 0.1}) is None
+    assert rm.delta_relative_improvement({"q1": 0.5, "q2": 0.1}, b0, {"q1": 0.5, "q2": 0.1},
+                                         {"q1": 0.1, "q2": 0.1}) is None
 
 
 def test_differing_topic_sets_are_refused_by_name():
-    with pytest.raises(ValueError, match=r"missing from the reproduction: \['q3'\]; missing from the original: \['q9'\]"):
+    with pytest.raises(ValueError, match=r"missing from the reproduction: \['q3'\]; missing from the "
+                                         r"original: \['q9'\]"):
         rm.rmse({"q1": 0.1, "q2": 0.2, "q3": 0.3}, {"q1": 0.1, "q2": 0.2, "q9": 0.3})
     for f in (rm.nrmse, rm.effect_ratio):
         with pytest.raises(ValueError, match=r"missing from the original: \['q2'\]"):
@@ -372,10 +377,12 @@ def test_band_boundary_against_pyserini_float_rule():
 
 def test_four_decimal_rounding_is_python_round_and_printf():
     rng = np.random.default_rng(14)
-    values = list(rng.random(3000)) + [k / 10 ** 4 + 5e-5 for k in range(0, 10 ** 4, 37)] + [0.00015, 0.12345, 0.5]
+    values = list(rng.random(3000)) + [k / 10 ** 4 + 5e-5 for k in range(0, 10 ** 4, 37)] + [0.00015, 0.12345,
+                                                                                             0.5]
     for x in values:
         x = float(x)
-        assert rm.four_decimal_units(x) == int(Decimal(repr(round(x, 4))).scaleb(4)) == int(Decimal("%.4f" % x).scaleb(4))
+        assert rm.four_decimal_units(x) == int(Decimal(repr(round(x, 4))).scaleb(4)) == \
+            int(Decimal(f"{x:.4f}").scaleb(4))
         assert rm.four_decimal_units(x) == round(Fraction(x) * 10 ** 4)
 
 
@@ -411,7 +418,8 @@ def _perturbed_runs(kind: str):
 @pytest.mark.parametrize("kind", ["float16", "noise"])
 def test_perturbed_reproduction_against_independent_implementations(kind):
     orig, rep = _perturbed_runs(kind)
-    changed = sum(orig["rankings"][m][q] != rep["rankings"][m][q] for m in ("ce", "rrf") for q in orig["values"][m])
+    changed = sum(orig["rankings"][m][q] != rep["rankings"][m][q] for m in ("ce", "rrf")
+                  for q in orig["values"][m])
     assert changed > 0  # the perturbation does move documents
     res = ra.measure_reproduction(orig, rep, methods=["ce", "rrf"], comparisons={"ce-rrf": ("ce", "rrf")},
                                   primary="ce-rrf")
@@ -424,16 +432,19 @@ def test_perturbed_reproduction_against_independent_implementations(kind):
             assert blk["ktu"]["per_query"][q] == scipy_ktu(orig["rankings"][m][q], rep["rankings"][m][q])
             want = webber_rbo_ext(orig["rankings"][m][q], rep["rankings"][m][q], 0.8)
             assert abs(Fraction(blk["rbo"]["per_query"][q]) - want) <= Fraction(1, 10 ** 15)
-        assert blk["ktu"]["mean"] == pytest.approx(float(exact_mean(list(blk["ktu"]["per_query"].values()))), abs=1e-15)
+        assert blk["ktu"]["mean"] == pytest.approx(float(exact_mean(list(blk["ktu"]["per_query"].values()))),
+                                                   abs=1e-15)
         assert blk["mean"]["band"] == exact_band(blk["mean"]["original"], blk["mean"]["reproduction"])
         assert blk["mean"]["original"] == pytest.approx(float(exact_mean(list(o.values()))), abs=1e-15)
     c = res["comparisons"]["ce-rrf"]
     od, rd = orig["deltas"]["ce-rrf"], rep["deltas"]["ce-rrf"]
     assert c["er"] == pytest.approx(float(exact_er(od, rd)), rel=1e-12)
     ov, rv = orig["values"], rep["values"]
-    assert c["delta_ri"] == pytest.approx(float(exact_dri(ov["ce"], ov["rrf"], rv["ce"], rv["rrf"])), rel=1e-12, abs=1e-15)
+    assert c["delta_ri"] == pytest.approx(float(exact_dri(ov["ce"], ov["rrf"], rv["ce"], rv["rrf"])),
+                                          rel=1e-12, abs=1e-15)
     assert c["mean_delta"]["band"] == exact_band(c["mean_delta"]["original"], c["mean_delta"]["reproduction"])
     want_failed = [k for k, blk in [("methods.ce.mean", res["methods"]["ce"]["mean"]),
                                     ("methods.rrf.mean", res["methods"]["rrf"]["mean"]),
-                                    ("comparisons.ce-rrf.mean_delta", c["mean_delta"])] if blk["band"] == "FAIL"]
+                                    ("comparisons.ce-rrf.mean_delta", c["mean_delta"])]
+                   if blk["band"] == "FAIL"]
     assert [f.split(":")[0] for f in res["failed"]] == want_failed

@@ -1,15 +1,16 @@
 """Cross-encoder scoring: bit-identical to sentence-transformers' CrossEncoder.predict under the
 documented batching (per query, token-length-sorted chunks of 16); the same bits at 1, 2 and 4 torch
-threads in the enforced numeric mode; tokenise once; the batch plan; shards; the shape audit; the relevance column
-of a model with one or several logits; the cache (fresh scoring never reads it and proves each entry equal)."""
+threads in the enforced numeric mode; tokenise once; the batch plan; shards; the shape audit; the relevance
+column of a model with one or several logits; the cache (fresh scoring never reads it and proves each entry
+equal)."""
 
 import json
 import subprocess
 import sys
 
 import pytest
-
 from conftest import DATA, FIXTURE, ROOT, read_json
+
 from rerank_study import beir, models, scoring, scoring_batches, scoring_model
 from rerank_study.errors import PipelineError
 from rerank_study.scoring_model import relevance_column
@@ -52,9 +53,10 @@ tok, model = scoring_model.load_cross_encoder(folder)
 ranked = {"35": [f"d{i}" for i in range(len(docs))]}
 doc_text = dict(zip(ranked["35"], docs))
 rows, _ = scoring.score_run(ranked, {"35": q}, doc_text, tok, lambda: model, S, "m", {}, None)
-# the pipeline's batches, rebuilt INDEPENDENTLY of the code under test: the truncated joint token length from a
-# plain tokenizer call, sorted descending with candidate rank ascending, chunks of 16
-lengths = [len(x) for x in tok([q] * len(docs), docs, truncation="longest_first", max_length=512)["input_ids"]]
+# the pipeline's batches, rebuilt INDEPENDENTLY of the code under test: the truncated joint token length
+# from a plain tokenizer call, sorted descending with candidate rank ascending, chunks of 16
+lengths = [len(x) for x in
+           tok([q] * len(docs), docs, truncation="longest_first", max_length=512)["input_ids"]]
 order = sorted(range(len(docs)), key=lambda i: (-lengths[i], i))
 batches = [order[i:i + 16] for i in range(0, len(order), 16)]
 from sentence_transformers import CrossEncoder
@@ -77,8 +79,8 @@ print(json.dumps({"ours": [repr(r["logit"]) for r in rows], "batch": [r["batch"]
 
 
 def bit_identity_child(folder):
-    out = subprocess.run([sys.executable, "-c", BIT_IDENTITY_CHILD, str(ROOT), str(folder)], capture_output=True,
-                         text=True)
+    out = subprocess.run([sys.executable, "-c", BIT_IDENTITY_CHILD, str(ROOT), str(folder)],
+                         capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -94,9 +96,11 @@ def test_scores_are_bit_identical_to_cross_encoder_predict_per_batch(child):
     candidates sorted by truncated token length (desc; rank asc), cut at 16 (37 fixture pairs: 16 + 16 + 5,
     long pairs truncated)."""
     r = child
-    assert r["activation"] == "Identity" and r["max_len"] == 512  # raw logits, as the pinned model is configured
+    # raw logits, as the pinned model is configured
+    assert r["activation"] == "Identity" and r["max_len"] == 512
     assert [len(b) for b in r["plan"]] == [16, 16, 5]
-    assert r["ours"] == r["upstream"], [(i, a, b) for i, (a, b) in enumerate(zip(r["ours"], r["upstream"])) if a != b]
+    assert r["ours"] == r["upstream"], [(i, a, b) for i, (a, b) in enumerate(zip(r["ours"], r["upstream"]))
+                                        if a != b]
     assert r["batch"] == [next(k for k, b in enumerate(r["plan"]) if i in b) for i in range(37)]
     # the reason the batching is documented: predict() over the whole list length-sorts and re-batches,
     # which moves scores in the last bits (seen: up to ~6e-8)
@@ -169,10 +173,12 @@ def test_cache_key_changes_with_every_setting():
     # the thread count and the shard count are not (speed and placement only)
     assert set(SETTINGS.as_dict()) == {"max_length", "truncation", "batch_size", "seed", "dtype", "batching",
                                        "numerics"}
-    assert "AUTO,STRICT" in SETTINGS.as_dict()["numerics"] and "token length" in SETTINGS.as_dict()["batching"]
-    cfg = {"max_length": 512, "truncation": "longest_first", "batch_size": 16, "seed": 110, "dtype": "float32",
-           "shape_check_pairs": 2}
-    assert scoring.contract({**cfg, "threads": 4, "shards": 1}) == scoring.contract({**cfg, "threads": 1, "shards": 7})
+    assert "AUTO,STRICT" in SETTINGS.as_dict()["numerics"] and "token length" in \
+        SETTINGS.as_dict()["batching"]
+    cfg = {"max_length": 512, "truncation": "longest_first", "batch_size": 16, "seed": 110,
+           "dtype": "float32", "shape_check_pairs": 2}
+    assert scoring.contract({**cfg, "threads": 4, "shards": 1}) == scoring.contract({**cfg, "threads": 1,
+                                                                                     "shards": 7})
 
 
 # ------------------------------------------------------------------------- the score cache --
@@ -188,7 +194,8 @@ def test_cache_entry_round_trips_exact_floats(tmp_path):
     (lambda e: e["logits"].__setitem__(0, repr(float(e["logits"][0]) + 1e-9)), "checksum"),
     (lambda e: e.update(logits=e["logits"][:-1]), "logits (n=3) for a batch of 3"),
     (lambda e: e.update(key="ff" + "0" * 62), "is not its file name"),
-    (lambda e: e.update(logits=["nan", "1.0", "2.0"], sha256=scoring.ScoreCache.checksum(e["key"], ["nan", "1.0", "2.0"])),
+    (lambda e: e.update(logits=["nan", "1.0", "2.0"],
+                        sha256=scoring.ScoreCache.checksum(e["key"], ["nan", "1.0", "2.0"])),
      "non-finite"),
     (lambda e: e.pop("sha256"), "not a cache entry of this version"),
 ])
@@ -204,7 +211,8 @@ def test_a_damaged_cache_entry_stops_naming_the_file_and_the_fix(tmp_path, damag
     assert reason in str(err.value) and str(cache.path(key)) in str(err.value) and "Delete" in str(err.value)
 
 
-def test_score_run_infers_then_reads_the_cache_and_never_loads_weights_for_cached_batches(tmp_path, loaded, pairs):
+def test_score_run_infers_then_reads_the_cache_and_never_loads_weights_for_cached_batches(tmp_path,
+                                                                                          loaded, pairs):
     _, tok, model = loaded
     qs, ds = pairs
     ranked = {"35": [f"d{i}" for i in range(len(ds))]}
@@ -217,27 +225,32 @@ def test_score_run_infers_then_reads_the_cache_and_never_loads_weights_for_cache
 
     cache = scoring.ScoreCache(tmp_path)
     trims = []
-    rows, counts = scoring.score_run(ranked, {"35": qs[0]}, doc_text, tok, load, SETTINGS, "m", {"v": 1}, cache,
-                                     after_query=lambda: trims.append(1))
+    rows, counts = scoring.score_run(ranked, {"35": qs[0]}, doc_text, tok, load, SETTINGS, "m", {"v": 1},
+                                     cache, after_query=lambda: trims.append(1))
     assert (counts.pairs_inferred, counts.pairs_from_cache, len(loads), len(trims)) == (37, 0, 1, 1)
-    # rows in candidate order; batches: token length desc, rank asc, chunks of 16 (lengths from a plain tokenizer call)
+    # rows in candidate order; batches: token length desc, rank asc, chunks of 16 (lengths from a plain
+    # tokenizer call)
     lengths = [len(x) for x in tok(qs, ds, truncation="longest_first", max_length=512)["input_ids"]]
     order = sorted(range(37), key=lambda i: (-lengths[i], i))
     plan = [order[:16], order[16:32], order[32:]]
     assert [r["r0"] for r in rows] == list(range(1, 38))
-    assert [r["batch"] for r in rows] == [next(b for b, idx in enumerate(plan) if i in idx) for i in range(37)]
+    assert [r["batch"] for r in rows] == [next(b for b, idx in enumerate(plan) if i in idx)
+                                          for i in range(37)]
     assert counts.tokens_inferred == sum(lengths)
     assert counts.padded_tokens_inferred == sum(len(idx) * max(lengths[i] for i in idx) for idx in plan)
-    again, counts2 = scoring.score_run(ranked, {"35": qs[0]}, doc_text, tok, load, SETTINGS, "m", {"v": 1}, cache)
+    again, counts2 = scoring.score_run(ranked, {"35": qs[0]}, doc_text, tok, load, SETTINGS, "m", {"v": 1},
+                                       cache)
     assert (counts2.pairs_inferred, counts2.pairs_from_cache, len(loads)) == (0, 37, 1)
     assert [r["logit"] for r in again] == [r["logit"] for r in rows]
     direct = {}
     for idx in plan:
-        for i, x in zip(idx, scoring_model.score_batch(tok, model, [qs[0]] * len(idx), [ds[i] for i in idx], SETTINGS)):
+        for i, x in zip(idx, scoring_model.score_batch(tok, model, [qs[0]] * len(idx), [ds[i] for i in idx],
+                                                       SETTINGS)):
             direct[i] = x
     assert [r["logit"] for r in rows] == [direct[i] for i in range(37)]
     # scoring without a cache (the verifier's path) gives the same rows
-    fresh, counts3 = scoring.score_run(ranked, {"35": qs[0]}, doc_text, tok, load, SETTINGS, "m", {"v": 1}, None)
+    fresh, counts3 = scoring.score_run(ranked, {"35": qs[0]}, doc_text, tok, load, SETTINGS, "m", {"v": 1},
+                                       None)
     assert fresh == rows and counts3.pairs_inferred == 37
 
 
@@ -251,11 +264,13 @@ def test_fresh_scoring_never_reads_the_cache_and_proves_each_entry_equal(tmp_pat
     tok, model = scoring_model.load_cross_encoder(tmp_path / "m")
     corpus = beir.read_corpus(DATA / "scifact_fixture/corpus.jsonl")
     docs = {d: corpus[d].full_text[:300] for d in list(corpus)[:6]}  # 6 pairs = batches of 4 + 2
-    ranked, qtext = {"35": list(docs)}, {"35": beir.read_queries(DATA / "scifact_fixture/queries.jsonl")["35"]}
+    ranked = {"35": list(docs)}
+    qtext = {"35": beir.read_queries(DATA / "scifact_fixture/queries.jsonl")["35"]}
     cache = scoring.ScoreCache(tmp_path / "cache")
 
     def score(fresh):
-        return scoring.score_run(ranked, qtext, docs, tok, lambda: model, settings, "m", {"v": 1}, cache, fresh=fresh)
+        return scoring.score_run(ranked, qtext, docs, tok, lambda: model, settings, "m", {"v": 1}, cache,
+                                 fresh=fresh)
 
     rows, counts = score(False)
     assert (counts.pairs_inferred, counts.pairs_from_cache, counts.cache_entries_verified) == (6, 0, 0)
@@ -294,7 +309,8 @@ def test_one_tokenisation_gives_the_joint_tokenizer_call_inputs_and_the_token_co
     assert [s["total_tokens"] for s in stats] == [len(x) for x in tok(qs, ds, truncation=False)["input_ids"]]
     assert any(s["truncated"] for s in stats)
     batch = [0, 5, 9, 36]
-    padded = tok.pad({k: [feats[i][k] for i in batch] for k in ("input_ids", "token_type_ids", "attention_mask")},
+    padded = tok.pad({k: [feats[i][k] for i in batch] for k in ("input_ids", "token_type_ids",
+                                                                "attention_mask")},
                      padding=True, return_tensors="pt")
     direct = tok([qs[i] for i in batch], [ds[i] for i in batch], truncation="longest_first", max_length=512,
                  padding=True, return_tensors="pt")
@@ -322,15 +338,17 @@ def test_assign_shards_is_round_robin_over_the_canonical_order():
 
 
 def _shard_rows(ranked, qids, logit=1.5):
-    return [{"qid": q, "doc_id": d, "r0": str(r), "logit": repr(logit)} for q in qids for r, d in enumerate(ranked[q], 1)]
+    return [{"qid": q, "doc_id": d, "r0": str(r), "logit": repr(logit)} for q in qids
+            for r, d in enumerate(ranked[q], 1)]
 
 
 def test_gather_shards_concatenates_in_canonical_order_and_refuses_a_foreign_shard():
     ranked = {"q3": ["a", "b"], "q1": ["c"], "q2": ["d", "e", "f"]}
     tables = [("s0.tsv", _shard_rows(ranked, ["q3", "q2"])), ("s1.tsv", _shard_rows(ranked, ["q1"]))]
     rows = scoring.gather_shards(ranked, tables)
-    assert [(r["qid"], r["doc_id"], r["r0"]) for r in rows] == [("q3", "a", "1"), ("q3", "b", "2"), ("q1", "c", "1"),
-                                                                 ("q2", "d", "1"), ("q2", "e", "2"), ("q2", "f", "3")]
+    assert [(r["qid"], r["doc_id"], r["r0"]) for r in rows] == [("q3", "a", "1"), ("q3", "b", "2"),
+                                                                 ("q1", "c", "1"), ("q2", "d", "1"),
+                                                                ("q2", "e", "2"), ("q2", "f", "3")]
     swapped = [("s0.tsv", _shard_rows(ranked, ["q3", "q1"])), ("s1.tsv", _shard_rows(ranked, ["q2"]))]
     with pytest.raises(PipelineError, match=r"SHARD MISMATCH s0\.tsv"):
         scoring.gather_shards(ranked, swapped)
@@ -342,5 +360,6 @@ def test_gather_shards_concatenates_in_canonical_order_and_refuses_a_foreign_sha
 def test_useful_flops_formula_by_hand():
     # one layer, h = 2, f = 3, n = 1: 2*1*(4*4 + 2*2*3) + 4*1*1*2 = 2*28 + 8 = 64
     assert scoring.useful_flops(1, layers=1, hidden=2, intermediate=3) == 64
-    # the model (6 x 384, FFN 1536) at 351 tokens: 8.59 GFLOP (an estimate of 43.5 TFLOP for 5000 pairs: ~ 8.7 each)
+    # the model (6 x 384, FFN 1536) at 351 tokens: 8.59 GFLOP (an estimate of 43.5 TFLOP for 5000 pairs: ~ 8.7
+    # each)
     assert scoring.useful_flops(351) == pytest.approx(8.588e9, rel=1e-3)

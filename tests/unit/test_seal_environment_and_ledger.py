@@ -7,8 +7,8 @@ import base64
 import hashlib
 
 import pytest
-
 from conftest import ROOT
+
 from rerank_study.errors import SealError
 from rerank_study.seal import environment as env
 from rerank_study.seal import ledger
@@ -22,7 +22,8 @@ def test_this_environment_is_the_lock():
 def test_lock_versions_read_every_pin_and_the_project():
     lock = env.lock_versions(ROOT)
     assert lock["torch"] == "2.13.0" and lock["rerank-study"] == "0.1.0" and lock["numpy"]
-    assert len(lock) == 1 + 1 + sum(1 for line in (ROOT / "lockfiles/requirements.lock").read_text().splitlines()
+    assert len(lock) == 1 + 1 + \
+        sum(1 for line in (ROOT / "lockfiles/requirements.lock").read_text().splitlines()
                                     if line and line[0].isalnum() and "==" in line)
 
 
@@ -37,7 +38,8 @@ class _Dist:
 def test_version_differences_are_named():
     found = [_Dist("NumPy", "2.0"), _Dist("torch", "2.13.0+cpu"), _Dist("extra-pkg", "1"), _Dist("pip", "99")]
     out = env._version_problems(found, {"numpy": "2.1", "torch": "2.13.0", "scipy": "1.0"})
-    assert out == ["extra-pkg 1 is installed but not in the lock", "numpy 2.0 is installed, the lock says 2.1",
+    assert out == ["extra-pkg 1 is installed but not in the lock", "numpy 2.0 is installed, the "
+                   "lock says 2.1",
                    "scipy 1.0 is in the lock but not installed"]
 
 
@@ -57,7 +59,8 @@ def test_record_hashes_and_unlisted_files(tmp_path):
 
 def test_hooks_and_variables_that_add_code_to_a_job(tmp_path, monkeypatch):
     (tmp_path / "workflow").mkdir()
-    assert env._hook_problems(tmp_path) == [] or all("workflow" not in p for p in env._hook_problems(tmp_path))
+    assert env._hook_problems(tmp_path) == [] or all("workflow" not in p
+                                                     for p in env._hook_problems(tmp_path))
     (tmp_path / "workflow/usercustomize.py").write_text("")
     (tmp_path / "workflow/x.pth").write_text("import os\n")
     found = [p for p in env._hook_problems(tmp_path) if str(tmp_path) in p]
@@ -67,7 +70,8 @@ def test_hooks_and_variables_that_add_code_to_a_job(tmp_path, monkeypatch):
     monkeypatch.setenv("LD_PRELOAD", "/lib/evil.so")
     monkeypatch.setenv("PYTHONWARNINGS", "ignore::evil.Warning")
     monkeypatch.setenv("PYTHONUNBUFFERED", "1")  # allowed: it adds no code
-    found = [p for p in env._variable_problems(tmp_path) if "PYTHONWARNINGS" in p or "LD_PRELOAD" in p or "PYTHONPATH" in p]
+    found = [p for p in env._variable_problems(tmp_path) if "PYTHONWARNINGS" in p or "LD_PRELOAD" in p
+             or "PYTHONPATH" in p]
     assert found == ["LD_PRELOAD='/lib/evil.so' is set (it adds code to a process)",
                      "PYTHONWARNINGS='ignore::evil.Warning' is set (it adds code to a process)",
                      "PYTHONPATH holds ['/elsewhere'] beyond " f"{tmp_path}/workflow"]
@@ -83,9 +87,11 @@ def test_openings_are_numbered_per_sealed_set_across_ledgers():
              _line("b", 5, event="completed", protocol_sha256="P", opening=2, run="r2"),
              _line("c", 1, event="started", protocol_sha256="Q", opening=1, run="q1", set_key="T")]
     rows = ledger.openings(lines, lambda ln: ln.set_key == "S")
-    assert [(r["opening"], r["source"], r["line"], bool(r["completed"])) for r in rows] == [(1, "a", 1, False),
+    assert [(r["opening"], r["source"], r["line"], bool(r["completed"])) for r in rows] == [(1,
+                                                                                             "a", 1, False),
                                                                                             (2, "b", 4, True)]
-    assert ledger.next_opening(rows) == 3 and ledger.next_opening(ledger.openings(lines, lambda ln: ln.set_key == "T")) == 2
+    assert ledger.next_opening(rows) == 3 \
+        and ledger.next_opening(ledger.openings(lines, lambda ln: ln.set_key == "T")) == 2
 
 
 def test_a_line_without_a_set_key_belongs_to_its_folders_set(tmp_path):

@@ -1,9 +1,10 @@
-"""Where the seal's test switches apply (rerank_study.seal.locations): a TEST_FIXTURE lock folder of the test suite
-is a fixture; the repository's own lockfiles/ never is, not even with the marker in it (checked on a plain copy of
-this checkout's files)."""
+"""Where the seal's test switches apply (rerank_study.seal.locations): a TEST_FIXTURE lock folder of the test
+suite is a fixture; the repository's own lockfiles/ never is, not even with the marker in it (checked on a
+plain copy of this checkout's files)."""
 
 from conftest import DATA, ROOT, make_lockdir
 from seal_world import code_copy
+
 from rerank_study.seal import locations
 
 

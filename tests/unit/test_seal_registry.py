@@ -6,8 +6,8 @@ import hashlib
 import shutil
 
 import pytest
-
 from conftest import DATA, FIXTURE, ROOT, make_lockdir, read_json
+
 from rerank_study import beir
 from rerank_study.errors import SealError
 from rerank_study.fileio import write_json
@@ -25,15 +25,17 @@ def test_the_repository_lock_folders_carry_a_record_of_their_sealed_set_that_mat
     pins = read_json(ROOT / "lockfiles/data_pins.json")["files"]
     assert (s.file, s.file_sha256, s.content_sha256) == ("qrels/test.tsv", pins["qrels/test.tsv"]["sha256"],
                                                          pins["qrels/test.tsv"]["content_sha256"])
-    assert s.query_ids == frozenset((ROOT / "lockfiles/splits/confirm.txt").read_text().split()) and len(s.query_ids) == 300
+    assert s.query_ids == frozenset((ROOT / "lockfiles/splits/confirm.txt").read_text().split()) \
+        and len(s.query_ids) == 300
     assert s.key == hashlib.sha256(f"{s.content_sha256}\n{s.corpus_sha256}".encode()).hexdigest()
     for lock in (DATA / "lockfiles", DATA / "studies/synthetic/lockfiles"):
-        assert registry.load_sealed_set(lock).query_ids == frozenset((lock / "splits/confirm.txt").read_text().split())
+        assert registry.load_sealed_set(lock).query_ids == \
+            frozenset((lock / "splits/confirm.txt").read_text().split())
 
 
 def test_the_fixture_seals_no_real_sealed_query():
-    """The test fixture's own sealed set is made of BEIR-train claims: it shares no id, text or content with the
-    repository's real sealed set, and the registry says so."""
+    """The test fixture's own sealed set is made of BEIR-train claims: it shares no id, text or content with
+    the repository's real sealed set, and the registry says so."""
     real, fixture = registry.load_sealed_set(ROOT / "lockfiles"), registry.load_sealed_set(DATA / "lockfiles")
     assert real.same_corpus(fixture.dataset, fixture.corpus_sha256)  # both are "scifact"
     assert not real.overlaps(fixture) and not (real.query_ids & fixture.query_ids)
@@ -57,17 +59,22 @@ def test_a_missing_or_stale_record_fails_closed(tmp_path):
 
 
 def _set(lockdir="x", dataset="d", corpus="c", content="h", ids=("1",), texts=("t1",)):
-    return registry.SealedSet(lockdir, dataset, corpus, "qrels/test.tsv", "f" + content, content, frozenset(ids),
-                              frozenset(texts))
+    return registry.SealedSet(lockdir, dataset, corpus, "qrels/test.tsv", "f" + content, content,
+                              frozenset(ids), frozenset(texts))
 
 
 def test_overlap_by_content_by_id_on_the_same_corpus_and_by_text_on_any_corpus():
     a = _set()
-    assert a.overlaps(_set(content="h", ids=("9",), texts=("t9",), corpus="other", dataset="other"))  # content
-    assert a.overlaps(_set(content="z", ids=("1",), texts=("t9",), dataset="d", corpus="other"))  # id, same name
-    assert a.overlaps(_set(content="z", ids=("1",), texts=("t9",), dataset="e", corpus="c"))  # id, same corpus
-    assert not a.overlaps(_set(content="z", ids=("1",), texts=("t9",), dataset="e", corpus="other"))  # id elsewhere
-    assert a.overlaps(_set(content="z", ids=("9",), texts=("t1",), dataset="e", corpus="other"))  # text anywhere
+    # content
+    assert a.overlaps(_set(content="h", ids=("9",), texts=("t9",), corpus="other", dataset="other"))
+    # id, same name
+    assert a.overlaps(_set(content="z", ids=("1",), texts=("t9",), dataset="d", corpus="other"))
+    # id, same corpus
+    assert a.overlaps(_set(content="z", ids=("1",), texts=("t9",), dataset="e", corpus="c"))
+    # id elsewhere
+    assert not a.overlaps(_set(content="z", ids=("1",), texts=("t9",), dataset="e", corpus="other"))
+    # text anywhere
+    assert a.overlaps(_set(content="z", ids=("9",), texts=("t1",), dataset="e", corpus="other"))
 
 
 def test_conflicts_name_each_source_and_both_folders():
@@ -77,7 +84,8 @@ def test_conflicts_name_each_source_and_both_folders():
                                     texts={"7": registry.text_sha256("sealed  CLAIM.")})
     found = registry.conflicts(side, [s])
     assert len(found) == 3
-    assert "development file qrels/x.tsv of /dev/folder holds exactly the sealed set of /sealed/folder" in found[0]
+    assert ("development file qrels/x.tsv of /dev/folder holds exactly the sealed set of "
+            "/sealed/folder") in found[0]
     assert "development split of /dev/folder holds 1 sealed query id(s)" in found[1] and "['2']" in found[1]
     assert "1 development query(ies) of /dev/folder have the text of a sealed query" in found[2]
     side.dataset, side.corpus_sha256 = "other", "other"  # another corpus: the ids are another namespace
@@ -100,8 +108,9 @@ def test_the_development_side_of_a_lock_folder_reads_its_split_candidates_and_ve
 
 
 def test_scifacts_own_text_twins_are_outside_the_development_split():
-    """SciFact holds two claims twice, once per split, with the same cited document: 870/871 and 1291/1292. The
-    committed development split holds neither twin; had the draw picked one, the text rule would refuse it."""
+    """SciFact holds two claims twice, once per split, with the same cited document: 870/871 and 1291/1292.
+    The committed development split holds neither twin; had the draw picked one, the text rule would refuse
+    it."""
     real = registry.load_sealed_set(ROOT / "lockfiles")
     dev = set((ROOT / "lockfiles/splits/dev.txt").read_text().split())
     assert {"870", "1292"} <= real.query_ids and not {"871", "1291"} & dev

@@ -6,8 +6,9 @@ import hashlib
 import os
 import subprocess
 
-from rerank_study.seal import method, tree
 from seal_world import commit_all, git
+
+from rerank_study.seal import method, tree
 
 
 def _repo(tmp_path):
@@ -60,8 +61,8 @@ def test_not_a_repository(tmp_path):
 def test_the_method_is_every_tracked_file_but_the_seals_own_records_in_their_format(tmp_path):
     repo = _repo(tmp_path)
     files = method.method_files(repo)
-    # documentation and other studies' folders ARE part of it (a Snakefile can include any text file); the empty
-    # ledger (JSON lines) is not
+    # documentation and other studies' folders ARE part of it (a Snakefile can include any text file); the
+    # empty ledger (JSON lines) is not
     assert sorted(files) == ["README.md", "lockfiles/studies/other/pins.json", "run.sh", "workflow/a.py"]
     assert files["workflow/a.py"] == hashlib.sha256(b"a = 1\n").hexdigest()
     # a "ledger" that is not JSON lines can carry code: it is part of the method
@@ -92,5 +93,6 @@ def test_a_copy_without_git_walks_the_files(tmp_path):
 
 
 def test_method_changes_name_each_file():
-    assert method.method_changes({"a": "1", "b": "2"}, {"a": "1", "b": "3", "c": "4"}) == ["b (changed)", "c (added)"]
+    assert method.method_changes({"a": "1", "b": "2"}, {"a": "1", "b": "3", "c": "4"}) == ["b (changed)",
+                                                                                           "c (added)"]
     assert method.method_changes({"a": "1"}, {}) == ["a (removed)"]

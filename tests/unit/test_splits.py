@@ -1,13 +1,13 @@
-"""Split drawing is deterministic, canonical and validated; the split file format is strict; the repository's pinned
-splits are consistent with the full SciFact mirror (../shared/data/scifact) and reproducible from it (skipped, saying
-why, when the mirror is absent)."""
+"""Split drawing is deterministic, canonical and validated; the split file format is strict; the repository's
+pinned splits are consistent with the full SciFact mirror (../shared/data/scifact) and reproducible from it
+(skipped, saying why, when the mirror is absent)."""
 
 import hashlib
 import json
 
 import pytest
-
 from conftest import FIXTURE, ROOT, full_mirror
+
 from rerank_study import beir, splits
 from rerank_study.errors import MalformedInputError
 
@@ -57,5 +57,6 @@ def test_pinned_splits_are_consistent_with_the_data_and_reproducible():
     queries = beir.read_queries(mirror / "queries.jsonl")
     assert len(dev) == 100 and set(dev) <= set(train)
     assert confirm == splits.confirmation_ids(queries, train) and len(confirm) == 300
-    # drawing again with the pinned seed gives the pinned list (the pipeline never redraws; this proves it could)
+    # drawing again with the pinned seed gives the pinned list (the pipeline never redraws; this proves it
+    # could)
     assert splits.draw_dev_split(train, derived["dev_size"], derived["seed"]) == dev

@@ -1,14 +1,15 @@
-"""Studies at parse time (rerank_study.studies): the study list from the command line, unknown study names, a study
-file's paths (relative to it) and outputs (under the study), a bad value named with the file to fix, the cross-study
-row read from the summary it is given, study files the audit cannot read as PyYAML does stopped at start."""
+"""Studies at parse time (rerank_study.studies): the study list from the command line, unknown study names, a
+study file's paths (relative to it) and outputs (under the study), a bad value named with the file to fix, the
+cross-study row read from the summary it is given, study files the audit cannot read as PyYAML does stopped at
+start."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, STUDY_DIR, SYNTH, audit_module, write_yaml
+
 from rerank_study import cross_table, studies
 from rerank_study.config import load_config
 
@@ -42,10 +43,12 @@ def test_study_config_paths_are_relative_to_the_study_file_and_outputs_go_under_
 
 
 def test_a_study_file_with_a_bad_value_is_named(tmp_path):
-    bad = write_yaml(tmp_path / "bad.yaml", {"study": {"name": "bad-one", "candidates": "bm25"}, "lockdir": "x"})
+    bad = write_yaml(tmp_path / "bad.yaml", {"study": {"name": "bad-one", "candidates": "bm25"},
+                                             "lockdir": "x"})
     with pytest.raises(studies.StudyError) as exc:
         studies.study_config(load_config(ROOT / "config" / "config.yaml"), bad)
-    assert "bad-one" in str(exc.value) and "study.candidates" in str(exc.value) and f"fix the study file {bad}" in str(exc.value)
+    assert "bad-one" in str(exc.value) and "study.candidates" in str(exc.value) \
+        and f"fix the study file {bad}" in str(exc.value)
     lockless = write_yaml(tmp_path / "lockless.yaml", {"study": {"name": "lockless"}})
     with pytest.raises(studies.StudyError, match="names no lockdir"):
         studies.study_config(load_config(ROOT / "config" / "config.yaml"), lockless)
@@ -61,8 +64,9 @@ def test_cross_study_row_reads_the_summary_it_is_given():
     assert row == {"study": "s", "dataset": "d", "reranker_kind": "run",
                    "reranker": "m run:reranker/dev.trec",
                    "reranker_sha256": "ab" * 32, "scorer": "pinned", "run": "dev", "n_queries": 7,
-                   "n_groups": 5, "rrf_mean": 0.1, "ce_mean": 0.2, "blend_mean": 0.3, "primary": "blend-ce (ndcg@10)",
-                   "primary_delta": 0.1, "primary_grouped_lo": -0.05, "primary_grouped_hi": 0.25, "audit": "PASSED"}
+                   "n_groups": 5, "rrf_mean": 0.1, "ce_mean": 0.2, "blend_mean": 0.3,
+                   "primary": "blend-ce (ndcg@10)", "primary_delta": 0.1, "primary_grouped_lo": -0.05,
+                   "primary_grouped_hi": 0.25, "audit": "PASSED"}
     assert tuple(row) == cross_table.CROSS_STUDY_COLUMNS
 
 

@@ -1,4 +1,5 @@
-"""TREC run files: written with rank-derived scores in the given query order, read back to the same ranking."""
+"""TREC run files: written with rank-derived scores in the given query order, read back to the same
+ranking."""
 
 from rerank_study import trec
 

@@ -55,18 +55,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from conftest import audit_module
+
 from rerank_study import metrics, ranking
 
 ROOT = Path(__file__).resolve().parents[2]
-MANIFEST = ROOT / "tests" / "data" / "trec_eval"  # PROVENANCE.md + SHA256SUMS (committed); the data: see data_dir()
+# PROVENANCE.md + SHA256SUMS (committed); the data: see data_dir()
+MANIFEST = ROOT / "tests" / "data" / "trec_eval"
 DATA_ENV = "TREC_EVAL_TEST_DATA"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_audit():
-    """The standard-library audit's definitions (scripts/audit/definitions.py), through the one test helper."""
+    """The standard-library audit's definitions (scripts/audit/definitions.py), through the one test
+    helper."""
     return audit_module("definitions")
 
 
@@ -84,7 +86,7 @@ def data_candidates() -> list[Path]:
     return ([Path(env)] if env else []) + [ROOT.parent / "shared" / "data" / "trec_eval", MANIFEST]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def data_dir() -> Path | None:
     """The first folder holding every file of SHA256SUMS (None when there is none)."""
     names = pinned_sums()
@@ -106,7 +108,7 @@ def sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def verified(name: str) -> Path:
     """A data file, after its sha256 was checked against SHA256SUMS (nothing unverified is read)."""
     path = need_data() / name
@@ -115,7 +117,7 @@ def verified(name: str) -> Path:
 
 
 # ------------------------------------------------------------------- readers (trec_eval's rules) --
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def read_qrels(name: str) -> dict[str, dict[str, int]]:
     """``qid iter docno rel``: {qid: {docno: level}}; levels kept as written (0 and negative included)."""
     out: dict[str, dict[str, int]] = {}
@@ -126,7 +128,7 @@ def read_qrels(name: str) -> dict[str, dict[str, int]]:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def read_results(name: str) -> dict[str, dict[str, float]]:
     """``qid iter docno rank sim run_id [ignored...]``: {qid: {docno: sim}}. The rank column is not used."""
     out: dict[str, dict[str, float]] = {}
@@ -146,7 +148,7 @@ def trec_order(sims: dict[str, float]) -> list[str]:
     return sorted(sims, key=lambda d: (-sims[d], [-ord(c) for c in d] + [1]))  # "+ [1]": a prefix sorts after
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def read_expected(name: str) -> tuple[dict[tuple[str, str], str], tuple[str, ...]]:
     """``measure<pad>\\tqid\\tvalue`` lines -> ({(measure, qid): printed value}, qids in printed order);
     qid ``all`` = the aggregate."""
@@ -223,7 +225,8 @@ def compute(case: Case, impl: str, order=ranking_of) -> dict[tuple[str, str], fl
         ranked = order(case, q)
         graded, rel = qrels[q], binary(qrels[q], case.level)
         for k in cutoffs(case, "ndcg_cut_"):
-            out[f"ndcg_cut_{k}", q] = ndcg(ranked, graded, k)  # graded gains; -l does not apply (m_ndcg_cut.c)
+            # graded gains; -l does not apply (m_ndcg_cut.c)
+            out[f"ndcg_cut_{k}", q] = ndcg(ranked, graded, k)
         for k in cutoffs(case, "recall_"):
             out[f"recall_{k}", q] = recall(ranked, rel, k)
         out["recip_rank", q] = mrr(ranked, rel, max(len(ranked), 1))  # no cut-off: K = the whole ranking
@@ -251,7 +254,8 @@ def test_sha256sums_and_provenance_agree():
     """The committed pins: SHA256SUMS and PROVENANCE.md name the same files with the same digests."""
     sums = pinned_sums()
     text = (MANIFEST / "PROVENANCE.md").read_text(encoding="utf-8")
-    rows = dict(re.findall(r"^\| `([^`]+)` \| `[^`]+` \| \d+ \| `[0-9a-f]{40}` \| .*? \| `([0-9a-f]{64})` \|$", text, re.M))
+    rows = dict(re.findall(r"^\| `([^`]+)` \| `[^`]+` \| \d+ \| `[0-9a-f]{40}` \| .*? \| "
+                           r"`([0-9a-f]{64})` \|$", text, re.M))
     assert rows == sums
     assert {c.expected for c in CASES.values()} | {c.qrels for c in CASES.values()} | {
         c.results for c in CASES.values()} | {"LICENSE.md"} == set(sums)
@@ -288,7 +292,8 @@ def test_tie_rule_is_trec_evals_and_the_data_exercise_it():
         order = sorted(sims, key=lambda d: (-sims[d], d))
         return order if case.max_docs is None else order[:case.max_docs]
 
-    changed = [(c.expected, m) for c in CASES.values() for m in mismatches(c, compute(c, "audit", ties_ascending))]
+    changed = [(c.expected, m) for c in CASES.values() for m in mismatches(c, compute(c, "audit",
+                                                                                      ties_ascending))]
     assert changed, "no printed value depends on the tie break: the suite would not catch a wrong tie rule"
 
 
@@ -299,7 +304,8 @@ def test_per_query_values_reproduce_trec_eval(name, impl):
     case = CASES[name]
     values = compute(case, impl)
     expected, printed_qids = read_expected(case.expected)
-    assert len(values) == len(printed_qids) * (len(cutoffs(case, "ndcg_cut_")) + len(cutoffs(case, "recall_")) + 1)
+    assert len(values) == len(printed_qids) * (len(cutoffs(case, "ndcg_cut_")) + len(cutoffs(case, "recall_"))
+                                               + 1)
     assert mismatches(case, values) == []
 
 
@@ -320,7 +326,8 @@ def test_pipeline_and_audit_agree_to_the_last_bit():
 @pytest.mark.parametrize("name", list(CASES))
 def test_query_set_and_counts(name):
     """The -q lines are printed for exactly trec_eval's query set; num_ret / num_rel / num_rel_ret per
-    query (and summed in ``all``) follow from our reading of the qrels (levels incl. 0 and -1, -l) and runs."""
+    query (and summed in ``all``) follow from our reading of the qrels (levels incl. 0 and -1, -l) and
+    runs."""
     case = CASES[name]
     expected, printed = read_expected(case.expected)
     qrels, results = read_qrels(case.qrels), read_results(case.results)
@@ -381,7 +388,7 @@ def test_graded_gains_and_the_relevance_threshold():
     assert {-1, 0, 1, 2, 3, 4} <= levels  # graded, with trec_eval's "unjudged" -1 and non-relevant 0
     ranked, graded = ranking_of(case, "301"), qrels["301"]
     expected, _ = read_expected(case.expected)
-    for impl, (ndcg, recall, mrr) in implementations().items():
+    for impl, (ndcg, _recall, mrr) in implementations().items():
         thresholded = {d: (r if r >= 2 else 0) for d, r in graded.items()}
         assert any(f"{ndcg(ranked, thresholded, k):.4f}" != expected[f"ndcg_cut_{k}", "301"]
                    for k in cutoffs(case, "ndcg_cut_")), impl
@@ -428,7 +435,8 @@ def test_query_without_relevant_document_is_refused_not_scored():
     qrels_q = {d: r for d, r in read_qrels("qrels.rel_level")["303"].items() if r <= 0}
     assert qrels_q and {-1, 0} == set(qrels_q.values())
     ranked = trec_order(read_results("results.test")["303"])
-    te = pytrec_eval.RelevanceEvaluator({"303": qrels_q}, {"ndcg_cut.10", "recall.10", "recip_rank"}).evaluate(
+    te = pytrec_eval.RelevanceEvaluator({"303": qrels_q},
+                                        {"ndcg_cut.10", "recall.10", "recip_rank"}).evaluate(
         {"303": {d: float(len(ranked) - i) for i, d in enumerate(ranked)}})["303"]
     assert te == {"ndcg_cut_10": 0.0, "recall_10": 0.0, "recip_rank": 0.0}
     for fn in (metrics.ndcg_at, metrics.recall_at, metrics.mrr_at):
@@ -450,7 +458,8 @@ def test_run_topic_without_qrels_is_ignored_by_trec_eval_and_refused_by_the_metr
 
     ranked = trec_order(read_results("results.test")["301"])
     run = {"999": {d: float(len(ranked) - i) for i, d in enumerate(ranked)}}
-    assert pytrec_eval.RelevanceEvaluator({"301": read_qrels("qrels.test")["301"]}, {"recip_rank"}).evaluate(run) == {}
+    assert pytrec_eval.RelevanceEvaluator({"301": read_qrels("qrels.test")["301"]},
+                                          {"recip_rank"}).evaluate(run) == {}
     for fn in (metrics.ndcg_at, metrics.recall_at, metrics.mrr_at):
         with pytest.raises(ValueError):
             fn(ranked, {}, 10)

@@ -1,11 +1,11 @@
-"""Openings of the frozen fixture's sealed judgements through the DAG (everything labelled TEST-ONLY): every look is
-recorded (a 'started' ledger line before the judgements are copied), also one that targets an intermediate file; an
-unfinished opening blocks freezing and re-freezing and shows in status; fresh inference at every opening, proven
-equal to the cache; the report says what was opened, its hash, when, the ledger line and the protocol; the audit of a
-confirmation run compares with the protocol's pins, not re-pinned lockfiles.
+"""Openings of the frozen fixture's sealed judgements through the DAG (everything labelled TEST-ONLY): every
+look is recorded (a 'started' ledger line before the judgements are copied), also one that targets an
+intermediate file; an unfinished opening blocks freezing and re-freezing and shows in status; fresh inference
+at every opening, proven equal to the cache; the report says what was opened, its hash, when, the ledger line
+and the protocol; the audit of a confirmation run compares with the protocol's pins, not re-pinned lockfiles.
 
-``opened`` writes into the session's ``frozen`` world, which the freeze and guard tests read as freshly frozen: their
-files (test_confirm_freeze.py, test_confirm_guard.py) sort before this one."""
+``opened`` writes into the session's ``frozen`` world, which the freeze and guard tests read as freshly
+frozen: their files (test_confirm_freeze.py, test_confirm_guard.py) sort before this one."""
 
 import json
 import os
@@ -14,17 +14,18 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import DATA, ROOT, freeze_cmd, read_json, run_freeze, run_snakemake
 from seal_world import SEALED, TEST_SWITCHES, copy_workdir, sha256
-from rerank_study.seal import locations
+
 from rerank_study.seal import ledger as seal_ledger
+from rerank_study.seal import locations
 
 
 def status(wd) -> str:
     proc = subprocess.run([sys.executable, str(ROOT / "scripts/confirm.py"), "status", "--configfile",
                            str(DATA / "fixture_config.yaml"), "--lockdir", str(wd / "lockfiles"), "--results",
-                           str(wd / "results"), "--resources", str(wd / "resources")], capture_output=True, text=True)
+                           str(wd / "results"), "--resources", str(wd / "resources")], capture_output=True,
+                          text=True)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -44,16 +45,20 @@ def opened(frozen):
                                           f"{wd / _sealed_run(sha, 1)}/groups.tsv"))
     lock, aside = wd / "lockfiles", wd / "aside"
     aside.mkdir()
-    for name in (locations.PROTOCOL, locations.PROTOCOL_SHA, locations.PREREG):  # the protocol moved aside ...
+    # the protocol moved aside ...
+    for name in (locations.PROTOCOL, locations.PROTOCOL_SHA, locations.PREREG):
         shutil.move(lock / name, aside / name)
     refrozen = run_freeze(wd, "--allow-standin-for-testing")  # ... and a new one frozen after the look
     for name in (locations.PROTOCOL, locations.PROTOCOL_SHA, locations.PREREG):
         shutil.move(aside / name, lock / name)
-    seen["after_look"] = {"ledger": seal_ledger.read_ledger(wd / "lockfiles"), "status": status(wd), "freeze": refrozen,
-                          "refreeze": subprocess.run(freeze_cmd(wd, "--reason", "tidy", command="refreeze"),
+    seen["after_look"] = {"ledger": seal_ledger.read_ledger(wd / "lockfiles"), "status": status(wd),
+                          "freeze": refrozen, "refreeze": subprocess.run(freeze_cmd(wd, "--reason", "tidy",
+                                                                                    command="refreeze"),
                                                      capture_output=True, text=True),
-                          "replay": subprocess.run([sys.executable, str(ROOT / "workflow/scripts/fetch_sealed_qrels.py"),
-                                                    str(wd / _sealed_run(sha, 1) / "logs/fetch_sealed_qrels.job.json")],
+                          "replay": subprocess.run([sys.executable,
+                                                    str(ROOT / "workflow/scripts/fetch_sealed_qrels.py"),
+                                                    str(wd / _sealed_run(sha, 1)
+                                                        / "logs/fetch_sealed_qrels.job.json")],
                                                    capture_output=True, text=True,
                                                    env=dict(os.environ, PYTHONPATH=str(ROOT / "workflow"))),
                           "plan": run_snakemake(wd, "-n", config=on, targets=("confirm",)).stdout}
@@ -79,7 +84,8 @@ def test_a_look_at_an_intermediate_file_is_recorded_before_the_judgements_are_co
     # status shows the unfinished look; it blocks freezing and re-freezing; a replayed fetch job is refused
     assert "openings recorded in any ledger: 1 (0 completed, 1 started but not completed)" in look["status"]
     assert "opening 1 of" in look["status"] and "NOT COMPLETED" in look["status"]
-    for proc, what in ((look["freeze"], "REFUSED to freeze a protocol"), (look["refreeze"], "REFUSED to re-freeze")):
+    for proc, what in ((look["freeze"], "REFUSED to freeze a protocol"),
+                       (look["refreeze"], "REFUSED to re-freeze")):
         assert proc.returncode == 1 and what in proc.stderr and "NEVER COMPLETED" in proc.stderr, proc.stderr
     assert look["replay"].returncode != 0 and "is already started" in look["replay"].stderr
     # the next opening is number 2, never 1 again
@@ -106,13 +112,16 @@ def test_opening_is_recorded_and_a_reopening_reproduces_it_from_fresh_inference(
                 "summary_sha256", "audit_sha256"):
         assert done2[key], key
     assert "reproduces_opening" not in done2  # opening 1 never completed: nothing to reproduce
-    assert done3["reproduces_opening"] == 2 and done3["reproduced_byte_identical"] is True and done3["differences"] == []
+    assert done3["reproduces_opening"] == 2 and done3["reproduced_byte_identical"] is True \
+        and done3["differences"] == []
     assert read_json(second / "OPENING.json")["reproduces_opening"] == 2
-    # fresh inference: both openings inferred every pair; the re-opening proved every cached batch equal (a measurement)
+    # fresh inference: both openings inferred every pair; the re-opening proved every cached batch equal (a
+    # measurement)
     batches = 6 * 4  # 6 confirmation queries x 50 candidates in chunks of 16
     for d, verified in ((done2, 0), (done3, batches)):  # opening 2 found no cached confirmation batch
         assert d["scoring"]["fresh_inference"] is True
-        assert d["scoring"]["pairs_inferred"] == d["scoring"]["pairs"] == 300 and d["scoring"]["pairs_from_cache"] == 0
+        assert d["scoring"]["pairs_inferred"] == d["scoring"]["pairs"] == 300 \
+            and d["scoring"]["pairs_from_cache"] == 0
         assert d["scoring"]["cache_entries_verified"] == verified
     # the first result was never overwritten
     assert {p: p.read_bytes() for p in first.rglob("*") if p.is_file()} == seen["first_bytes"]
@@ -143,7 +152,8 @@ def test_report_states_what_was_opened_when_and_under_which_protocol(opened):
     assert "SEALED: not an input" not in report
     assert "| sealed confirmation judgements OPENED |" in report
     # the development report still says the truth about the development run
-    assert "SEALED: not an input of any development rule" in (wd / "results/dev-standin/report.md").read_text()
+    assert ("SEALED: not an input of any "
+            "development rule") in (wd / "results/dev-standin/report.md").read_text()
     assert "0.665" in report and "0.6451" in report  # published retriever numbers, for context
 
 
@@ -165,8 +175,9 @@ def test_audit_of_a_confirmation_run_compares_with_the_protocol_not_repinned_loc
     m = read_json(run / "manifest.json")
     next(a for a in m["artefacts"] if a["key"] == "candidates")["sha256"] = new
     (run / "manifest.json").write_text(json.dumps(m, indent=2, sort_keys=True) + "\n")
-    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(ROOT / "scripts/audit"), str(run), "--lockdir",
-                           str(lock), "--out", str(tmp_path / "audit.json")], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(ROOT / "scripts/audit"), str(run),
+                           "--lockdir", str(lock), "--out", str(tmp_path / "audit.json")],
+                          capture_output=True, text=True)
     result = read_json(tmp_path / "audit.json")
     assert proc.returncode == 1 and result["failed_checks"] == ["protocol"], result["failed_checks"]
     failure = result["checks"]["protocol"]["first_failures"][0]

@@ -3,10 +3,8 @@ regeneration is a drift check; re-freezing is explicit. On the committed fixture
 
 import json
 import re
-import shutil
 
 import pytest
-
 from conftest import DATA, ROOT, make_lockdir, read_json, run_snakemake
 
 pytestmark = pytest.mark.slow  # runs snakemake
@@ -35,11 +33,12 @@ def test_check_candidates_regenerates_and_reports_no_drift_on_the_fixture(fixtur
     rows = {r["split"]: r for r in drift["per_split"]}
     assert rows["dev"]["queries"] == 8 and rows["confirm"]["queries"] == 6 and rows["all"]["queries"] == 14
     for r in rows.values():  # ranked lists, not bytes, are compared
-        assert r["identical_ranked_lists"] == r["queries"] and r["largest_rank_shift"] == 0 and r["mean_overlap"] == 1.0
+        assert r["identical_ranked_lists"] == r["queries"] and r["largest_rank_shift"] == 0 \
+            and r["mean_overlap"] == 1.0
     assert drift["verdict"] == "IDENTICAL ranked lists" and drift["regenerated"]["settings_equal_to_frozen"]
     table = (fixture_workdir / "results/check_candidates/drift.tsv").read_text().splitlines()
-    assert table[0].split("\t") == ["split", "queries", "identical_ranked_lists", "same_set", "largest_rank_shift",
-                                    "mean_overlap", "queries_changed"]
+    assert table[0].split("\t") == ["split", "queries", "identical_ranked_lists", "same_set",
+                                    "largest_rank_shift", "mean_overlap", "queries_changed"]
     # the frozen table was not touched
     assert (fixture_workdir / "lockfiles/candidates/candidates.tsv").read_bytes() == \
         (DATA / "lockfiles/candidates/candidates.tsv").read_bytes()
@@ -48,17 +47,21 @@ def test_check_candidates_regenerates_and_reports_no_drift_on_the_fixture(fixtur
 
 def test_refreezing_is_explicit_and_reproduces_the_committed_fixture_table(tmp_path):
     make_lockdir(tmp_path / "asked-without-repin" / "lockfiles")
-    refused = run_snakemake(tmp_path / "asked-without-repin", config={}, check=False, targets=("freeze_candidates",))
-    assert refused.returncode != 0 and "Ask for it explicitly: snakemake --config repin=candidates" in refused.stderr
+    refused = run_snakemake(tmp_path / "asked-without-repin", config={}, check=False,
+                            targets=("freeze_candidates",))
+    assert refused.returncode != 0 and ("Ask for it explicitly: snakemake --config "
+                                        "repin=candidates") in refused.stderr
     assert not (tmp_path / "asked-without-repin/resources/candidates").exists(), "nothing is regenerated"
     make_lockdir(tmp_path / "lockfiles", frozen=False)
     (tmp_path / "lockfiles/derived_pins.json").write_text("{}\n")
-    run_snakemake(tmp_path, config={"repin": "splits,candidates"})  # the re-pinning invocation: rule all = freeze_*
+    # the re-pinning invocation: rule all = freeze_*
+    run_snakemake(tmp_path, config={"repin": "splits,candidates"})
     assert not (tmp_path / "results").exists(), "a re-pinning invocation analyses nothing"
     for rel in ("splits/dev.txt", "splits/confirm.txt", "candidates/candidates.tsv", "candidates/bm25.tsv.gz",
                 "candidates/dense.tsv.gz"):
         assert (tmp_path / "lockfiles" / rel).read_bytes() == (DATA / "lockfiles" / rel).read_bytes(), rel
-    mine, committed = read_json(tmp_path / "lockfiles/derived_pins.json"), read_json(DATA / "lockfiles/derived_pins.json")
+    mine = read_json(tmp_path / "lockfiles/derived_pins.json")
+    committed = read_json(DATA / "lockfiles/derived_pins.json")
     assert mine["splits"] == committed["splits"]
     assert {k: mine["candidates"][k] for k in ("sha256", "params", "n_queries", "file")} == \
         {k: committed["candidates"][k] for k in ("sha256", "params", "n_queries", "file")}
@@ -106,4 +109,5 @@ def test_the_repository_pins_the_committed_table_it_ships():
     for r in pin["provenance"]["retrievers"].values():
         assert hashlib.sha256((ROOT / "lockfiles" / r["file"]).read_bytes()).hexdigest() == r["sha256"]
     rows = table.read_text().splitlines()
-    assert rows[0] == "qid\tsplit\trank\tdoc_id\trrf_score\tbm25_rank\tdense_rank" and len(rows) == 1 + 400 * 50
+    assert rows[0] == "qid\tsplit\trank\tdoc_id\trrf_score\tbm25_rank\tdense_rank" and len(rows) == 1 + \
+        400 * 50

@@ -11,8 +11,7 @@ import sys
 import numpy as np
 import pytest
 import pytrec_eval
-
-from conftest import DATA, FIXTURE, ROOT, make_lockdir, read_json, run_snakemake
+from conftest import DATA, ROOT, make_lockdir, read_json, run_snakemake
 
 pytestmark = pytest.mark.slow  # runs snakemake
 
@@ -29,15 +28,16 @@ def test_smoke_run_shape_and_labels(smoke_run):
     assert [int(r["r0"]) for r in pairs[:10]] == list(range(1, 11))
     assert any(r["truncated"] == "true" for r in pairs), "expected at least one pair over 512 tokens"
     shapes = read_json(smoke_run / "shape_check.json")
-    assert shapes["input_ids"] == [2, 512] and shapes["last_hidden_state"] == [2, 512, 384] and shapes["logits"] == [2, 1]
+    assert shapes["input_ids"] == [2, 512] and shapes["last_hidden_state"] == [2, 512, 384] \
+        and shapes["logits"] == [2, 1]
     report = (smoke_run / "report.md").read_text()
     assert "STAND-IN SCORER" in report.split("\n## ")[0]
     summary = read_json(smoke_run / "summary.json")
     assert summary["scorer"] == "STAND-IN" and summary["n_queries"] == 5
     manifest = read_json(smoke_run / "manifest.json")
     roles = {a["role"] for a in manifest["artefacts"]}
-    assert {"corpus", "queries", "qrels_dev", "split_dev", "split_confirm", "candidates", "pairs", "runs", "per_query",
-            "groups", "bootstrap_indices", "replicates", "summary", "report"} <= roles
+    assert {"corpus", "queries", "qrels_dev", "split_dev", "split_confirm", "candidates", "pairs", "runs",
+            "per_query", "groups", "bootstrap_indices", "replicates", "summary", "report"} <= roles
     assert read_json(smoke_run / "audit.json")["ok"] is True
 
 
@@ -90,7 +90,8 @@ def test_report_equals_summary_equals_recomputation(which, request):
     for name, c in summary["comparisons"].items():
         a, b = c["a"], c["b"]
         d = np.array([float(r[f"{a}_ndcg@10"]) - float(r[f"{b}_ndcg@10"]) for r in pq])
-        counts = np.stack([np.bincount(row, minlength=G) for row in gi])   # B x G: how often each group is drawn
+        # B x G: how often each group is drawn
+        counts = np.stack([np.bincount(row, minlength=G) for row in gi])
         grouped = (counts @ (member @ d)) / (counts @ member.sum(axis=1))
         query = d[qi].mean(axis=1)
         saved_g = np.array([float(r[f"grouped_{name}"]) for r in reps])
@@ -100,7 +101,8 @@ def test_report_equals_summary_equals_recomputation(which, request):
         assert c["mean"] == pytest.approx(d.mean(), abs=1e-12)
         assert c["grouped_interval"] == pytest.approx(list(np.percentile(saved_g, [2.5, 97.5])), abs=1e-15)
         assert c["query_interval"] == pytest.approx(list(np.percentile(saved_q, [2.5, 97.5])), abs=1e-15)
-        assert (c["wins"], c["ties"], c["losses"]) == (int((d > 0).sum()), int((d == 0).sum()), int((d < 0).sum()))
+        assert (c["wins"], c["ties"], c["losses"]) == (int((d > 0).sum()), int((d == 0).sum()),
+                                                       int((d < 0).sum()))
     assert summary["bootstrap"]["B"] == len(reps) == gi.shape[0] == 10000
 
 
@@ -130,19 +132,23 @@ def test_groups_are_the_fixtures_documented_groups_made_from_qrels_only_before_s
     got = {}
     for r in rows:
         got.setdefault(r["group_id"], []).append(r["qid"])
-    assert got == {"G001": ["4", "18"], "G002": ["9"], "G003": ["10", "11"], "G004": ["25"], "G005": ["35", "37"]}
+    assert got == {"G001": ["4", "18"], "G002": ["9"], "G003": ["10", "11"], "G004": ["25"],
+                   "G005": ["35", "37"]}
     assert [int(r["group_index"]) for r in rows] == [0, 0, 1, 2, 2, 3, 4, 4]
     # before any score: the job that made them read the analysed query ids and the qrels and nothing else,
     # and the job where scores meet qrels (evaluate) took groups.tsv as an input
-    groups_job, evaluate_job = read_json(dev_run / "logs/groups.job.json"), read_json(dev_run / "logs/evaluate.job.json")
-    assert sorted(groups_job["input"]["names"]) == ["qrels", "queries"] and len(groups_job["input"]["items"]) == 2
+    groups_job = read_json(dev_run / "logs/groups.job.json")
+    evaluate_job = read_json(dev_run / "logs/evaluate.job.json")
+    assert sorted(groups_job["input"]["names"]) == ["qrels",
+                                                    "queries"] and len(groups_job["input"]["items"]) == 2
     assert str(dev_run / "groups.tsv") in evaluate_job["input"]["items"]
     assert not any("pairs" in i or "logit" in i for i in groups_job["input"]["items"])
 
 
 def test_audit_runs_without_site_packages_on_the_smoke_result(smoke_run, fixture_workdir):
-    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(ROOT / "scripts/audit"), str(smoke_run), "--lockdir",
-                           str(fixture_workdir / "lockfiles"), "--out", str(smoke_run.parent / "audit-isolated.json")],
+    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(ROOT / "scripts/audit"), str(smoke_run),
+                           "--lockdir", str(fixture_workdir / "lockfiles"), "--out",
+                           str(smoke_run.parent / "audit-isolated.json")],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "AUDIT PASSED" in proc.stdout
@@ -158,7 +164,8 @@ def test_second_run_in_four_scoring_shards_is_byte_identical_and_the_cached_reru
     shards = tmp_path / "shards.yaml"
     shards.write_text("ce:\n  shards: 4\n")
     four = ("--configfile", str(DATA / "fixture_config.yaml"), str(shards))
-    run_snakemake(wd, *four, config={"smoke": "true"})  # verifies the pinned splits and candidates, scores afresh
+    # verifies the pinned splits and candidates, scores afresh
+    run_snakemake(wd, *four, config={"smoke": "true"})
     rundir = wd / "results/smoke-standin"
     first = {a["key"]: a for a in read_json(smoke_run / "manifest.json")["artefacts"]}
     second = {a["key"]: a for a in read_json(rundir / "manifest.json")["artefacts"]}
@@ -208,7 +215,8 @@ def test_split_lists_without_their_pin_stop_the_run(tmp_path):
     pins = read_json(tmp_path / "lockfiles/derived_pins.json")
     del pins["splits"]
     (tmp_path / "lockfiles/derived_pins.json").write_text(json.dumps(pins))
-    proc = run_snakemake(tmp_path, config={}, check=False, targets=(str(tmp_path / "resources/splits/dev.txt"),))
+    proc = run_snakemake(tmp_path, config={}, check=False,
+                         targets=(str(tmp_path / "resources/splits/dev.txt"),))
     assert proc.returncode != 0 and "NO SPLIT PIN" in proc.stderr and "repin=splits" in proc.stderr
 
 

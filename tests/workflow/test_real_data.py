@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT, full_mirror, read_json, run_snakemake
 
 pytestmark = [pytest.mark.full_data, pytest.mark.slow]
@@ -43,8 +42,10 @@ def test_check_reproduction_against_the_committed_reference(real_smoke):
     run_snakemake(wd, "--cores", "4", config=cfg, targets=("check_reproduction",), fixture=False)
     result = read_json(rundir / "reproduction.json")
     ref = read_json(ROOT / "lockfiles/reference/standin-smoke/reference.json")
-    assert (rundir / "reproduction.md").read_text().splitlines()[2].startswith(f"**Verdict: {result['verdict']}**")
-    # the inputs, model and shape are the reference's: the check compares artefacts, it never says NOT-COMPARABLE
+    assert (rundir / "reproduction.md").read_text().splitlines()[2].startswith("**Verdict: "
+                                                                               f"{result['verdict']}**")
+    # the inputs, model and shape are the reference's: the check compares artefacts, it never says
+    # NOT-COMPARABLE
     assert result["verdict"] in ("IDENTICAL", "DIFFERENT"), result
     from rerank_study import machine
 

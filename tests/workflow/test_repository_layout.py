@@ -2,13 +2,12 @@
 `snakemake --lint` clean (each remaining lint justified), rule scripts runnable outside Snakemake."""
 
 import hashlib
-import json
 import re
 import subprocess
 import sys
 
-from conftest import DATA, FIXTURE, ROOT, SNAKEMAKE, read_json
 import pytest
+from conftest import ROOT, SNAKEMAKE, read_json
 
 pytestmark = pytest.mark.slow  # runs snakemake
 
@@ -16,10 +15,15 @@ USER_TOOLS = {"setup_env.py", "audit", "confirm.py", "reference.py", "bench.py"}
 # lint title (prefix) -> why it stays
 JUSTIFIED_LINTS = {
     "Specify a conda environment or container for each rule":
-        "one hash-locked environment (lockfiles/requirements.lock + torch.txt, scripts/setup_env.py) serves every "
-        "rule; per-rule conda environments would be unpinned duplicates of it",
+        "one hash-locked environment (lockfiles/requirements.lock + torch.txt, scripts/setup_env.py) serves "
+        "every rule; per-rule conda environments would be unpinned duplicates of it",
+    "Param root is a prefix of input or output file but hardcoded":
+        "root is the repository folder the seal reads as a whole (the registry of sealed sets across every "
+        "lock folder in it); the lock folder's files sit inside it, so it prefixes them. A job needs the "
+        "repository on its file system anyway: its code runs from there",
     "Environment variable PYTHONPATH used but not asserted with envvars directive":
-        "the Snakefile SETS PYTHONPATH (this checkout's library first, for every rule script); it does not read it",
+        "the Snakefile SETS PYTHONPATH (this checkout's library first, for every rule script); it "
+        "does not read it",
     "Environment variable PYTHONDONTWRITEBYTECODE used but not asserted with envvars directive":
         "the Snakefile SETS it (no job writes a byte-code cache beside the code); it does not read it",
     "Environment variable PYTHONPYCACHEPREFIX used but not asserted with envvars directive":
@@ -54,7 +58,8 @@ def test_snakemake_lint_is_clean_but_for_the_justified_kinds(tmp_path):
            "--config", f"lockdir={ROOT / 'lockfiles'}", "scorer=stand-in"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     text = proc.stdout + proc.stderr
-    titles = {m.group(1).strip() for m in re.finditer(r"^\s{4}\* (.+?)(?: in line \d+)?\.?:$", text, flags=re.M)}
+    titles = {m.group(1).strip() for m in re.finditer(r"^\s{4}\* (.+?)(?: in line \d+)?\.?:$",
+                                                      text, flags=re.M)}
     assert titles, text[-2000:]  # the linter ran and reported in the format parsed here
     unjustified = [t for t in titles if not any(t.startswith(j) for j in JUSTIFIED_LINTS)]
     assert unjustified == [], text[-4000:]
@@ -76,5 +81,6 @@ def test_a_rule_script_replays_its_recorded_job_outside_snakemake(smoke_run):
         assert hashlib.sha256(out.read_bytes()).hexdigest() == want
     finally:
         out.write_bytes(backup)
-    usage = subprocess.run([sys.executable, str(ROOT / "workflow/scripts/groups.py")], capture_output=True, text=True)
+    usage = subprocess.run([sys.executable, str(ROOT / "workflow/scripts/groups.py")], capture_output=True,
+                           text=True)
     assert usage.returncode != 0 and "job.json" in usage.stderr

@@ -14,14 +14,14 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURE, ROOT, read_json, run_snakemake
+from seal_world import commit_all, constructed_freeze, genuine_repo, git, look_at_sealed_file, repo_config
+
 from rerank_study import beir, splits, studies
 from rerank_study.errors import SealError
 from rerank_study.fileio import write_json
 from rerank_study.seal import freeze as seal_freeze
 from rerank_study.seal import guard, ledger, locations, registry, status, traces, tree
-from seal_world import commit_all, constructed_freeze, genuine_repo, git, look_at_sealed_file, repo_config
 
 pytestmark = pytest.mark.slow  # runs snakemake
 
@@ -32,8 +32,8 @@ def _out(proc) -> str:
 
 def _swapped_study(repo: Path, with_split_pins: bool) -> Path:
     """lockfiles/studies/swapped: the repository's data pins with the two qrels roles swapped (its sealed file
-    named as development qrels); ``with_split_pins``: also the default's splits and candidates, its development
-    split being the default's confirmation queries, as the attacker hand-wrote them."""
+    named as development qrels); ``with_split_pins``: also the default's splits and candidates, its
+    development split being the default's confirmation queries, as the attacker hand-wrote them."""
     lock = repo / "lockfiles" / "studies" / "swapped"
     lock.mkdir(parents=True)
     pins = read_json(repo / "lockfiles/data_pins.json")
@@ -41,15 +41,16 @@ def _swapped_study(repo: Path, with_split_pins: bool) -> Path:
     pins["files"]["qrels/train.tsv"].update(role="qrels_confirm", sealed=True)
     write_json(lock / "data_pins.json", pins)
     shutil.copy(repo / "lockfiles/model_pins.json", lock / "model_pins.json")
-    if with_split_pins:  # written by hand, each consistent with the swapped pins (registry.sealed_record included)
+    # written by hand, each consistent with the swapped pins (registry.sealed_record included)
+    if with_split_pins:
         for sub in ("splits", "candidates"):
             shutil.copytree(repo / "lockfiles" / sub, lock / sub)
         train = splits.canonical_order(beir.read_qrels(FIXTURE / "qrels/train.tsv"))
         (lock / "splits/dev.txt").write_text((repo / "lockfiles/splits/confirm.txt").read_text())
         (lock / "splits/confirm.txt").write_text(splits.split_text(train))
         derived = read_json(repo / "lockfiles/derived_pins.json")
-        derived["sealed_set"] = registry.sealed_record(pins, beir.read_queries(FIXTURE / "queries.jsonl"), train,
-                                                       beir.read_corpus(FIXTURE / "corpus.jsonl"))
+        derived["sealed_set"] = registry.sealed_record(pins, beir.read_queries(FIXTURE / "queries.jsonl"),
+                                                       train, beir.read_corpus(FIXTURE / "corpus.jsonl"))
         write_json(lock / "derived_pins.json", derived)
     study = repo / "config/studies/swapped.yaml"
     study.write_text("study:\n  name: swapped\n  dataset: scifact\n  qrels_dev: qrels/test.tsv\n"
@@ -64,8 +65,8 @@ def test_a_study_that_names_a_sealed_file_as_its_development_qrels_is_refused_be
     study = _swapped_study(repo, with_split_pins=False)
     commit_all(repo, "a study with swapped roles")
     # the attacker's first step, repin=splits, stops at start: nothing is drawn, nothing written
-    proc = run_snakemake(repo, config={"studies": f"[{study}]", "repin": "splits"}, snakefile=repo / "Snakefile",
-                         check=False)
+    proc = run_snakemake(repo, config={"studies": f"[{study}]", "repin": "splits"},
+                         snakefile=repo / "Snakefile", check=False)
     assert proc.returncode != 0 and "REFUSED to run study 'swapped'" in _out(proc), _out(proc)[-3000:]
     assert "the development file qrels/test.tsv" in _out(proc) and str(repo / "lockfiles") in _out(proc)
     assert not (repo / "lockfiles/studies/swapped/splits").exists()
@@ -73,10 +74,11 @@ def test_a_study_that_names_a_sealed_file_as_its_development_qrels_is_refused_be
     # naming the sealed query ids it holds and both lock folders
     shutil.rmtree(repo / "lockfiles/studies/swapped")
     study = _swapped_study(repo, with_split_pins=True)
-    proc = run_snakemake(repo, config={"studies": f"[{study}]", "smoke": "true"}, snakefile=repo / "Snakefile",
-                         check=False)
+    proc = run_snakemake(repo, config={"studies": f"[{study}]", "smoke": "true"},
+                         snakefile=repo / "Snakefile", check=False)
     out = _out(proc)
-    assert proc.returncode != 0 and "holds exactly the sealed set of" in out and "sealed query id(s)" in out, out[-3000:]
+    assert proc.returncode != 0 and "holds exactly the sealed set of" in out and "sealed query id(s)" in \
+        out, out[-3000:]
     assert "rule " not in proc.stdout and not (repo / "results").exists()  # no job ran
 
 
@@ -89,8 +91,9 @@ def _catalogue_zip(tmp: Path) -> tuple[Path, Path]:
     raw = zpath.read_bytes()
     cat = tmp / "catalogue.json"
     cat.write_text(json.dumps({"datasets": {"scifactcopy": {
-        "url": "https://example.invalid/scifactcopy.zip", "md5": hashlib.md5(raw).hexdigest(), "bytes": len(raw),
-        "zip_top_folder": "scifactcopy", "qrels_splits": ["train", "test"], "sha256": None, "note": "test"}}}))
+        "url": "https://example.invalid/scifactcopy.zip", "md5": hashlib.md5(raw).hexdigest(),
+        "bytes": len(raw), "zip_top_folder": "scifactcopy", "qrels_splits": ["train", "test"], "sha256": None,
+        "note": "test"}}}))
     return zpath, cat
 
 
@@ -109,7 +112,8 @@ def test_repin_data_cannot_create_a_lock_folder_whose_development_side_holds_sea
     proc = run_snakemake(repo, config={"studies": f"[{study}]", "repin": "data", "data_zip": str(zpath)},
                          snakefile=repo / "Snakefile", check=False)
     out = _out(proc)
-    assert proc.returncode != 0 and "REFUSED to pin the data of study 'copy' (nothing was written)" in out, out[-3000:]
+    assert proc.returncode != 0 and ("REFUSED to pin the data of study 'copy' (nothing "
+                                     "was written)") in out, out[-3000:]
     assert "holds exactly the sealed set of" in out
     assert not (repo / "lockfiles/studies/copy/data_pins.json").exists()
 
@@ -122,7 +126,8 @@ def test_a_sealed_set_started_under_one_protocol_cannot_be_frozen_or_opened_unde
     commit_all(repo, "opening 1 started")
     # another lock folder of the repository, the same pins, a re-tuned analysis
     retuned = repo / "lockfiles/studies/retuned"
-    shutil.copytree(repo / "lockfiles", retuned, ignore=shutil.ignore_patterns("studies", *locations.SEAL_RECORDS))
+    shutil.copytree(repo / "lockfiles", retuned, ignore=shutil.ignore_patterns("studies",
+                                                                               *locations.SEAL_RECORDS))
     study = repo / "config/studies/retuned.yaml"
     study.write_text("study:\n  name: retuned\n  dataset: scifact\n  qrels_dev: qrels/train.tsv\n"
                      "  qrels_confirm: qrels/test.tsv\n  reranker: cross-encoder/ms-marco-MiniLM-L6-v2\n"
@@ -130,12 +135,13 @@ def test_a_sealed_set_started_under_one_protocol_cannot_be_frozen_or_opened_unde
                      "blend:\n  k: 20\nthreshold: 0.005\n")
     commit_all(repo, "a re-tuned study")
     cfg = studies.study_config(repo_config(repo), study)  # as the Snakefile reads studies=[retuned]
-    with pytest.raises(SealError, match=r"REFUSED to freeze a protocol: .*confirmation_ledger.jsonl records 1 "
-                                        r"opening\(s\) of this sealed set"):
+    with pytest.raises(SealError, match=r"REFUSED to freeze a protocol: .*confirmation_ledger.jsonl records "
+                                        r"1 opening\(s\) of this sealed set"):
         seal_freeze.freeze(cfg, retuned, tmp_path / "no-run", repo)
     # the protocol written by hand instead: its opening is refused before any job, naming the first look
     sha2 = constructed_freeze(repo, cfg, retuned)
-    with pytest.raises(SealError, match=r"records opening 1 of this sealed set .* under a different protocol"):
+    with pytest.raises(SealError, match=r"records opening 1 of this sealed set .* under a "
+                                        r"different protocol"):
         guard.check_unseal(dict(cfg, unseal=sha2), retuned, repo)
     proc = run_snakemake(repo, config={"studies": f"[{study}]", "unseal": sha2, "scorer": "pinned"},
                          snakefile=repo / "Snakefile", targets=("confirm",), check=False)
@@ -171,14 +177,16 @@ def test_every_committed_file_that_can_run_is_the_method(tmp_path, path, text, h
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text((p.read_text() if p.exists() else "") + text)
     commit_all(repo, f"after freezing: {path}")
-    with pytest.raises(SealError, match=rf"the method changed since the protocol was frozen: .*{path} \({how}\)"):
+    with pytest.raises(SealError, match=r"the method changed since the protocol was frozen: "
+                                        rf".*{path} \({how}\)"):
         guard.check_unseal(cfg, repo / "lockfiles", repo)
 
 
 def test_a_start_up_hook_on_the_jobs_path_is_refused_even_when_frozen(tmp_path):
-    repo, cfg = _frozen_world(tmp_path, lambda r: (r / "workflow/sitecustomize.py").write_text("print('x')\n"))
-    with pytest.raises(SealError, match=r"(?s)environment is not the lock.*workflow/sitecustomize.py runs at every "
-                                        r"interpreter start"):
+    repo, cfg = _frozen_world(tmp_path,
+                              lambda r: (r / "workflow/sitecustomize.py").write_text("print('x')\n"))
+    with pytest.raises(SealError, match=r"(?s)environment is not the lock.*workflow/sitecustomize.py runs at "
+                                        r"every interpreter start"):
         guard.check_unseal(cfg, repo / "lockfiles", repo)
 
 
@@ -217,22 +225,24 @@ def test_a_change_hidden_from_git_status_is_found_by_content(tmp_path):
     (repo / "workflow/rerank_study/__pycache__").mkdir()
     (repo / "workflow/rerank_study/__pycache__/metrics.cpython-311.pyc").write_bytes(b"planted")
     assert git(repo, "status", "--porcelain").stdout == ""
-    with pytest.raises(SealError, match=r"workflow/rerank_study/__pycache__/metrics.cpython-311.pyc \(not committed\), "
-                                        r"workflow/rerank_study/helper.py \(not committed\)"):
+    with pytest.raises(SealError, match=r"workflow/rerank_study/__pycache__/metrics.cpython-311.pyc \(not "
+                                        r"committed\), workflow/rerank_study/helper.py \(not committed\)"):
         guard.check_unseal(cfg, lock, repo)
 
 
 # ------------------------------------------------------------------------------ 5. a discarded look --
-def test_a_look_whose_ledger_line_was_rewritten_away_stops_the_next_opening_until_the_line_is_restored(tmp_path):
+def test_a_look_whose_ledger_line_was_rewritten_away_stops_the_next_opening_until_restored(tmp_path):
     repo, cfg = _frozen_world(tmp_path)
     sha, lock = cfg["unseal"], repo / "lockfiles"
     look_at_sealed_file(repo, sha, 1)
     started = ledger.read_ledger(lock)[-1]
-    assert started["event"] == "started" and started["opening"] == 1 and started["pushed"]["code_commit_on_a_remote"] is False
+    assert started["event"] == "started" and started["opening"] == 1 \
+        and started["pushed"]["code_commit_on_a_remote"] is False
     trace = traces.trace_path(repo, lock)
-    assert trace.is_relative_to(repo / ".git") and json.loads(trace.read_text().splitlines()[-1])["opening"] == 1
-    # the started line was committed at once (the ledger cannot be checked out to a state without it); the attack
-    # now has to rewrite history: the commit dropped from the branch, the results folder moved away
+    assert trace.is_relative_to(repo / ".git") \
+        and json.loads(trace.read_text().splitlines()[-1])["opening"] == 1
+    # the started line was committed at once (the ledger cannot be checked out to a state without it); the
+    # attack now has to rewrite history: the commit dropped from the branch, the results folder moved away
     assert git(repo, "log", "-1", "--format=%s").stdout.startswith("seal: opening 1 of protocol")
     git(repo, "reset", "-q", "--hard", "HEAD~1")
     shutil.move(repo / "results", tmp_path / "moved-away")
@@ -272,6 +282,7 @@ def test_a_started_line_in_the_history_of_any_branch_stops_the_next_opening(tmp_
     shutil.rmtree(repo / "results")
     shutil.rmtree(repo / "resources/cache/sealed")
     traces.trace_path(repo, lock).unlink()  # even without the trace file
-    with pytest.raises(SealError, match=r"[0-9a-f]{12}:lockfiles/confirmation_ledger.jsonl line 2 records opening 1 "
-                                        r".*which the current lockfiles/confirmation_ledger.jsonl does not hold"):
+    with pytest.raises(SealError, match=r"[0-9a-f]{12}:lockfiles/confirmation_ledger.jsonl line 2 records "
+                                        r"opening 1 .*which the current lockfiles/confirmation_ledger.jsonl "
+                                        r"does not hold"):
         guard.check_unseal(cfg, lock, repo)

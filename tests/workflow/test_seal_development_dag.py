@@ -1,10 +1,10 @@
-"""Sealing: no development rule can reach the confirmation qrels (structural, tested on the DAG; in development mode,
-also next to a frozen protocol and its openings, no rule that reads them exists)."""
+"""Sealing: no development rule can reach the confirmation qrels (structural, tested on the DAG; in
+development mode, also next to a frozen protocol and its openings, no rule that reads them exists)."""
 
 import re
 
-from conftest import ROOT, make_lockdir, run_snakemake
 import pytest
+from conftest import ROOT, make_lockdir, run_snakemake
 
 pytestmark = pytest.mark.slow  # runs snakemake
 
@@ -19,8 +19,8 @@ def test_development_dag_never_reads_the_confirmation_qrels(tmp_path):
 
 
 def test_only_the_confirmation_code_names_the_sealed_file():
-    # the audit (scripts/audit/, every module scanned) and the seal need no file name: both find the sealed file by
-    # its pinned role (qrels_confirm)
+    # the audit (scripts/audit/, every module scanned) and the seal need no file name: both find the sealed
+    # file by its pinned role (qrels_confirm)
     allowed = {"scripts/confirm.py", "workflow/rules/confirm.smk"}
     offenders = []
     for path in list((ROOT / "scripts").rglob("*.py")) + list((ROOT / "workflow").rglob("*.py")) + \
@@ -28,7 +28,8 @@ def test_only_the_confirmation_code_names_the_sealed_file():
         rel = str(path.relative_to(ROOT))
         if rel in allowed:
             continue
-        if re.search(r"test\.tsv", path.read_text()):  # the sealed file is found by its pinned role, never by name
+        # the sealed file is found by its pinned role, never by name
+        if re.search(r"test\.tsv", path.read_text()):
             offenders.append(rel)
     assert offenders == [], f"development code mentions the sealed confirmation qrels: {offenders}"
 

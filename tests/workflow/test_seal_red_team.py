@@ -11,14 +11,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURE, read_json, run_snakemake
+from seal_world import commit_all, constructed_freeze, genuine_repo, git, look_at_sealed_file, repo_config
+
 from rerank_study import beir
 from rerank_study.errors import SealError
 from rerank_study.fileio import write_json
 from rerank_study.seal import freeze as seal_freeze
 from rerank_study.seal import guard, ledger, locations, registry, tree
-from seal_world import commit_all, constructed_freeze, genuine_repo, git, look_at_sealed_file, repo_config
 
 pytestmark = pytest.mark.slow  # runs snakemake
 
@@ -30,13 +30,14 @@ def _frozen(tmp_path):
 
 
 def test_an_importable_folder_in_the_working_folders_script_cache_is_refused(tmp_path, monkeypatch):
-    """Snakemake puts <working folder>/.snakemake/scripts first on every script job's path: a copy of the library
-    planted there would replace the seal's own ledger code in the opening."""
+    """Snakemake puts <working folder>/.snakemake/scripts first on every script job's path: a copy of the
+    library planted there would replace the seal's own ledger code in the opening."""
     repo, cfg = _frozen(tmp_path)
     wd = tmp_path / "elsewhere"
     (wd / ".snakemake/scripts/rerank_study").mkdir(parents=True)
     monkeypatch.chdir(wd)  # the guard runs in the working folder snakemake --directory names
-    with pytest.raises(SealError, match=r"elsewhere/.snakemake/scripts/rerank_study is importable by every script job"):
+    with pytest.raises(SealError, match=r"elsewhere/.snakemake/scripts/rerank_study is importable by "
+                                        r"every script job"):
         guard.check_unseal(cfg, repo / "lockfiles", repo)
 
 
@@ -49,17 +50,20 @@ def test_a_tracked_symbolic_link_is_refused_and_the_method_hashes_what_it_points
     commit_all(repo, "a method file as a link")
     cfg = repo_config(repo)
     sha = constructed_freeze(repo, cfg, repo / "lockfiles")
-    with pytest.raises(SealError, match=r"fetch_sealed_qrels.py \(a symbolic link: the seal cannot vouch for its target"):
+    with pytest.raises(SealError, match=r"fetch_sealed_qrels.py \(a symbolic link: the seal cannot vouch "
+                                        r"for its target"):
         guard.check_unseal(dict(cfg, unseal=sha), repo / "lockfiles", repo)
-    before = guard.check_frozen  # the target's bytes are the method's: an edit of the target is a changed method
+    # the target's bytes are the method's: an edit of the target is a changed method
+    before = guard.check_frozen
     (repo / "outside/fetch_sealed_qrels.py").write_text("# no ledger line\n")
-    with pytest.raises(SealError, match=r"method changed .*workflow/scripts/fetch_sealed_qrels.py \(changed\)"):
+    with pytest.raises(SealError, match=r"method changed .*workflow/scripts/fetch_sealed_qrels.py "
+                                        r"\(changed\)"):
         before(cfg, repo / "lockfiles", repo, read_json(repo / "lockfiles/protocol.json"))
 
 
 def test_an_output_folder_inside_the_code_exempts_nothing(tmp_path):
-    """results=workflow/<name> would make an untracked package importable from every job's path: an output folder is
-    left out of the walk only at the top level of the checkout."""
+    """results=workflow/<name> would make an untracked package importable from every job's path: an output
+    folder is left out of the walk only at the top level of the checkout."""
     repo, cfg = _frozen(tmp_path)
     out = repo / "workflow" / "json"
     out.mkdir()
@@ -85,8 +89,10 @@ def test_an_edited_content_hash_neither_renames_the_sealed_set_nor_frees_it_for_
     for name in (locations.PROTOCOL, locations.PROTOCOL_SHA, locations.PREREG):
         (lock / name).unlink()
     commit_all(repo, "a new preregistration, edited pins")
-    retuned = dict(repo_config(repo), blend={"k": 20}, threshold=0.005, resources=str(tmp_path / "fresh-resources"))
-    with pytest.raises(SealError, match=r"REFUSED to freeze a protocol: .* records 1 opening\(s\) of this sealed set"):
+    retuned = dict(repo_config(repo), blend={"k": 20}, threshold=0.005,
+                   resources=str(tmp_path / "fresh-resources"))
+    with pytest.raises(SealError, match=r"REFUSED to freeze a protocol: .* records 1 opening\(s\) of "
+                                        r"this sealed set"):
         seal_freeze.freeze(retuned, lock, tmp_path / "no-run", repo)
     sha2 = constructed_freeze(repo, retuned, lock)
     with pytest.raises(SealError, match="under a different protocol"):
@@ -94,8 +100,8 @@ def test_an_edited_content_hash_neither_renames_the_sealed_set_nor_frees_it_for_
 
 
 def test_a_pinned_content_hash_is_checked_against_the_verified_bytes(tmp_path):
-    """Every verification of a qrels file checks its content hash too: an edited content_sha256 cannot ride on a
-    correct file sha256."""
+    """Every verification of a qrels file checks its content hash too: an edited content_sha256 cannot ride on
+    a correct file sha256."""
     from rerank_study.acquire import check_file
     from rerank_study.errors import PinMismatchError
     from rerank_study.pins import DataPins
@@ -103,7 +109,8 @@ def test_a_pinned_content_hash_is_checked_against_the_verified_bytes(tmp_path):
     pins_path = tmp_path / "pins.json"
     pins = read_json(FIXTURE.parent / "lockfiles/data_pins.json")
     write_json(pins_path, pins)
-    assert check_file(FIXTURE / "qrels/test.tsv", "qrels/test.tsv", DataPins.load(pins_path), "fixture") == "sha256"
+    assert check_file(FIXTURE / "qrels/test.tsv", "qrels/test.tsv", DataPins.load(pins_path),
+                      "fixture") == "sha256"
     pins["files"]["qrels/test.tsv"]["content_sha256"] = "f" * 64
     write_json(pins_path, pins)
     with pytest.raises(PinMismatchError, match="content_sha256"):
@@ -168,24 +175,28 @@ def test_a_copy_of_the_sealed_set_under_another_name_is_recognised(tmp_path):
     sketch = registry.corpus_sketch(registry.document_ids(data / "corpus.jsonl"))
     assert real.same_corpus("scifactcopy", "other", sketch)
     side = registry.DevelopmentSide(tmp_path / "copy-lock", "scifactcopy", "other", sketch=sketch,
-                                    query_ids={"development qrels": set(beir.read_qrels(data / "qrels/dev.tsv")),
+                                    query_ids={"development "
+                                               "qrels": set(beir.read_qrels(data / "qrels/dev.tsv")),
                                                "development split": set(real.query_ids)})
     registry.add_texts(side, queries)
     found = registry.conflicts(side, [real])
     assert any("development qrels" in f and "sealed query id" in f for f in found), found
-    assert any("development split" in f for f in found) and any("have the text of a sealed query" in f for f in found)
+    assert any("development split" in f for f in found) and any("have the text of a sealed query" in f
+                                                                for f in found)
 
 
 def test_the_text_rule_folds_what_a_reader_does_not_see():
     a = registry.normalised_text
-    # fullwidth C (NFKC -> C), e + combining acute (dropped), zero-width space (dropped), no-break space (a space)
+    # fullwidth C (NFKC -> C), e + combining acute (dropped), zero-width space (dropped), no-break space (a
+    # space)
     assert a("Ｃafe\u0301\u200b  Claim\u00a0x") == a("cafe claim x") == "cafe claim x"
     assert a("A\tb\nc") == "a b c" and a("abc") != a("abd")
 
 
 def test_the_corpus_sketch_estimates_jaccard():
     ids = [str(i) for i in range(1000)]
-    assert registry.sketch_similarity(registry.corpus_sketch(ids), registry.corpus_sketch(ids + ["pad"])) > 0.95
+    assert registry.sketch_similarity(registry.corpus_sketch(ids),
+                                      registry.corpus_sketch(ids + ["pad"])) > 0.95
     half = registry.corpus_sketch(ids[:500] + [f"x{i}" for i in range(500)])  # true Jaccard 500/1500 = 1/3
     assert abs(registry.sketch_similarity(registry.corpus_sketch(ids), half) - 1 / 3) < 0.15
     assert registry.sketch_similarity([], registry.corpus_sketch(ids)) == 0.0
@@ -209,7 +220,8 @@ def test_a_launch_folder_on_the_module_path_is_refused_before_the_guard_imports_
     proc = look_at_sealed_file(repo, cfg["unseal"], 1, check=False,
                                run_kw={"launcher": (sys.executable, "-m", "snakemake"), "cwd": launch})
     out = proc.stdout + proc.stderr
-    assert proc.returncode != 0 and "can load code from outside the interpreter" in out and str(launch) in out, out[-2000:]
+    assert proc.returncode != 0 and "can load code from outside the interpreter" in out and str(launch) in \
+        out, out[-2000:]
     _no_look(repo)
 
 
@@ -219,7 +231,8 @@ def test_a_variable_that_adds_code_to_a_process_is_refused(tmp_path, variable):
     hook = tmp_path / "hook.sh"
     hook.write_text("export PYTHONPATH=/tmp/elsewhere:$PYTHONPATH\n")
     proc = look_at_sealed_file(repo, cfg["unseal"], 1, check=False, run_kw={"env": {variable: str(hook)}})
-    assert proc.returncode != 0 and f"{variable}=" in proc.stdout + proc.stderr and "adds code to a process" in \
+    assert proc.returncode != 0 and f"{variable}=" in proc.stdout + proc.stderr and ("adds code "
+                                                                                     "to a process") in \
         proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-2000:]
     _no_look(repo)
 
@@ -227,9 +240,11 @@ def test_a_variable_that_adds_code_to_a_process_is_refused(tmp_path, variable):
 def test_the_jobs_of_an_opening_get_an_allowlisted_environment():
     from rerank_study.seal import environment
 
-    env, removed = environment.job_environment({"HOME": "/h", "BASH_ENV": "/x", "LC_ALL": "C", "MKL_CBWR": "AUTO",
-                                                "SOME_TOOL": "1", "PATH": "/evil:/usr/bin", "PYTHONPATH": "w"})
-    assert set(env) == {"HOME", "LC_ALL", "MKL_CBWR", "PATH", "PYTHONPATH"} and removed == ["BASH_ENV", "SOME_TOOL"]
+    env, removed = environment.job_environment({"HOME": "/h", "BASH_ENV": "/x", "LC_ALL": "C",
+                                                "MKL_CBWR": "AUTO", "SOME_TOOL": "1",
+                                                "PATH": "/evil:/usr/bin", "PYTHONPATH": "w"})
+    assert set(env) == {"HOME", "LC_ALL", "MKL_CBWR", "PATH", "PYTHONPATH"} and removed == ["BASH_ENV",
+                                                                                            "SOME_TOOL"]
     assert "/evil" not in env["PATH"]
 
 
@@ -262,7 +277,8 @@ def test_a_documentation_file_the_snakefile_includes_is_part_of_the_method(tmp_p
 def test_a_look_is_committed_at_once_so_a_fresh_clone_counts_it(tmp_path):
     repo, cfg = _frozen(tmp_path)
     look_at_sealed_file(repo, cfg["unseal"], 1)
-    assert tree.tree_state(repo, (cfg["results"], cfg["resources"])).dirty == []  # nothing left to commit by hand
+    # nothing left to commit by hand
+    assert tree.tree_state(repo, (cfg["results"], cfg["resources"])).dirty == []
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True)
     ccfg = dict(repo_config(clone), unseal=cfg["unseal"])

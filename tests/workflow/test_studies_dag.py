@@ -1,7 +1,7 @@
-"""Studies through the SAME DAG as SciFact: a second BEIR-layout dataset (tests/data/synthetic_beir, graded judgements,
-string ids) x a differently shaped reranker (2 layers, hidden 128; tests/data/make_tiny_reranker.py, seeded,
-test-only) x a user's own TREC run as candidates; several studies in one invocation (the cross-study table); a
-declared label index; a per-study sealed confirmation.
+"""Studies through the SAME DAG as SciFact: a second BEIR-layout dataset (tests/data/synthetic_beir, graded
+judgements, string ids) x a differently shaped reranker (2 layers, hidden 128;
+tests/data/make_tiny_reranker.py, seeded, test-only) x a user's own TREC run as candidates; several studies in
+one invocation (the cross-study table); a declared label index; a per-study sealed confirmation.
 
 Expected numbers come from pytrec_eval on the study's own files (the run file, the qrels), from pandas
 reading the TSVs, or from the summaries written by each study's own single run - never from the code
@@ -16,9 +16,20 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import (
+    FIXTURE,
+    ROOT,
+    STUDY_DIR,
+    SYNTH,
+    TINY_REPO,
+    make_lockdir,
+    read_json,
+    run_snakemake,
+    studies_arg,
+    synthetic_study,
+    write_yaml,
+)
 
-from conftest import (FIXTURE, ROOT, STUDY_DIR, SYNTH, TINY_REPO, make_lockdir, read_json, run_snakemake, studies_arg,
-                      synthetic_study, write_yaml)
 from rerank_study.config import load_config
 
 
@@ -27,8 +38,9 @@ def fixture_study(tmp: Path) -> Path:
     lock = make_lockdir(tmp / "fixture-lock")
     base = load_config(ROOT / "config" / "config.yaml")
     return write_yaml(tmp / "scifact-fixture.yaml", {
-        "study": {**base["study"], "name": "scifact-fixture"}, "lockdir": str(lock), "data_mirror": str(FIXTURE),
-        "scorer": "stand-in", "splits": {"dev_size": 8, "confirm_size": 6, "seed": 110}})
+        "study": {**base["study"], "name": "scifact-fixture"}, "lockdir": str(lock),
+        "data_mirror": str(FIXTURE), "scorer": "stand-in",
+        "splits": {"dev_size": 8, "confirm_size": 6, "seed": 110}})
 
 
 def tsv(path: Path) -> list[dict]:
@@ -66,8 +78,9 @@ def test_second_study_runs_the_same_dag_and_passes_its_audit(synthetic_run):
 
 @pytest.mark.slow
 def test_second_study_r0_metrics_equal_pytrec_eval_on_the_users_run_and_graded_qrels(synthetic_run):
-    """r0 of a TREC-run study is the user's run itself: its nDCG@10 per query, from pytrec_eval on the run file
-    (scores as written; pytrec_eval orders as trec_eval) and the graded dev qrels, must be the pipeline's."""
+    """r0 of a TREC-run study is the user's run itself: its nDCG@10 per query, from pytrec_eval on the run
+    file (scores as written; pytrec_eval orders as trec_eval) and the graded dev qrels, must be the
+    pipeline's."""
     import pytrec_eval
 
     wd, run = synthetic_run
@@ -124,17 +137,20 @@ def test_two_studies_in_one_invocation_write_the_cross_study_table(tmp_path, tin
         s = read_json(runs[row["study"]] / "summary.json")
         comp = s["comparisons"][s["primary"]]
         assert float(row["primary_delta"]) == comp["mean"]
-        assert [float(row["primary_grouped_lo"]), float(row["primary_grouped_hi"])] == comp["grouped_interval"]
+        assert [float(row["primary_grouped_lo"]), float(row["primary_grouped_hi"])] == \
+            comp["grouped_interval"]
         assert [float(row[f"{m}_mean"]) for m in ("rrf", "ce", "blend")] == [s["methods"][m]["mean"]
                                                                              for m in ("rrf", "ce", "blend")]
-        assert (int(row["n_queries"]), int(row["n_groups"]), row["audit"]) == (s["n_queries"], s["n_groups"], "PASSED")
+        assert (int(row["n_queries"]), int(row["n_groups"]), row["audit"]) == (s["n_queries"],
+                                                                               s["n_groups"], "PASSED")
     import pandas as pd
 
     assert pd.read_parquet(tmp_path / "results" / "cross-study" / "scifact-fixture+synthetic-tiny"
                            / "cross_study.parquet")["study"].tolist() == list(runs)
     # the default study inside a multi-study invocation: byte-identical to the single default invocation
     def hashes(run):
-        return {a["key"]: a["sha256"] for a in read_json(run / "manifest.json")["artefacts"] if a["deterministic"]
+        return {a["key"]: a["sha256"] for a in read_json(run / "manifest.json")["artefacts"]
+                if a["deterministic"]
                 and a["scope"] == "run"}
     assert hashes(runs["scifact-fixture"]) == hashes(smoke_run)
 
@@ -154,7 +170,8 @@ def test_a_declared_label_index_scores_that_logit(tmp_path, tiny_models):
     assert read_json(run / "shape_check.json")["logits"][1] == 3
     row = tsv(run / "pairs.tsv")[0]
     assert row["model"].startswith(f"{TINY_REPO}@seeded-20261130-3labels#logit1 ")
-    queries = {json.loads(l)["_id"]: json.loads(l)["text"] for l in (SYNTH / "queries.jsonl").read_text().splitlines()}
+    queries = {json.loads(l)["_id"]: json.loads(l)["text"]
+               for l in (SYNTH / "queries.jsonl").read_text().splitlines()}
     docs = {json.loads(l)["_id"]: json.loads(l) for l in (SYNTH / "corpus.jsonl").read_text().splitlines()}
     doc = docs[row["doc_id"]]
     tok = AutoTokenizer.from_pretrained(tiny_models[3])
@@ -163,7 +180,8 @@ def test_a_declared_label_index_scores_that_logit(tmp_path, tiny_models):
               max_length=512, return_tensors="pt")
     with torch.inference_mode():
         logits = model(**enc).logits[0].tolist()
-    assert float(row["logit"]) == pytest.approx(logits[1], abs=1e-5) and logits[1] != pytest.approx(logits[0], abs=1e-6)
+    assert float(row["logit"]) == pytest.approx(logits[1],
+                                                abs=1e-5) and logits[1] != pytest.approx(logits[0], abs=1e-6)
 
 
 @pytest.mark.slow
@@ -175,8 +193,8 @@ def test_the_sealed_confirmation_works_per_study(synthetic_run):
     lock = Path(read_json(run / "manifest.json")["lockdir"])
     lock = (run / lock).resolve()
     repo_ledger = sorted((ROOT / "lockfiles").glob("confirmation_ledger.jsonl"))
-    freeze = subprocess.run([sys.executable, str(ROOT / "scripts/confirm.py"), "freeze", "--dev-run", str(run),
-                             "--study", str(study)], capture_output=True, text=True)
+    freeze = subprocess.run([sys.executable, str(ROOT / "scripts/confirm.py"), "freeze", "--dev-run",
+                             str(run), "--study", str(study)], capture_output=True, text=True)
     assert freeze.returncode == 0, freeze.stderr
     assert f"studies=[{study}]" in freeze.stdout
     sha = (lock / "protocol.sha256").read_text().split()[0]
@@ -187,7 +205,8 @@ def test_the_sealed_confirmation_works_per_study(synthetic_run):
                                          "allow_dirty_for_testing": "true"}, fixture=False)
     openings = sorted((wd / "results" / "synthetic-tiny").glob("confirm-*"))
     assert len(openings) == 1 and read_json(openings[0] / "audit.json")["ok"] is True
-    assert (openings[0] / "sealed" / "qrels" / "test.tsv").read_bytes() == (SYNTH / "qrels" / "test.tsv").read_bytes()
+    assert (openings[0] / "sealed" / "qrels" / "test.tsv").read_bytes() == \
+        (SYNTH / "qrels" / "test.tsv").read_bytes()
     events = [json.loads(l)["event"] for l in (lock / "confirmation_ledger.jsonl").read_text().splitlines()]
     assert events == ["frozen", "started", "completed"]
     assert sorted((ROOT / "lockfiles").glob("confirmation_ledger.jsonl")) == repo_ledger

@@ -1,8 +1,9 @@
-"""Bad studies stop before anything is scored, naming the study, the file and the fix: an unknown study, dataset or
-model, a dataset without pins or missing a qrels file, several logits without a declared index, a TREC run shorter
-than the depth, frozen candidates shallower than it, qrels of absent queries, the stand-in of another architecture,
-a command-line mirror of another dataset, repin=data where it cannot apply, two studies sharing a lock folder. The
-synthetic study (tests/data/synthetic_beir, the seeded tiny reranker) through Snakemake, mostly as dry runs."""
+"""Bad studies stop before anything is scored, naming the study, the file and the fix: an unknown study,
+dataset or model, a dataset without pins or missing a qrels file, several logits without a declared index, a
+TREC run shorter than the depth, frozen candidates shallower than it, qrels of absent queries, the stand-in of
+another architecture, a command-line mirror of another dataset, repin=data where it cannot apply, two studies
+sharing a lock folder. The synthetic study (tests/data/synthetic_beir, the seeded tiny reranker) through
+Snakemake, mostly as dry runs."""
 
 from __future__ import annotations
 
@@ -12,13 +13,22 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from conftest import (FIXTURE, STUDY_DIR, SYNTH, TINY_REPO, read_json, run_snakemake, studies_arg, synthetic_study,
-                      write_yaml)
+from conftest import (
+    FIXTURE,
+    STUDY_DIR,
+    SYNTH,
+    TINY_REPO,
+    read_json,
+    run_snakemake,
+    studies_arg,
+    synthetic_study,
+    write_yaml,
+)
 
 
 def _dry(tmp_path, study: Path, *extra: str, **config) -> subprocess.CompletedProcess:
-    return run_snakemake(tmp_path, "-n", *extra, config={"studies": studies_arg(study), **config}, fixture=False,
-                         check=False)
+    return run_snakemake(tmp_path, "-n", *extra, config={"studies": studies_arg(study), **config},
+                         fixture=False, check=False)
 
 
 def _says(proc, *needles):
@@ -88,8 +98,10 @@ def test_trec_run_shorter_than_the_depth_is_refused_and_nothing_is_frozen(tmp_pa
 
 
 def test_frozen_candidates_shallower_than_the_depth_stop_at_start(tmp_path, tiny_models):
-    study = synthetic_study(tmp_path, tiny_models[1], candidates={"depth": 30}, metrics={"recall_ks": [10, 30]})
-    _says(_dry(tmp_path, study), "STUDY 'synthetic-tiny'", "hold 20 per query, fewer than candidates.depth 30")
+    study = synthetic_study(tmp_path, tiny_models[1], candidates={"depth": 30},
+                            metrics={"recall_ks": [10, 30]})
+    _says(_dry(tmp_path, study), "STUDY 'synthetic-tiny'", "hold 20 per query, fewer than "
+          "candidates.depth 30")
 
 
 def test_qrels_of_queries_absent_from_queries_jsonl_stop_before_scoring(tmp_path, tiny_models):
@@ -136,7 +148,8 @@ def test_two_studies_never_share_a_lock_folder_and_study_file_is_not_set_by_hand
     data = yaml.safe_load(one.read_text())
     data["study"]["name"] = "synthetic-twin"
     twin = write_yaml(tmp_path / "twin.yaml", data)
-    proc = run_snakemake(tmp_path, "-n", config={"studies": studies_arg(one, twin)}, fixture=False, check=False)
+    proc = run_snakemake(tmp_path, "-n", config={"studies": studies_arg(one, twin)}, fixture=False,
+                         check=False)
     _says(proc, "share one lock folder")
     proc = run_snakemake(tmp_path, "-n", config={"study_file": str(one)}, fixture=False, check=False)
     _says(proc, "'study_file' is set by studies=[...]")

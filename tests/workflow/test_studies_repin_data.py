@@ -1,6 +1,6 @@
-"""repin=data: the first verified acquisition of a study's dataset from the catalogue (size and md5 checked before the
-archive is opened, pinned once, a wrong md5 writes nothing); a dataset with one qrels file gets its sealed part drawn
-once and pinned, the development DAG never sees it, a later opening reads it."""
+"""repin=data: the first verified acquisition of a study's dataset from the catalogue (size and md5 checked
+before the archive is opened, pinned once, a wrong md5 writes nothing); a dataset with one qrels file gets its
+sealed part drawn once and pinned, the development DAG never sees it, a later opening reads it."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, SYNTH, read_json, run_snakemake, studies_arg, synthetic_study
 
 
@@ -23,7 +22,8 @@ def _zip_of_synthetic(tmp: Path) -> Path:
     with zipfile.ZipFile(zpath, "w", zipfile.ZIP_DEFLATED) as zf:
         for rel in ("corpus.jsonl", "qrels/dev.tsv", "qrels/test.tsv"):
             zf.writestr(f"synthbeir/{rel}", (SYNTH / rel).read_bytes())
-        # + queries of a third split no pinned qrels file judges (as NFCorpus's queries.jsonl holds train queries)
+        # + queries of a third split no pinned qrels file judges (as NFCorpus's queries.jsonl holds train
+        # queries)
         extra = "".join(json.dumps({"_id": f"x{i}", "text": f"other split query {i}", "metadata": {}}) + "\n"
                         for i in range(3))
         zf.writestr("synthbeir/queries.jsonl", (SYNTH / "queries.jsonl").read_bytes() + extra.encode())
@@ -46,14 +46,16 @@ def test_repin_data_pins_a_catalogue_dataset_once_from_its_verified_archive(tmp_
     study = synthetic_study(tmp_path, tiny_models[1], study={"dataset": "synthbeir"}, data_mirror="",
                             data={"url": url, "catalogue": str(cat)})
     (lock / "data_pins.json").unlink()
-    proc = run_snakemake(tmp_path, config={"studies": studies_arg(study), "repin": "data", "data_zip": str(zpath)},
+    proc = run_snakemake(tmp_path, config={"studies": studies_arg(study), "repin": "data",
+                                           "data_zip": str(zpath)},
                          fixture=False, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     pins = read_json(lock / "data_pins.json")
     assert pins["dataset"] == "synthbeir" and pins["zip"]["sha256"] == hashlib.sha256(raw).hexdigest()
     for rel in ("corpus.jsonl", "qrels/dev.tsv", "qrels/test.tsv"):
         assert pins["files"][rel]["sha256"] == hashlib.sha256((SYNTH / rel).read_bytes()).hexdigest(), rel
-    assert pins["files"]["qrels/test.tsv"]["sealed"] is True and pins["files"]["qrels/dev.tsv"]["role"] == "qrels_dev"
+    assert pins["files"]["qrels/test.tsv"]["sealed"] is True and pins["files"]["qrels/dev.tsv"]["role"] == \
+        "qrels_dev"
     # the confirmation split is the sealed file's 12 queries, not "every query without development judgements"
     # (that would add the 3 queries of the third split)
     sealed_ids = sorted({l.split("\t")[0] for l in (SYNTH / "qrels/test.tsv").read_text().splitlines()[1:]})
@@ -61,7 +63,8 @@ def test_repin_data_pins_a_catalogue_dataset_once_from_its_verified_archive(tmp_
     run_snakemake(tmp_path, config={"studies": studies_arg(study), "repin": "splits", "data_zip": str(zpath)},
                   fixture=False)
     assert (lock / "splits" / "confirm.txt").read_text().split() == sealed_ids
-    again = run_snakemake(tmp_path, "--forcerun", "freeze_data", config={"studies": studies_arg(study), "repin": "data",
+    again = run_snakemake(tmp_path, "--forcerun", "freeze_data", config={"studies": studies_arg(study),
+                                                                         "repin": "data",
                                                                          "data_zip": str(zpath)},
                           fixture=False, check=False)
     assert again.returncode != 0 and "already" in (again.stdout + again.stderr)
@@ -70,7 +73,8 @@ def test_repin_data_pins_a_catalogue_dataset_once_from_its_verified_archive(tmp_
     bad = json.loads(cat.read_text())
     bad["datasets"]["synthbeir"]["md5"] = "0" * 32
     cat.write_text(json.dumps(bad))
-    proc = run_snakemake(tmp_path, "--forcerun", "freeze_data", config={"studies": studies_arg(study), "repin": "data",
+    proc = run_snakemake(tmp_path, "--forcerun", "freeze_data", config={"studies": studies_arg(study),
+                                                                        "repin": "data",
                                                                         "data_zip": str(zpath)},
                          fixture=False, check=False)
     assert proc.returncode != 0 and "0" * 32 in (proc.stdout + proc.stderr)
@@ -79,13 +83,14 @@ def test_repin_data_pins_a_catalogue_dataset_once_from_its_verified_archive(tmp_
 
 @pytest.mark.slow
 def test_a_dataset_with_one_qrels_file_gets_its_sealed_part_drawn_once_and_pinned(tmp_path, tiny_models):
-    """ONE qrels file (dev.tsv + test.tsv of the synthetic set merged into qrels/test.tsv): repin=data draws the
-    sealed confirmation queries from it (seed, size) and pins both parts; the development DAG gets only the
-    development rows (the whole file never reaches resources/); the audit passes; a later opening reads the
-    sealed part, whose rows are exactly the drawn queries' rows of the file."""
+    """ONE qrels file (dev.tsv + test.tsv of the synthetic set merged into qrels/test.tsv): repin=data draws
+    the sealed confirmation queries from it (seed, size) and pins both parts; the development DAG gets only
+    the development rows (the whole file never reaches resources/); the audit passes; a later opening reads
+    the sealed part, whose rows are exactly the drawn queries' rows of the file."""
     import zipfile
 
-    merged = (SYNTH / "qrels" / "dev.tsv").read_bytes() + (SYNTH / "qrels" / "test.tsv").read_bytes().split(b"\n", 1)[1]
+    merged = (SYNTH / "qrels" / "dev.tsv").read_bytes() + \
+        (SYNTH / "qrels" / "test.tsv").read_bytes().split(b"\n", 1)[1]
     zpath = tmp_path / "synthone.zip"
     with zipfile.ZipFile(zpath, "w") as zf:
         for rel in ("corpus.jsonl", "queries.jsonl"):
@@ -98,7 +103,8 @@ def test_a_dataset_with_one_qrels_file_gets_its_sealed_part_drawn_once_and_pinne
         "url": url, "md5": hashlib.md5(raw).hexdigest(), "bytes": len(raw), "zip_top_folder": "synthone",
         "qrels_splits": ["test"], "sha256": None, "note": "test"}}}))
     lock = tmp_path / "synthetic-lock"
-    study = synthetic_study(tmp_path, tiny_models[1], study={"dataset": "synthone", "qrels_dev": "qrels/test.tsv",
+    study = synthetic_study(tmp_path, tiny_models[1], study={"dataset": "synthone",
+                                                             "qrels_dev": "qrels/test.tsv",
                                                              "qrels_confirm": "qrels/test.tsv"},
                             data_mirror="", data={"url": url, "catalogue": str(cat)})
     for name in ("data_pins.json", "derived_pins.json"):
@@ -107,13 +113,16 @@ def test_a_dataset_with_one_qrels_file_gets_its_sealed_part_drawn_once_and_pinne
     shutil.move(lock / "candidates" / "run.trec", tmp_path / "user.trec")
     shutil.rmtree(lock / "candidates")
     base = {"studies": studies_arg(study), "data_zip": str(zpath)}
-    for extra in ({"repin": "data"}, {"repin": "splits"}, {"repin": "candidates", "trec_run": str(tmp_path / "user.trec")}):
+    for extra in ({"repin": "data"}, {"repin": "splits"},
+                  {"repin": "candidates", "trec_run": str(tmp_path / "user.trec")}):
         run_snakemake(tmp_path, config={**base, **extra}, fixture=False)
     pins = read_json(lock / "data_pins.json")
-    dev_part, sealed_part = pins["files"]["qrels/test.dev-part.tsv"], pins["files"]["qrels/test.sealed-part.tsv"]
+    dev_part = pins["files"]["qrels/test.dev-part.tsv"]
+    sealed_part = pins["files"]["qrels/test.sealed-part.tsv"]
     assert pins["files"]["qrels/test.tsv"]["role"] == "qrels_source" and sealed_part["sealed"] is True
     sealed_q = sealed_part["derived_from"]["queries"]
-    # the draw, recomputed here: numpy default_rng(110).choice over the canonically sorted judged ids (all 'qNN')
+    # the draw, recomputed here: numpy default_rng(110).choice over the canonically sorted judged ids (all
+    # 'qNN')
     import numpy as np
 
     pool = sorted({line.split("\t")[0] for line in merged.decode().splitlines()[1:]})
@@ -135,8 +144,8 @@ def test_a_dataset_with_one_qrels_file_gets_its_sealed_part_drawn_once_and_pinne
     assert not list((tmp_path / "resources").rglob("test.tsv"))
 
     # the opening reads the sealed part (and only then)
-    freeze = subprocess.run([sys.executable, str(ROOT / "scripts/confirm.py"), "freeze", "--dev-run", str(run),
-                             "--study", str(study)], capture_output=True, text=True)
+    freeze = subprocess.run([sys.executable, str(ROOT / "scripts/confirm.py"), "freeze", "--dev-run",
+                             str(run), "--study", str(study)], capture_output=True, text=True)
     assert freeze.returncode == 0, freeze.stderr
     sha = (lock / "protocol.sha256").read_text().split()[0]
     run_snakemake(tmp_path, "confirm", config={**base, "unseal": sha, "allow_dirty_for_testing": "true"},

@@ -1,23 +1,25 @@
-"""A cache that cannot lie quietly, on the fixture's smoke run: the verifier's record (sampled batches re-inferred
-from scratch), a validly re-checksummed but altered cache entry caught by re-inference, a tampered copy of the run's
-stand-in model names what to delete."""
+"""A cache that cannot lie quietly, on the fixture's smoke run: the verifier's record (sampled batches
+re-inferred from scratch), a validly re-checksummed but altered cache entry caught by re-inference, a tampered
+copy of the run's stand-in model names what to delete."""
 
 import json
 import shutil
 
 import pytest
-
 from conftest import read_json, run_snakemake
+
 from rerank_study import scoring
 
 
 def test_verification_record_of_a_run(smoke_run):
     rec = read_json(smoke_run / "verification.json")
-    assert rec["all_equal"] is True and rec["k"] == 8 and len(rec["sample"]) == 5  # smoke: 5 batches, all sampled
+    # smoke: 5 batches, all sampled
+    assert rec["all_equal"] is True and rec["k"] == 8 and len(rec["sample"]) == 5
     assert rec["pairs_compared"] == 50 and all(p["equal"] for p in rec["pairs"])
 
 
-def test_an_altered_but_rechecksummed_cache_entry_is_caught_by_re_inference(smoke_run, fixture_workdir, tmp_path):
+def test_an_altered_but_rechecksummed_cache_entry_is_caught_by_re_inference(smoke_run,
+                                                                            fixture_workdir, tmp_path):
     wd = tmp_path / "lying-cache"
     for sub in ("lockfiles", "resources"):
         shutil.copytree(fixture_workdir / sub, wd / sub, symlinks=True)
@@ -42,6 +44,7 @@ def test_a_tampered_model_copy_says_what_to_delete(smoke_run, fixture_workdir, t
     folder = next((fixture_workdir / "resources/models").glob("standin-seed*"))
     copy = tmp_path / folder.name
     shutil.copytree(folder, copy)
-    (copy / "config.json").write_text((copy / "config.json").read_text().replace('"hidden_act"', '"hidden_act" '))
+    (copy / "config.json").write_text((copy / "config.json").read_text().replace('"hidden_act"',
+                                                                                 '"hidden_act" '))
     with pytest.raises(PinMismatchError, match=f"delete the folder {copy}"):
         models.load_model_meta(copy)

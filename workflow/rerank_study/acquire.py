@@ -53,7 +53,8 @@ def check_file(path, name: str, pins: DataPins, source: str) -> str:
         if content == pin["content_sha256"]:
             fix = ("The judgements are IDENTICAL to the pinned ones (content sha256 " + content + ") but the "
                    "byte order differs. If this file came from the official archive, update the file sha256 "
-                   f"of {name!r} in the data lockfile to the actual value above, knowingly, in its own commit.")
+                   f"of {name!r} in the data lockfile to the actual value above, knowingly, in "
+                   "its own commit.")
     raise PinMismatchError(name, path, "sha256", pin["sha256"], actual, source, fix)
 
 
@@ -64,9 +65,9 @@ def _check_content(path, name: str, pin: dict, source: str) -> None:
         return
     content = beir.qrels_content_sha256(beir.read_qrels(path))
     if content != pin["content_sha256"]:
-        raise PinMismatchError(f"{name} (its judgements)", path, "content_sha256", pin["content_sha256"], content, source,
-                               "The pin's content hash does not belong to the pinned file: the pins were edited. Restore "
-                               "the data pins from git.")
+        raise PinMismatchError(f"{name} (its judgements)", path, "content_sha256", pin["content_sha256"],
+                               content, source, "The pin's content hash does not belong to the pinned file: "
+                               "the pins were edited. Restore the data pins from git.")
 
 
 def _copy_verified(src: Path, dest: Path, name: str, pins: DataPins, source: str) -> str:
@@ -80,9 +81,10 @@ def _copy_verified(src: Path, dest: Path, name: str, pins: DataPins, source: str
 def verify_zip(path, pins: DataPins, source: str) -> None:
     """The pinned archive's size, sha256 and md5, checked before any member is extracted."""
     if pins.zip_bytes is None:
-        raise MissingInputError(f"the dataset {pins.dataset} has no pinned archive (a local-only dataset): give its "
-                                f"folder with --config data_mirror=...; {path} cannot be verified")
-    verify_archive(path, pins.zip_name, {"bytes": pins.zip_bytes, "sha256": pins.zip_sha256, "md5": pins.zip_md5},
+        raise MissingInputError(f"the dataset {pins.dataset} has no pinned archive (a local-only dataset): "
+                                f"give its folder with --config data_mirror=...; {path} cannot be verified")
+    verify_archive(path, pins.zip_name, {"bytes": pins.zip_bytes, "sha256": pins.zip_sha256,
+                                         "md5": pins.zip_md5},
                    source, "The archive is truncated or not the pinned one; it was not extracted.")
 
 
@@ -95,9 +97,9 @@ def download(url: str, dest: Path, pins: DataPins, timeout: float = 60.0) -> Non
 
 
 def _acquire_part(name: str, pins: DataPins, cache_dir: Path, **sources) -> dict:
-    """A drawn part of a dataset's ONE qrels file (its pin names the source file and the part's query ids): the
-    source is acquired and verified into a temporary folder, the part's rows are written, verified against the
-    part's own pin and renamed into the cache; the source copy is deleted (it never reaches the cache)."""
+    """A drawn part of a dataset's ONE qrels file (its pin names the source file and the part's query ids):
+    the source is acquired and verified into a temporary folder, the part's rows are written, verified against
+    the part's own pin and renamed into the cache; the source copy is deleted (it never reaches the cache)."""
     import tempfile
 
     origin = pins.pin(name)["derived_from"]
@@ -107,13 +109,15 @@ def _acquire_part(name: str, pins: DataPins, cache_dir: Path, **sources) -> dict
     with atomic_path(cache_dir / name) as out:
         out.write_bytes(part)
         check_file(out, name, pins, f"part of {origin['file']} ({prov['source']})")
-    return {"source": f"the {len(origin['queries'])} pinned queries' rows of {origin['file']} ({prov['source']})",
+    return {"source": f"the {len(origin['queries'])} pinned queries' rows of {origin['file']} "
+                      f"({prov['source']})",
             "verified_by": "sha256", "sha256": sha256_file(cache_dir / name)}
 
 
 def _from_cache_or_mirror(name: str, pins: DataPins, cache_dir: Path, mirror, sources: dict) -> dict | None:
     """``name`` from the first source that has it of: a drawn part (``_acquire_part``), the verified cache
-    (re-checked), the mirror (copied and verified into the cache). Its provenance, or None (needs the archive)."""
+    (re-checked), the mirror (copied and verified into the cache). Its provenance, or None (needs the
+    archive)."""
     if "derived_from" in pins.pin(name) and not (cache_dir / name).exists():
         return _acquire_part(name, pins, cache_dir, **sources)
     cached = cache_dir / name
@@ -163,9 +167,11 @@ def _missing_data(missing: list[str], reasons: list[str], mirror, pins: DataPins
     return MissingInputError(
         "MISSING DATA: " + ", ".join(missing) + " could not be found.\n"
         + "".join(f"  - {r}\n" for r in reasons)
-        + (f"  - the mirror {mirror} does not contain them\n" if mirror else "  - no local mirror is configured\n")
+        + (f"  - the mirror {mirror} does not contain them\n" if mirror else "  - no local mirror is "
+           "configured\n")
         + "Supply them in one of two ways:\n"
-        + f"  1. a local copy: --config data_mirror=/path/to/{pins.dataset} (a folder with corpus.jsonl, queries.jsonl,\n"
+        + f"  1. a local copy: --config data_mirror=/path/to/{pins.dataset} (a folder with corpus.jsonl, "
+        "queries.jsonl,\n"
         + f"     qrels/*.tsv in BEIR layout) or --config data_zip=/path/to/{pins.zip_name};\n"
         + (f"  2. network access to {pins.url} (the archive is verified by sha256 and md5)." if pins.url else
            f"  2. (none: {pins.dataset} is a local-only dataset without a pinned archive)")

@@ -5,8 +5,8 @@ Pure: tables in, numbers out."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -17,7 +17,8 @@ from .grouping import size_histogram
 from .names import BLEND, CE, FIRST_REL_RANK, METHODS, RRF, column
 
 
-def deltas(table: Mapping[str, Mapping[str, float]], qids: Sequence[str], a: str, b: str, metric: str) -> list[float]:
+def deltas(table: Mapping[str, Mapping[str, float]], qids: Sequence[str], a: str, b: str,
+           metric: str) -> list[float]:
     """Per-query paired differences Δ_q = M_a(q) - M_b(q), in the order of ``qids``."""
     return [table[q][column(a, metric)] - table[q][column(b, metric)] for q in qids]
 
@@ -38,7 +39,7 @@ class AnalysisPlan:
     other_metrics: tuple[str, ...] = ()
 
     @classmethod
-    def from_settings(cls, settings: Mapping) -> "AnalysisPlan":
+    def from_settings(cls, settings: Mapping) -> AnalysisPlan:
         """From ``config.run_settings`` (the manifest's settings)."""
         ms = names.measures(settings["metrics"])
         return cls(comparisons={k: tuple(v) for k, v in settings["comparisons"]["all"].items()},
@@ -47,8 +48,8 @@ class AnalysisPlan:
                    threshold=settings["threshold"], other_metrics=tuple(str(x) for x in ms[1:-1]))
 
 
-def _summary_head(qids: Sequence[str], table: Mapping[str, Mapping[str, float]], groups: Sequence[Sequence[str]],
-                  plan: AnalysisPlan) -> dict:
+def _summary_head(qids: Sequence[str], table: Mapping[str, Mapping[str, float]],
+                  groups: Sequence[Sequence[str]], plan: AnalysisPlan) -> dict:
     """The summary's header (sizes, group-size histogram, bootstrap description, threshold, primary) and
     the per-method means of the metric and of the other measures; ``comparisons`` still empty."""
     metric, other_metrics = plan.metric, plan.other_metrics
@@ -59,10 +60,12 @@ def _summary_head(qids: Sequence[str], table: Mapping[str, Mapping[str, float]],
         "bootstrap": {"B": plan.B, "seed": plan.seed, "percentiles": list(plan.percentiles),
                       "generator": "numpy.random.default_rng(seed); grouped = integers(0, G, (B, G)); then "
                                    "query = integers(0, n, (B, n))",
-                      "estimator": "sum over drawn groups of the group's summed delta / sum of drawn group sizes"},
+                      "estimator": "sum over drawn groups of the group's summed delta / sum of "
+                                   "drawn group sizes"},
         "threshold": plan.threshold, "primary": plan.primary,
         "methods": {m: {"mean": bs.seq_mean(per_method[m]),
-                        **{f"mean_{x}": bs.seq_mean(table[q][column(m, x)] for q in qids) for x in other_metrics}}
+                        **{f"mean_{x}": bs.seq_mean(table[q][column(m, x)] for q in qids)
+                           for x in other_metrics}}
                     for m in METHODS},
         "comparisons": {},
     }
@@ -138,8 +141,8 @@ def analyse(qids: Sequence[str], table: Mapping[str, Mapping[str, float]], group
         query = bs.query_replicates(d, q_idx)
         replicates[f"grouped_{name}"] = grouped
         replicates[f"query_{name}"] = query
-        summary["comparisons"][name] = _comparison_block(d, a, b, grouped, query, positions, len(groups), group_ids,
-                                                         plan)
+        summary["comparisons"][name] = _comparison_block(d, a, b, grouped, query, positions, len(groups),
+                                                         group_ids, plan)
     # worst queries of the primary comparison and the repair / weakening counts
     summary["worst_primary"] = _worst_primary(qids, table, plan, first_rel)
     summary["repair"] = _repair(qids, table, plan.metric)
@@ -170,8 +173,9 @@ class _StatisticsInput:
 
 
 def _statistics_input(qids: Sequence[str], table: Mapping[str, Mapping[str, float]], *,
-                      counts: Mapping[str, tuple[int, int]], first_rel: Mapping[str, Mapping[str, int | None]],
-                      groups: Sequence[Sequence[str]], plan: AnalysisPlan) -> _StatisticsInput:
+                      counts: Mapping[str, tuple[int, int]],
+                      first_rel: Mapping[str, Mapping[str, int | None]], groups: Sequence[Sequence[str]],
+                      plan: AnalysisPlan) -> _StatisticsInput:
     """The inputs of ``evaluation_statistics`` with the group lookups derived."""
     return _StatisticsInput(qids=qids, table=table, counts=counts, first_rel=first_rel, groups=groups,
                             comparisons=plan.comparisons, metric=plan.metric,
@@ -220,11 +224,12 @@ def _chance_section(inp: _StatisticsInput, k: int, depth: int) -> dict:
     return {
         "k": k, "candidates_per_query": depth,
         "mean_chance_success": bs.seq_mean(hit), "mean_chance_recall": bs.seq_mean(rec),
-        "observed_success": {m: sum(1 for q in qids if first_rel[q][m] is not None and first_rel[q][m] <= k) / n
+        "observed_success": {m: sum(1 for q in qids if first_rel[q][m] is not None
+                                    and first_rel[q][m] <= k) / n
                              for m in METHODS},
         "queries_without_relevant_candidate": sum(1 for q in qids if counts[q][1] == 0),
-        "definition": "chance success@k = 1 - C(N-m, k)/C(N, k) for m relevant among N candidates (random order); "
-                      "chance recall@k = min(k, N)/N * m/|P|",
+        "definition": "chance success@k = 1 - C(N-m, k)/C(N, k) for m relevant among N candidates (random "
+                      "order); chance recall@k = min(k, N)/N * m/|P|",
     }
 
 
@@ -237,7 +242,8 @@ def _slice_family(inp: _StatisticsInput, fam: str, weights: Mapping[str, float])
     fam_out = {"slices": {}, "raw_mean": {}, "declared_weight_mean": {}}
     for s, qs in members.items():
         fam_out["slices"][s] = {"n": len(qs), "weight": weights[s], "population_share": len(qs) / n,
-                                "means": {m: (bs.seq_mean(table[q][column(m, metric)] for q in qs) if qs else None)
+                                "means": {m: (bs.seq_mean(table[q][column(m, metric)] for q in qs) if qs
+                                              else None)
                                           for m in METHODS}}
     for m in METHODS:
         fam_out["raw_mean"][m] = bs.seq_mean(table[q][column(m, metric)] for q in qids)
@@ -251,8 +257,8 @@ def _guardrails(summary: Mapping, tolerated: Mapping[str, float]) -> dict:
     guard = {}
     for name, loss in tolerated.items():
         lower = summary["comparisons"][name]["grouped_interval"][0]
-        guard[name] = {"tolerated_loss": loss, "grouped_lower": lower, "mean": summary["comparisons"][name]["mean"],
-                       "pass": lower >= -loss,
+        guard[name] = {"tolerated_loss": loss, "grouped_lower": lower,
+                       "mean": summary["comparisons"][name]["mean"], "pass": lower >= -loss,
                        "rule": "passes when the grouped interval's lower bound >= -tolerated loss"}
     return guard
 
@@ -293,14 +299,14 @@ def _power_section(inp: _StatisticsInput, primary: str, power_cfg: Mapping) -> d
     (``evalstats.power_block``)."""
     a, b = inp.comparisons[primary]
     pos = {q: i for i, q in enumerate(inp.qids)}
-    return es.power_block(deltas(inp.table, inp.qids, a, b, inp.metric), [[pos[q] for q in g] for g in inp.groups],
-                          power_cfg)
+    return es.power_block(deltas(inp.table, inp.qids, a, b, inp.metric),
+                          [[pos[q] for q in g] for g in inp.groups], power_cfg)
 
 
 def evaluation_statistics(qids: Sequence[str], table: Mapping[str, Mapping[str, float]], *,
-                          counts: Mapping[str, tuple[int, int]], first_rel: Mapping[str, Mapping[str, int | None]],
-                          groups: Sequence[Sequence[str]], plan: AnalysisPlan, summary: Mapping, ev: Mapping,
-                          depth: int) -> dict:
+                          counts: Mapping[str, tuple[int, int]],
+                          first_rel: Mapping[str, Mapping[str, int | None]], groups: Sequence[Sequence[str]],
+                          plan: AnalysisPlan, summary: Mapping, ev: Mapping, depth: int) -> dict:
     """The evaluation statistics of one run. ``counts[q] = (n_relevant, n_relevant_in_candidates)``."""
     inp = _statistics_input(qids, table, counts=counts, first_rel=first_rel, groups=groups, plan=plan)
     return EvaluationStatistics(

@@ -42,13 +42,15 @@ def _jsonl_records(path):
     with open(path, encoding="utf-8", newline="") as fh:
         for line_no, line in enumerate(fh, start=1):
             if not line.endswith("\n"):
-                raise MalformedInputError(path, line_no, "last line is not terminated by a newline (truncated file?)")
+                raise MalformedInputError(path, line_no, "last line is not terminated by a newline "
+                                          "(truncated file?)")
             if not line.strip():
                 raise MalformedInputError(path, line_no, "empty line")
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise MalformedInputError(path, line_no, f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+                raise MalformedInputError(path, line_no, f"invalid JSON: {exc.msg} at "
+                                          f"column {exc.colno}") from None
             if not isinstance(rec, dict):
                 raise MalformedInputError(path, line_no, "a JSON object was expected")
             yield line_no, rec
@@ -72,7 +74,8 @@ def read_corpus(path) -> dict[str, Doc]:
         doc_id = _str_field(path, line_no, rec, "_id", allow_empty=False)
         if doc_id in docs:
             raise MalformedInputError(path, line_no, f"duplicate document id {doc_id!r}")
-        docs[doc_id] = Doc(doc_id, _str_field(path, line_no, rec, "title"), _str_field(path, line_no, rec, "text"))
+        docs[doc_id] = Doc(doc_id, _str_field(path, line_no, rec, "title"),
+                           _str_field(path, line_no, rec, "text"))
     if not docs:
         raise MalformedInputError(path, 0, "the corpus is empty")
     return docs
@@ -98,7 +101,8 @@ def read_qrels(path) -> dict[str, dict[str, int]]:
     with open(path, encoding="utf-8", newline="") as fh:
         for line_no, line in enumerate(fh, start=1):
             if not line.endswith("\n"):
-                raise MalformedInputError(path, line_no, "last line is not terminated by a newline (truncated file?)")
+                raise MalformedInputError(path, line_no, "last line is not terminated by a newline "
+                                          "(truncated file?)")
             cells = line.rstrip("\r\n").split("\t")
             if line_no == 1:
                 if tuple(cells) != QRELS_HEADER:

@@ -21,8 +21,8 @@ Draws: ``rng = numpy.random.default_rng(seed)``; the grouped index matrix is
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -115,7 +115,8 @@ def percentile_linear(values, p: float) -> float:
 
 
 def wins_ties_losses(deltas: Sequence[float]) -> tuple[int, int, int]:
-    return (sum(1 for d in deltas if d > 0), sum(1 for d in deltas if d == 0), sum(1 for d in deltas if d < 0))
+    return (sum(1 for d in deltas if d > 0), sum(1 for d in deltas if d == 0),
+            sum(1 for d in deltas if d < 0))
 
 
 def leave_one_group_out(deltas: Sequence[float], positions) -> list[float]:
@@ -141,4 +142,5 @@ class Interval:
 
 
 def interval(replicates, percentiles=(2.5, 97.5)) -> Interval:
-    return Interval(percentile_linear(replicates, percentiles[0]), percentile_linear(replicates, percentiles[1]))
+    return Interval(percentile_linear(replicates, percentiles[0]),
+                    percentile_linear(replicates, percentiles[1]))

@@ -57,11 +57,11 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from functools import partial
 from statistics import NormalDist
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -181,7 +181,8 @@ def ordered_map(fn, items, workers: int = 1):
         yield from pool.map(run, items)
 
 
-def simulate(data: RunData, settings: CalibrationSettings, stream: str, workers: int = 1) -> tuple[Tally, list]:
+def simulate(data: RunData, settings: CalibrationSettings, stream: str,
+             workers: int = 1) -> tuple[Tally, list]:
     """Run the coverage or null stream: S simulations, tallied; the first n_audit recorded."""
     one = {"coverage": coverage_sample, "null": null_sample}[stream]
     targets = [ratio(data.sums[k], data.sizes) for k in range(len(data.names))] if stream == "coverage" \
@@ -199,15 +200,16 @@ def coverage_summary(tally: Tally, k: int, alpha: float) -> dict:
     out = {}
     for m, c in tally.counts[k].items():
         defined = tally.n - c["undefined"]
-        out[m] = {"coverage": c["contains"] / tally.n, "wilson": list(wilson_interval(c["contains"], tally.n, alpha)),
-                  "covered": c["contains"], "undefined": c["undefined"],
-                  "mean_width": c["width"] / defined if defined else None}
+        out[m] = {"coverage": c["contains"] / tally.n,
+                  "wilson": list(wilson_interval(c["contains"], tally.n, alpha)), "covered": c["contains"],
+                  "undefined": c["undefined"], "mean_width": c["width"] / defined if defined else None}
     return out
 
 
 def type_i_summary(tally: Tally, k: int, alpha: float) -> dict:
     """Share of all null simulations whose interval excludes 0, and its Wilson interval."""
-    return {m: {"rate": c["excludes_0"] / tally.n, "wilson": list(wilson_interval(c["excludes_0"], tally.n, alpha)),
+    return {m: {"rate": c["excludes_0"] / tally.n,
+                "wilson": list(wilson_interval(c["excludes_0"], tally.n, alpha)),
                 "rejections": c["excludes_0"], "undefined": c["undefined"]}
             for m, c in tally.counts[k].items()}
 

@@ -10,8 +10,8 @@ group sizes n_g, the Δ matrix and each group's members.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -38,7 +38,8 @@ class CalibrationSettings:
             if type(v) is not int or v < low:  # noqa: E721 - a bool is no count
                 raise ValueError(f"calibration setting {name} must be an integer >= {low}, got {v!r}")
         if type(self.seed) is int and self.seed >= 2 ** 32:  # noqa: E721
-            raise ValueError(f"calibration setting seed must be < 2**32 (one SeedSequence word), got {self.seed}")
+            raise ValueError("calibration setting seed must be < 2**32 (one SeedSequence word), "
+                             f"got {self.seed}")
         for name, low in (("seed", 0), ("S", 1), ("B_inner", 2), ("R", 1), ("S_power", 1), ("n_audit", 0)):
             whole(name, getattr(self, name), low)
         object.__setattr__(self, "power_n", tuple(self.power_n))
@@ -46,7 +47,8 @@ class CalibrationSettings:
             whole("power_n entry", n, 1)
         lo, hi = (float(x) for x in self.percentiles)
         if not (0 < lo < 50 < hi < 100 and lo + hi == 100):
-            raise ValueError(f"percentiles must be symmetric (lo, 100 - lo) with 0 < lo < 50, got {self.percentiles!r}")
+            raise ValueError("percentiles must be symmetric (lo, 100 - lo) with 0 < lo < 50, got "
+                             f"{self.percentiles!r}")
         object.__setattr__(self, "percentiles", (lo, hi))
         if not math.isfinite(self.threshold):
             raise ValueError(f"threshold must be finite, got {self.threshold!r}")

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import gzip
 import io
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from .errors import MalformedInputError
 from .fileio import atomic_open, read_tsv, write_tsv
@@ -35,7 +35,8 @@ FROZEN_RETRIEVER_HEADER = ("qid", "rank", "doc_id")
 
 
 # ------------------------------------------------------------------ retriever top lists --
-def retriever_top(score_rows, doc_ids: Sequence[str], qids: Sequence[str], depth: int) -> dict[str, list[tuple[str, int, float]]]:
+def retriever_top(score_rows, doc_ids: Sequence[str], qids: Sequence[str],
+                  depth: int) -> dict[str, list[tuple[str, int, float]]]:
     """Top ``depth`` per query from a (n_queries, n_docs) score matrix, under the tie rule."""
     out = {}
     for qid, row in zip(qids, score_rows):
@@ -111,8 +112,8 @@ def candidate_header(path) -> tuple[str, ...]:
     with open(path, encoding="utf-8", newline="") as fh:
         header = tuple(fh.readline().rstrip("\r\n").split("\t"))
     if header not in CANDIDATE_HEADERS:
-        raise MalformedInputError(path, 1, f"header {list(header)} is neither {list(CANDIDATE_HEADER)} (RRF) nor "
-                                           f"{list(TREC_CANDIDATE_HEADER)} (a TREC run)")
+        raise MalformedInputError(path, 1, f"header {list(header)} is neither {list(CANDIDATE_HEADER)} (RRF) "
+                                           f"nor {list(TREC_CANDIDATE_HEADER)} (a TREC run)")
     return header
 
 

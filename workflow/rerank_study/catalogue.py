@@ -56,11 +56,12 @@ def _check_request(entry: dict, pins_path: Path, dev_qrels: str, confirm_qrels: 
                    split: dict | None = None) -> None:
     if pins_path.exists():
         raise PipelineError(f"ALREADY PINNED: {pins_path} exists, so the data is already pinned. "
-                            "Nothing was downloaded or written. Delete it knowingly (in its own commit) to re-pin.")
+                            "Nothing was downloaded or written. Delete it knowingly (in its own "
+                            "commit) to re-pin.")
     if confirm_qrels is not None and confirm_qrels == dev_qrels and split is None:
         raise ConfigError(f"dev_qrels and confirm_qrels are both {dev_qrels!r}: the sealed confirmation "
-                          "judgements must come from another split, or (a dataset with ONE qrels file) be drawn "
-                          "from it: give the draw's seed and size (splits.seed, splits.confirm_size).")
+                          "judgements must come from another split, or (a dataset with ONE qrels file) be "
+                          "drawn from it: give the draw's seed and size (splits.seed, splits.confirm_size).")
     for name in filter(None, (dev_qrels, confirm_qrels)):
         if name not in entry["qrels_splits"]:
             raise ConfigError(f"split {name!r} is not among the qrels splits of {entry['url']}: "
@@ -133,7 +134,8 @@ def _count_lines(path: Path) -> int:
 
 def _file_pin(path: Path, role: str) -> dict:
     """Size, newline count and sha256 of the extracted bytes (no newline normalisation)."""
-    return {"bytes": path.stat().st_size, "lines": _count_lines(path), "role": role, "sha256": sha256_file(path)}
+    return {"bytes": path.stat().st_size, "lines": _count_lines(path), "role": role,
+            "sha256": sha256_file(path)}
 
 
 def _files_block(dest: Path, dev: str, confirm: str | None, tables: dict) -> dict:
@@ -141,21 +143,24 @@ def _files_block(dest: Path, dev: str, confirm: str | None, tables: dict) -> dic
     for name, role in ((dev, "qrels_dev"), (confirm, "qrels_confirm")):
         if name is None:
             continue
-        files[name] = dict(_file_pin(dest / name, role), content_sha256=beir.qrels_content_sha256(tables[name]))
+        files[name] = dict(_file_pin(dest / name, role),
+                           content_sha256=beir.qrels_content_sha256(tables[name]))
         if role == "qrels_confirm":  # sealed; its query ids (not its judgements) are the confirmation split
             files[name].update(sealed=True, queries=splits.canonical_order(tables[name]))
     return files
 
 
 def drawn_parts(source: str, table: dict, seed: int, confirm_size: int, dest: Path) -> dict:
-    """ONE qrels file: draw the sealed confirmation queries from its judged query ids (numpy default_rng(seed).choice
-    without replacement over the canonically sorted ids), write both parts (header + their rows, the source's bytes
-    and order) into ``dest`` and return their pins (each naming the source and its query ids)."""
+    """ONE qrels file: draw the sealed confirmation queries from its judged query ids (numpy
+    default_rng(seed).choice without replacement over the canonically sorted ids), write both parts (header +
+    their rows, the source's bytes and order) into ``dest`` and return their pins (each naming the source and
+    its query ids)."""
     pool = splits.canonical_order(table)
     if confirm_size >= len(pool):
-        raise ConfigError(f"{source} judges {len(pool)} queries: cannot seal {confirm_size} of them and keep any for "
-                          "development (lower splits.confirm_size).")
-    sealed = splits.draw_dev_split(pool, confirm_size, seed)  # the same seeded draw of k ids from a sorted pool
+        raise ConfigError(f"{source} judges {len(pool)} queries: cannot seal {confirm_size} of them and keep "
+                          "any for development (lower splits.confirm_size).")
+    # the same seeded draw of k ids from a sorted pool
+    sealed = splits.draw_dev_split(pool, confirm_size, seed)
     parts = {beir.DEV_PART: [q for q in pool if q not in set(sealed)], beir.SEALED_PART: sealed}
     raw = (dest / source).read_bytes()
     out = {}
@@ -165,10 +170,12 @@ def drawn_parts(source: str, table: dict, seed: int, confirm_size: int, dest: Pa
         role = "qrels_confirm" if part == beir.SEALED_PART else "qrels_dev"
         out[name] = dict(_file_pin(dest / name, role), content_sha256=beir.qrels_content_sha256(
             beir.read_qrels(dest / name)), derived_from={
-                "file": source, "queries": qids, "rule": "header + the rows of these query ids, in the source's "
-                "order and bytes", "drawn": {"seed": seed, "confirm_size": confirm_size, "pool": len(pool),
-                                            "by": "numpy default_rng(seed).choice(len(pool), confirm_size, "
-                                                  "replace=False) over the canonically sorted judged query ids"}})
+                "file": source, "queries": qids, "rule": "header + the rows of these query ids, in the "
+                "source's order and bytes", "drawn": {"seed": seed, "confirm_size": confirm_size,
+                                            "pool": len(pool), "by": "numpy "
+                                                  "default_rng(seed).choice(len(pool), confirm_size, "
+                                                  "replace=False) over the canonically sorted "
+                                                  "judged query ids"}})
         if part == beir.SEALED_PART:
             out[name]["sealed"] = True
     return out
@@ -181,14 +188,16 @@ def pin_first_acquisition(entry: dict, pins_path, *, dev_qrels: str, confirm_qre
 
     ``dev_qrels`` / ``confirm_qrels`` are split names (``qrels/<split>.tsv``); the confirmation one is
     marked sealed. The archive is a local ``zip_path`` or is downloaded (``url`` or the entry's) into a
-    temporary folder (``TMPDIR``) that is removed afterwards. ``before_write(pins, folder)`` may refuse (raise)
-    with the extracted, parsed files at hand, before anything is written. Returns the dict written to
+    temporary folder (``TMPDIR``) that is removed afterwards. ``before_write(pins, folder)`` may refuse
+    (raise) with the extracted, parsed files at hand, before anything is written. Returns the dict written to
     ``pins_path``.
     """
     pins_path = Path(pins_path)
     _check_request(entry, pins_path, dev_qrels, confirm_qrels, split)
-    single = confirm_qrels == dev_qrels  # ONE qrels file: its two parts are drawn (``split``: seed, confirm_size)
-    dev, confirm = _qrels_member(dev_qrels), (_qrels_member(confirm_qrels) if confirm_qrels and not single else None)
+    # ONE qrels file: its two parts are drawn (``split``: seed, confirm_size)
+    single = confirm_qrels == dev_qrels
+    dev, confirm = _qrels_member(dev_qrels), (_qrels_member(confirm_qrels) if confirm_qrels and not single
+                                              else None)
     top, name = entry["zip_top_folder"], entry.get("name", entry["zip_top_folder"])
     with tempfile.TemporaryDirectory(prefix=f"pin-{name}-") as tmp:
         archive, source = _obtain_zip(entry, Path(tmp), zip_path, url, timeout)
@@ -201,7 +210,8 @@ def pin_first_acquisition(entry: dict, pins_path, *, dev_qrels: str, confirm_qre
                 "zip": dict(zip_block, top_folder=top, url=entry["url"])}
         if before_write is not None:
             before_write(pins, Path(tmp) / "x")
-    _check_request(entry, pins_path, dev_qrels, confirm_qrels, split)  # still not pinned by someone else meanwhile
+    # still not pinned by someone else meanwhile
+    _check_request(entry, pins_path, dev_qrels, confirm_qrels, split)
     write_json(pins_path, pins)
     return pins
 
@@ -281,11 +291,11 @@ def pin_local_dataset(folder, name: str, pins_path, *, dev_qrels: str, confirm_q
 
 
 def _comment(name: str, source: str) -> str:
-    today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
     local = "no archive" in source
     archive = "" if local else ("zip size and md5 matched the catalogue entry (lockfiles/datasets/beir.json) "
                                 "before the zip was opened; zip sha256 recorded then. ")
     return (f"{'' if local else 'BEIR '}{name} pins, written by the first verified acquisition on {today} "
             f"(UTC) from {source}: {archive}Files are hashed as read (no newline normalisation) and were "
-            "parsed with the strict readers; every qrels query id is in queries.jsonl. content_sha256 = sha256 "
-            "of the sorted 'qid\\tdocid\\tscore\\n' rows (order-independent).")
+            "parsed with the strict readers; every qrels query id is in queries.jsonl. content_sha256 = "
+            "sha256 of the sorted 'qid\\tdocid\\tscore\\n' rows (order-independent).")

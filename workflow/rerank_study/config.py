@@ -63,10 +63,18 @@ def _strict_validator_class():
 def validate_config(cfg: dict, schema_path=SCHEMA_PATH) -> dict:
     """Normalise command-line switches, then validate ``cfg`` against the schema and the
     cross-key rules (in place); return it."""
-    import jsonschema
 
     normalize_switches(cfg)
-    schema = _load_yaml(schema_path)
+    _check_schema(cfg, _load_yaml(schema_path))
+    problems = _cross_key_problems(cfg)
+    if problems:
+        raise ConfigError("INVALID CONFIG (fix config/config.yaml or the --config value):\n  "
+                          + "\n  ".join(problems))
+    return cfg
+
+
+def _check_schema(cfg: dict, schema: dict) -> None:
+    """Raise ConfigError listing every schema violation of ``cfg`` (one line per distinct problem)."""
     validator = _strict_validator_class()(schema)
     errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
     if errors:
@@ -74,7 +82,8 @@ def validate_config(cfg: dict, schema_path=SCHEMA_PATH) -> dict:
         for err in errors:  # (one line per distinct problem)
             key = _key_path(err)
             if err.validator == "additionalProperties":
-                msg = "unknown key (typo?); allowed here: " + ", ".join(sorted(err.schema.get("properties", {})))
+                msg = ("unknown key (typo?); "
+                       "allowed here: ") + ", ".join(sorted(err.schema.get("properties", {})))
             elif err.validator == "required":
                 msg = "required key is missing"
             else:
@@ -82,11 +91,17 @@ def validate_config(cfg: dict, schema_path=SCHEMA_PATH) -> dict:
             line = f"  config key '{key}': {msg}"
             if line not in lines:
                 lines.append(line)
-        raise ConfigError("INVALID CONFIG (fix config/config.yaml or the --config value):\n" + "\n".join(lines))
+        raise ConfigError("INVALID CONFIG (fix config/config.yaml or the --config value):\n"
+                          + "\n".join(lines))
+
+
+def _cross_key_problems(cfg: dict) -> list[str]:
+    """The rules between keys that the schema cannot say, each broken one as a line."""
     problems = []
     comps = cfg["comparisons"]
     if comps["primary"] not in comps["all"]:
-        problems.append(f"config key 'comparisons.primary': {comps['primary']!r} is not one of {sorted(comps['all'])}")
+        problems.append(f"config key 'comparisons.primary': {comps['primary']!r} is not one of "
+                        f"{sorted(comps['all'])}")
     for name, (a, b) in comps["all"].items():
         if a == b:
             problems.append(f"config key 'comparisons.all.{name}': compares {a!r} with itself")
@@ -97,7 +112,8 @@ def validate_config(cfg: dict, schema_path=SCHEMA_PATH) -> dict:
     if cand["depth"] > min(cand["bm25"]["depth"], cand["dense"]["depth"]) * 2:
         problems.append("config key 'candidates.depth': larger than the fused pool can hold")
     if cfg["smoke_settings"]["depth"] > cand["depth"]:
-        problems.append(f"config key 'smoke_settings.depth': {cfg['smoke_settings']['depth']} > candidates.depth {cand['depth']}")
+        problems.append(f"config key 'smoke_settings.depth': {cfg['smoke_settings']['depth']} > "
+                        f"candidates.depth {cand['depth']}")
     if cfg["smoke_settings"]["queries"] > cfg["splits"]["dev_size"]:
         problems.append("config key 'smoke_settings.queries': larger than splits.dev_size")
     if max(cfg["metrics"]["recall_ks"]) > cand["depth"]:
@@ -111,15 +127,16 @@ def validate_config(cfg: dict, schema_path=SCHEMA_PATH) -> dict:
         problems.append(f"config key 'evalstats.slices': {exc}")
     for name in list(ev["guardrails"]) + list(ev["exploratory"]["comparisons"]):
         if name not in comps["all"]:
-            problems.append(f"config key 'evalstats': comparison {name!r} is not one of {sorted(comps['all'])}")
+            problems.append(f"config key 'evalstats': comparison {name!r} is not one of "
+                            f"{sorted(comps['all'])}")
     if comps["primary"] in ev["guardrails"]:
-        problems.append("config key 'evalstats.guardrails': the primary comparison cannot also be a guardrail")
+        problems.append("config key 'evalstats.guardrails': the primary comparison cannot also "
+                        "be a guardrail")
     for fam in ev["exploratory"]["families"]:
         if fam not in ev["slices"]:
-            problems.append(f"config key 'evalstats.exploratory.families': {fam!r} is not a declared slice family")
-    if problems:
-        raise ConfigError("INVALID CONFIG (fix config/config.yaml or the --config value):\n  " + "\n  ".join(problems))
-    return cfg
+            problems.append(f"config key 'evalstats.exploratory.families': {fam!r} is not a declared "
+                            "slice family")
+    return problems
 
 
 def load_config(path, overrides: dict | None = None) -> dict:
@@ -166,7 +183,8 @@ def run_settings(cfg: dict, confirmation: bool = False) -> dict:
             "bootstrap_B": b["B"], "bootstrap_seed": b["confirm_seed"] if confirmation else b["seed"],
             "percentiles": b["percentiles"], "threshold": cfg["threshold"], "comparisons": cfg["comparisons"],
             **scoring, "evalstats": cfg["evalstats"],
-            "verify_batches": None if confirmation else cfg["verify"]["batches"], "verify_seed": cfg["verify"]["seed"]}
+            "verify_batches": None if confirmation else cfg["verify"]["batches"],
+            "verify_seed": cfg["verify"]["seed"]}
 
 
 def repin_set(cfg: dict) -> set[str]:
@@ -178,8 +196,9 @@ TIE_RULE = "score desc, doc id string desc"
 
 
 def candidate_params(cfg: dict) -> dict:
-    """The settings that decide the candidate table (recorded in its pin; threads are speed only). For a TREC-run
-    study (study.candidates: trec) the run file decides the order; the depth and the order rule are the settings."""
+    """The settings that decide the candidate table (recorded in its pin; threads are speed only). For a
+    TREC-run study (study.candidates: trec) the run file decides the order; the depth and the order rule are
+    the settings."""
     c = cfg["candidates"]
     if cfg["study"]["candidates"] == "trec":  # a user's TREC run: only the depth kept and the order rule
         return {"source": "trec", "depth": c["depth"], "tie_rule": TIE_RULE}

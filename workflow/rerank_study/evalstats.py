@@ -17,9 +17,9 @@ Command line (``python -m rerank_study.evalstats --help``):
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from statistics import NormalDist
-from typing import Mapping, Sequence
 
 # --------------------------------------------------------------------------- McNemar --
 
@@ -53,14 +53,16 @@ def paired_binary_counts(a: Sequence[bool], b: Sequence[bool]) -> dict[str, int]
     gained = sum(1 for x, y in zip(a, b) if x and not y)
     lost = sum(1 for x, y in zip(a, b) if y and not x)
     return {"gained": gained, "lost": lost, "unchanged": len(a) - gained - lost,
-            "both_yes": sum(1 for x, y in zip(a, b) if x and y), "both_no": sum(1 for x, y in zip(a, b) if not x and not y)}
+            "both_yes": sum(1 for x, y in zip(a, b) if x and y),
+            "both_no": sum(1 for x, y in zip(a, b) if not x and not y)}
 
 
 def sign_test(deltas: Sequence[float]) -> dict:
     """Exact sign test of paired differences (= exact McNemar on wins vs losses; ties dropped)."""
     wins = sum(1 for d in deltas if d > 0)
     losses = sum(1 for d in deltas if d < 0)
-    return {"wins": wins, "losses": losses, "ties": len(deltas) - wins - losses, "p": exact_mcnemar(wins, losses)}
+    return {"wins": wins, "losses": losses, "ties": len(deltas) - wins - losses,
+            "p": exact_mcnemar(wins, losses)}
 
 
 # ---------------------------------------------------------------------- chance level --
@@ -167,7 +169,8 @@ def benjamini_hochberg(pvalues: Sequence[float]) -> list[float]:
 
 # ----------------------------------------------------------------------------- power --
 
-def z_quantiles(alpha: float, power: float, exact: bool = True, two_sided: bool = True) -> tuple[float, float]:
+def z_quantiles(alpha: float, power: float, exact: bool = True,
+                two_sided: bool = True) -> tuple[float, float]:
     if not 0 < alpha < 1 or not 0 < power < 1:
         raise ValueError(f"alpha and power must lie in (0, 1), got {alpha}, {power}")
     if not exact:
@@ -241,8 +244,8 @@ def two_proportion_sample_size(p: float, relative_lift: float, alpha: float = 0.
         n_exact = 2 * (ZA + ZB) ** 2 * P * (1 - P) / (P * L) ** 2
         n = float(n_exact)
     per_group = math.ceil(n_exact) if n_exact is not None else math.ceil(n - 1e-9)
-    return {"p": p, "relative_lift": relative_lift, "absolute_delta": p * relative_lift, "z_alpha": za, "z_beta": zb,
-            "n_per_group": n, "n_per_group_ceil": per_group}
+    return {"p": p, "relative_lift": relative_lift, "absolute_delta": p * relative_lift, "z_alpha": za,
+            "z_beta": zb, "n_per_group": n, "n_per_group_ceil": per_group}
 
 
 def days_needed(n_per_group: float, daily_traffic: float, share: float = 1.0, groups: int = 2) -> float:

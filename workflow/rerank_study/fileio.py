@@ -17,8 +17,8 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
 
 from .errors import MalformedInputError, MissingInputError
 
@@ -78,7 +78,8 @@ def atomic_path(path) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def atomic_open(path, mode: str = "w", encoding: str | None = "utf-8", newline: str | None = "\n") -> Iterator:
+def atomic_open(path, mode: str = "w", encoding: str | None = "utf-8",
+                newline: str | None = "\n") -> Iterator:
     """Open a temporary sibling of ``path`` for writing; on success it is fsynced and renamed to
     ``path``. On any exception the temporary file is removed and ``path`` is left untouched."""
     kwargs = {} if "b" in mode else {"encoding": encoding, "newline": newline}

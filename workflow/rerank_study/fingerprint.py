@@ -9,7 +9,8 @@ from pathlib import Path
 
 
 def library_sha256(root) -> str:
-    """Relative path + bytes of every module of the library (``workflow/rerank_study/**/*.py``), in path order."""
+    """Relative path + bytes of every module of the library (``workflow/rerank_study/**/*.py``), in path
+    order."""
     lib = Path(root) / "workflow" / "rerank_study"
     h = hashlib.sha256()
     for p in sorted(p for p in lib.rglob("*.py") if "__pycache__" not in p.parts):

@@ -12,7 +12,7 @@ their first member. Group g is index g-1 in every bootstrap index matrix.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 
 def evidence_groups(query_ids: Sequence[str], qrels: Mapping[str, Mapping[str, int]]) -> list[list[str]]:

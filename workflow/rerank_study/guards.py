@@ -1,6 +1,6 @@
 """The parse-time checks of one study's invocation that are not the seal's (``seal.guard``) or the study's own
-(``studies.check_study``): each is one call from ``workflow/rules/guards.smk``, before any job, and a refusal names
-the file, what is missing or wrong, and the fix."""
+(``studies.check_study``): each is one call from ``workflow/rules/guards.smk``, before any job, and a refusal
+names the file, what is missing or wrong, and the fix."""
 
 from __future__ import annotations
 
@@ -18,8 +18,10 @@ def check_no_problems(what: str, problems: list[str]) -> None:
 
 
 def shell_overrides(resource_settings) -> list[str]:
-    """Where this invocation sets the shell a job runs in (the shell_exec resource, per rule or by default)."""
-    out = [f"--set-resources {rule}:shell_exec" for rule, res in (resource_settings.overwrite_resources or {}).items()
+    """Where this invocation sets the shell a job runs in (the shell_exec resource, per rule or by
+    default)."""
+    out = [f"--set-resources {rule}:shell_exec" for rule, res in (resource_settings.overwrite_resources
+                                                                  or {}).items()
            if "shell_exec" in res]
     default = resource_settings.default_resources
     if default is not None and "shell_exec" in default:
@@ -31,10 +33,10 @@ def check_invocation(cfg: dict, repin: set, confirm: bool) -> None:
     """The switches fit together: repin=data, repin=model and repin=reranker_run each alone; an opening
     analyses the whole confirmation set."""
     if "data" in repin and repin != {"data"}:
-        raise ConfigError(f"repin={cfg['repin']}: pin the data ALONE first (repin=data), commit it, then re-pin the "
-                          "splits / candidates that are drawn from it in a second invocation.")
-    for alone, what in (("model", "the reranker's model files"), ("reranker_run",
-                                                                  "the reranker's development run")):
+        raise ConfigError(f"repin={cfg['repin']}: pin the data ALONE first (repin=data), commit it, then "
+                          "re-pin the splits / candidates that are drawn from it in a second invocation.")
+    for alone, what in (("model", "the reranker's model files"),
+                        ("reranker_run", "the reranker's development run")):
         if alone in repin and repin != {alone}:
             raise ConfigError(f"repin={cfg['repin']}: repin={alone} pins {what} ALONE (an invocation of its "
                               "own; data first; then splits, candidates, and the model or a run-file "
@@ -45,14 +47,15 @@ def check_invocation(cfg: dict, repin: set, confirm: bool) -> None:
 
 def _require(path: Path, what: str, repin_key: str, lockdir) -> None:
     if not path.exists():
-        raise MissingInputError(f"MISSING {what}: {path} does not exist. It is a committed input of the experiment: "
-                                f"restore it from git (git checkout -- {lockdir}), or make it knowingly (this changes "
-                                f"the experiment) with: snakemake --config repin={repin_key}")
+        raise MissingInputError(f"MISSING {what}: {path} does not exist. It is a committed input of the "
+                                f"experiment: restore it from git (git checkout -- {lockdir}), or make it "
+                                "knowingly (this changes the experiment) with: snakemake --config "
+                                f"repin={repin_key}")
 
 
 def check_committed_inputs(lockdir, repin: set) -> None:
-    """The committed, pinned inputs are present before any job runs (unless this invocation re-pins them: data ->
-    splits -> candidates, in that order)."""
+    """The committed, pinned inputs are present before any job runs (unless this invocation re-pins them: data
+    -> splits -> candidates, in that order)."""
     lock = Path(lockdir)
     if not repin & {"data", "model", "splits"}:
         for name in (layout.SPLIT_DEV, layout.SPLIT_CONFIRM):

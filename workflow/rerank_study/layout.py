@@ -21,7 +21,8 @@ TREC_RUN = "candidates/run.trec"          # a TREC-run study's own run (byte cop
 RERANKER_DEV_RUN = "reranker/dev.trec"    # a run-file reranker's development run (byte copy, pinned)
 # its confirmation run, blind-submitted at freeze (protocol pin)
 RERANKER_CONFIRM_RUN = "reranker/confirm.trec"
-FROZEN_BM25 = "candidates/bm25.tsv.gz"    # the retrievers' ranked lists behind the frozen RRF table (provenance)
+# the retrievers' ranked lists behind the frozen RRF table (provenance)
+FROZEN_BM25 = "candidates/bm25.tsv.gz"
 FROZEN_DENSE = "candidates/dense.tsv.gz"
 REFERENCES = "reference"                  # reference/<name>/: committed fingerprints of reference runs
 TEST_FIXTURE = "TEST_FIXTURE"             # marker of a test-suite lock folder (never the repository's own)
@@ -33,7 +34,8 @@ class Artefact:
     key: str            # the rules' path key (``P[key]``) and the manifest's entry key
     path: str           # inside the run folder
     role: str           # what the audit checks it as
-    deterministic: bool  # same inputs + pins => the same bytes (else: measurements, and the report showing them)
+    # same inputs + pins => the same bytes (else: measurements, and the report showing them)
+    deterministic: bool
 
 
 # the inputs outside the run folder a manifest lists: (key, role); the analysed qrels (development or sealed)
@@ -75,16 +77,18 @@ CROSS_ENCODER_ONLY = frozenset({"pairs", "shape_check", "verification", "scoring
                                 "verification_measurements"})
 RUN_FILE_ONLY = frozenset({"reranker_scores", "reranker_run"})
 
-# the run's other files: not in the manifest (the manifest and the audit themselves, conveniences, an opening's
-# records, the reproduction check)
+# the run's other files: not in the manifest (the manifest and the audit themselves, conveniences, an
+# opening's records, the reproduction check)
 RUN_FILES = {
     "manifest": "manifest.json",
     "audit": "audit.json",
-    "pairs_parquet": "pairs.parquet",          # Parquet copies for pandas users (the TSVs are the audited files)
+    # Parquet copies for pandas users (the TSVs are the audited files)
+    "pairs_parquet": "pairs.parquet",
     "per_query_parquet": "per_query.parquet",
     "reproduction": "reproduction.md",
     "reproduction_json": "reproduction.json",
-    "opening_started": "OPENING_STARTED.json",  # an opening: its started ledger line (written before the copy)
+    # an opening: its started ledger line (written before the copy)
+    "opening_started": "OPENING_STARTED.json",
     "opening": "OPENING.json",                  # an opening: its completed ledger line
 }
 SEALED_FOLDER = "sealed"  # an opening: the sealed judgements it copied (sealed/<pinned name>)

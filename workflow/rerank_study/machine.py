@@ -12,7 +12,8 @@ import re
 
 
 def cpu_info() -> dict:
-    """CPU model name and feature flags (sorted, space-separated) from /proc/cpuinfo (Linux); empty elsewhere."""
+    """CPU model name and feature flags (sorted, space-separated) from /proc/cpuinfo (Linux); empty
+    elsewhere."""
     model, flags = platform.processor() or "", ""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:
@@ -34,7 +35,8 @@ def torch_facts() -> dict:
     shown = torch.__config__.show()
     mkl = re.search(r"Math Kernel Library Version ([^\s]+)", shown)
     dnn = re.search(r"MKL-DNN v([^\s]+)", shown)
-    return {"torch": torch.__version__, "mkl": mkl.group(1) if mkl else None, "onednn": dnn.group(1) if dnn else None,
+    return {"torch": torch.__version__, "mkl": mkl.group(1) if mkl else None, "onednn": dnn.group(1) if dnn
+            else None,
             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "mkl_cbwr": os.environ.get("MKL_CBWR")}
 

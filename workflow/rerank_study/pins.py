@@ -1,6 +1,6 @@
 """Reading every pin, and verifying an archive against its pin: the data pins (``<lockdir>/data_pins.json``,
-``DataPins``), the model pins (``model_pins.json``), and the pins derived by the pipeline itself (query splits,
-frozen candidates, the sealed set record) in ``derived_pins.json``.
+``DataPins``), the model pins (``model_pins.json``), and the pins derived by the pipeline itself (query
+splits, frozen candidates, the sealed set record) in ``derived_pins.json``.
 
 A derived pin is written only when the run explicitly allows it (``--config repin=...``) or
 when it does not exist yet AND the run allows it; otherwise a run verifies and never rewrites.
@@ -33,7 +33,7 @@ class DataPins:
     dataset: str = "scifact"
 
     @classmethod
-    def load(cls, path) -> "DataPins":
+    def load(cls, path) -> DataPins:
         raw = read_json(path)
         z = raw.get("zip") or {}
         return cls(z.get("url"), z.get("sha256"), z.get("md5"), int(z["bytes"]) if "bytes" in z else None,
@@ -94,13 +94,15 @@ def verify_frozen_candidates(derived_pins_path, table_path) -> dict:
             f"NO CANDIDATE PIN in {derived_pins_path}. The candidates are a committed, frozen input: restore "
             "lockfiles/ from git, or freeze them knowingly with: snakemake --config repin=candidates")
     verify_against(table_path, pin["sha256"], "the frozen candidate table",
-                   "It must be the committed file: restore it from git (git checkout -- lockfiles/candidates), or "
-                   "re-freeze knowingly with: snakemake --config repin=candidates (this changes the experiment).")
+                   "It must be the committed file: restore it from git (git checkout -- "
+                   "lockfiles/candidates), or re-freeze knowingly with: snakemake --config repin=candidates "
+                   "(this changes the experiment).")
     return pin
 
 
 # ---------------------------------------------------------------------------------------- archives --
-ARCHIVE_FIX = "The archive is not the pinned one (truncated, or another file); it was not opened and nothing was written."
+ARCHIVE_FIX = ("The archive is not the pinned one (truncated, or another file); it was not opened and "
+               "nothing was written.")
 
 
 def verify_archive(path, name: str, expected: dict, source: str, fix: str = ARCHIVE_FIX) -> dict:

@@ -16,7 +16,7 @@ rank r1 with k=60: ``1/(60+r0) + 1/(60+r1)``. Both are this one function.
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 # The tie rule in words, as protocols and reports state it (the short form in a candidate pin is
 # config.TIE_RULE, frozen into the committed candidate pins).
@@ -66,7 +66,8 @@ def rrf_scores(rankings: Sequence[Mapping[str, int]], k: int = 60) -> dict[str, 
 def blend_scores(r0: Mapping[str, int], r1: Mapping[str, int], k: int = 60) -> dict[str, float]:
     """The blend ``1/(k+r0) + 1/(k+r1)``: both rankings must cover exactly the same documents."""
     if set(r0) != set(r1):
-        raise ValueError(f"blend needs the same documents in both rankings; differ by {sorted(set(r0) ^ set(r1))[:5]}")
+        raise ValueError("blend needs the same documents in both rankings; differ by "
+                         f"{sorted(set(r0) ^ set(r1))[:5]}")
     return rrf_scores([r0, r1], k)  # 0.0 + 1/(k+r0) == 1/(k+r0) exactly, so this IS 1/(k+r0) + 1/(k+r1)
 
 

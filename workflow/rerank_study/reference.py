@@ -17,8 +17,8 @@ reference is its own verdict, NO-REFERENCE, never a pass.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from .errors import MissingInputError
 from .fileio import read_json, read_tsv, write_json, write_tsv
@@ -43,8 +43,9 @@ def identity(manifest: Mapping) -> dict:
     """What must be equal for two runs to be comparable at all."""
     hashes = deterministic_hashes(manifest)
     return {"inputs": {k: hashes[k] for k in INPUT_ROLES if k in hashes},
-            "model_identity": manifest["model_identity"], "model_weights_sha256": manifest["model_weights_sha256"],
-            "kind": manifest["kind"], "shape": {"n_queries": manifest["settings"]["n_queries"],
+            "model_identity": manifest["model_identity"],
+            "model_weights_sha256": manifest["model_weights_sha256"], "kind": manifest["kind"],
+            "shape": {"n_queries": manifest["settings"]["n_queries"],
                                                 "depth": manifest["settings"]["depth"]}}
 
 
@@ -62,13 +63,15 @@ def write_reference(rundir, dest, machine_facts: dict, threads: int) -> dict:
     manifest = read_json(rundir / "manifest.json")
     audit = read_json(rundir / "audit.json")
     if not audit.get("ok"):
-        raise MissingInputError(f"{rundir}/audit.json does not say ok: only an audited run can be a reference")
+        raise MissingInputError(f"{rundir}/audit.json does not say ok: only an audited run can "
+                                "be a reference")
     summary = read_json(rundir / "summary.json")
     prim = summary["comparisons"][summary["primary"]]
     ref = {"run": manifest["run"], "scorer": manifest["scorer"], "identity": identity(manifest),
            "artefacts_sha256": deterministic_hashes(manifest),
            "primary": {"comparison": summary["primary"], "mean": prim["mean"],
-                       "grouped_interval": prim["grouped_interval"], "query_interval": prim["query_interval"]},
+                       "grouped_interval": prim["grouped_interval"],
+                       "query_interval": prim["query_interval"]},
            "machine": machine_facts, "threads": threads}
     pairs = read_tsv(rundir / "pairs.tsv")
     write_tsv(dest / "logits.tsv", LOGIT_HEADER, [(r["qid"], r["doc_id"], float(r["logit"])) for r in pairs])
@@ -92,7 +95,8 @@ def compare_logits(run: Mapping, ref: Mapping) -> dict:
     return {"pairs_compared": len(common), "pairs_only_in_one": len(set(run) ^ set(ref)),
             "pairs_with_different_logit": sum(1 for x in deltas if x != 0.0),
             "largest_abs_logit_delta": max(deltas, default=0.0),
-            "pairs_whose_ce_rank_changes": len(moved), "queries_whose_ce_order_changes": len({q for q, _ in moved})}
+            "pairs_whose_ce_rank_changes": len(moved),
+            "queries_whose_ce_order_changes": len({q for q, _ in moved})}
 
 
 def _abs_change(a: str, b: str) -> float | None:
@@ -114,7 +118,8 @@ def compare_per_query(run: Mapping, ref: Mapping) -> dict:
             changed_cells += 1
             changed_queries.add(q)
             delta = _abs_change(run[q].get(c) or "", ref[q][c])
-            largest[c] = None if delta is None or largest.get(c, 0.0) is None else max(largest.get(c, 0.0), delta)
+            largest[c] = None if delta is None or largest.get(c, 0.0) is None else max(largest.get(c, 0.0),
+                                                                                       delta)
     return {"queries_compared": len(common), "queries_only_in_one": len(set(run) ^ set(ref)),
             "changed_cells": changed_cells, "queries_with_a_change": len(changed_queries),
             "largest_abs_change_by_column": dict(sorted(largest.items()))}
@@ -126,9 +131,9 @@ def compare(rundir, refdir) -> dict:
     manifest = read_json(rundir / "manifest.json")
     if not (refdir / "reference.json").exists():
         return {"verdict": "NO-REFERENCE", "reference": str(refdir),
-                "detail": f"no reference at {refdir}: nobody has committed one for this scorer and run shape yet "
-                          "(for the pinned model: run it, audit it, then `python scripts/reference.py write "
-                          f"{rundir}` and commit). This is not a pass."}
+                "detail": f"no reference at {refdir}: nobody has committed one for this scorer and run shape "
+                          "yet (for the pinned model: run it, audit it, then `python scripts/reference.py "
+                          f"write {rundir}` and commit). This is not a pass."}
     ref = read_json(refdir / "reference.json")
     mine = identity(manifest)
     if mine != ref["identity"]:
@@ -137,12 +142,13 @@ def compare(rundir, refdir) -> dict:
                 "detail": "the run's inputs, model or shape differ from the reference's: nothing to compare"}
     hashes = deterministic_hashes(manifest)
     expected = ref["artefacts_sha256"]
-    rows = [{"artefact": k, "identical": hashes.get(k) == v, "reference_sha256": v, "run_sha256": hashes.get(k)}
+    rows = [{"artefact": k, "identical": hashes.get(k) == v, "reference_sha256": v,
+             "run_sha256": hashes.get(k)}
             for k, v in sorted(expected.items())]
     rows += [{"artefact": k, "identical": False, "reference_sha256": None, "run_sha256": v}
              for k, v in sorted(hashes.items()) if k not in expected]
-    out = {"verdict": "IDENTICAL" if all(r["identical"] for r in rows) else "DIFFERENT", "reference": str(refdir),
-           "artefacts": rows, "reference_machine": ref["machine"]}
+    out = {"verdict": "IDENTICAL" if all(r["identical"] for r in rows) else "DIFFERENT",
+           "reference": str(refdir), "artefacts": rows, "reference_machine": ref["machine"]}
     if out["verdict"] == "DIFFERENT":
         out["logits"] = compare_logits(read_logits(rundir / "pairs.tsv"), read_logits(refdir / "logits.tsv"))
         out["per_query"] = compare_per_query(read_per_query(rundir / "per_query.tsv"),
@@ -158,25 +164,31 @@ def compare(rundir, refdir) -> dict:
 def render(result: Mapping, run: str) -> str:
     """The verdict line and the per-artefact table (markdown)."""
     v = result["verdict"]
-    lines = [f"# Reproduction check of `{run}`", "", f"**Verdict: {v}** — reference `{result['reference']}`", ""]
+    lines = [f"# Reproduction check of `{run}`", "", f"**Verdict: {v}** — reference `{result['reference']}`",
+             ""]
     if v in ("NO-REFERENCE", "NOT-COMPARABLE"):
-        lines += [result["detail"] + (f" (differs in: {', '.join(result['differs_in'])})" if "differs_in" in result
+        lines += [result["detail"] + (f" (differs in: {', '.join(result['differs_in'])})"
+                                      if "differs_in" in result
                                       else ""), ""]
         return "\n".join(lines)
     lines += ["| artefact | identical | reference sha256 | run sha256 |", "|---|---|---|---|"]
-    lines += [f"| {r['artefact']} | {'yes' if r['identical'] else 'NO'} | `{(r['reference_sha256'] or '-')[:16]}` | "
-              f"`{(r['run_sha256'] or '-')[:16]}` |" for r in result["artefacts"]]
+    lines += [f"| {r['artefact']} | {'yes' if r['identical'] else 'NO'} | "
+              f"`{(r['reference_sha256'] or '-')[:16]}` | `{(r['run_sha256'] or '-')[:16]}` |"
+              for r in result["artefacts"]]
     if v == "DIFFERENT":
         lg, pq, pr = result["logits"], result["per_query"], result["primary"]
         lines += ["", "## By how much", "",
-                  f"- logits: {lg['pairs_with_different_logit']} of {lg['pairs_compared']} pairs differ; largest "
-                  f"|Δ logit| = {lg['largest_abs_logit_delta']!r}; {lg['pairs_whose_ce_rank_changes']} pairs in "
-                  f"{lg['queries_whose_ce_order_changes']} queries change CE rank",
-                  f"- per-query metrics: {pq['changed_cells']} cells in {pq['queries_with_a_change']} queries change; "
-                  f"largest |Δ| by column: {pq['largest_abs_change_by_column'] or 'none'}",
-                  f"- primary mean: reference {pr['reference']['mean']!r}, run {pr['run']['mean']!r}; grouped interval: "
-                  f"reference {pr['reference']['grouped_interval']}, run {pr['run']['grouped_interval']}"]
+                  f"- logits: {lg['pairs_with_different_logit']} of {lg['pairs_compared']} pairs differ; "
+                  f"largest |Δ logit| = {lg['largest_abs_logit_delta']!r}; "
+                  f"{lg['pairs_whose_ce_rank_changes']} pairs in {lg['queries_whose_ce_order_changes']} "
+                  "queries change CE rank",
+                  f"- per-query metrics: {pq['changed_cells']} cells in {pq['queries_with_a_change']} "
+                  f"queries change; largest |Δ| by column: {pq['largest_abs_change_by_column'] or 'none'}",
+                  f"- primary mean: reference {pr['reference']['mean']!r}, run {pr['run']['mean']!r}; "
+                  f"grouped interval: reference {pr['reference']['grouped_interval']}, run "
+                  f"{pr['run']['grouped_interval']}"]
     m = result["reference_machine"]
-    lines += ["", f"Reference machine: {m['cpu']['model']}, {m['machine']}, torch {m.get('torch', {}).get('torch')}, "
-                  f"MKL {m.get('torch', {}).get('mkl')}, CPU capability {m.get('torch', {}).get('cpu_capability')}.", ""]
+    lines += ["", f"Reference machine: {m['cpu']['model']}, {m['machine']}, torch "
+                  f"{m.get('torch', {}).get('torch')}, MKL {m.get('torch', {}).get('mkl')}, CPU capability "
+                  f"{m.get('torch', {}).get('cpu_capability')}.", ""]
     return "\n".join(lines)

@@ -3,7 +3,7 @@ measurement (time, memory) from measurements.json; both are shown with their sou
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from .names import METHODS, STANDIN_LABEL
 
@@ -34,7 +34,8 @@ def summary_table(summary: Mapping) -> list[str]:
     lines.append("|" + "---|" * (1 + len(summary["methods"]["rrf"])))
     for m in sorted(summary["methods"], key=lambda x: METHODS.index(x)):
         vals = summary["methods"][m]
-        lines.append(f"| {m} | {f6(vals['mean'])} | " + " | ".join(f6(v) for k, v in vals.items() if k.startswith("mean_"))
+        lines.append(f"| {m} | {f6(vals['mean'])} | " + " | ".join(f6(v) for k, v in vals.items()
+                                                                   if k.startswith("mean_"))
                      + " |")
     return lines
 
@@ -53,41 +54,46 @@ def comparison_table(summary: Mapping) -> list[str]:
         lines.append(f"| {name}{tag} | {f6(c['mean'])} | {interval_text(c['grouped_interval'])} | "
                      f"{interval_text(c['query_interval'])} | {yn(c['grouped_covers_0'])} | "
                      f"{yn(c['grouped_covers_threshold'])} | {yn(c['query_covers_0'])} | "
-                     f"{yn(c['query_covers_threshold'])} | {c['wins']}/{c['ties']}/{c['losses']} | {logo_txt} |")
+                     f"{yn(c['query_covers_threshold'])} | {c['wins']}/{c['ties']}/{c['losses']} | "
+                     f"{logo_txt} |")
     return lines
 
 
-def render(summary: Mapping, measurements: Mapping, provenance: Mapping, extra_sections: list[str] | None = None,
-           figures: Mapping[str, str] | None = None, title: str = "Development analysis", run: str = "") -> str:
+def render(summary: Mapping, measurements: Mapping, provenance: Mapping,
+           extra_sections: list[str] | None = None, figures: Mapping[str, str] | None = None,
+           title: str = "Development analysis", run: str = "") -> str:
     out = [f"# {title} — `{run}`", ""]
     if summary.get("scorer") == STANDIN_LABEL:
         out += [STANDIN_BANNER]
     prim = summary["comparisons"][summary["primary"]]
     out += [
         f"Queries analysed: **{summary['n_queries']}**, evidence groups: **{summary['n_groups']}**, "
-        f"metric: **{summary['metric']}** (trec_eval ndcg_cut definition), bootstrap B = {summary['bootstrap']['B']}, "
-        f"seed {summary['bootstrap']['seed']}, percentiles {summary['bootstrap']['percentiles']} (linear interpolation).",
+        f"metric: **{summary['metric']}** (trec_eval ndcg_cut definition), bootstrap B = "
+        f"{summary['bootstrap']['B']}, seed {summary['bootstrap']['seed']}, percentiles "
+        f"{summary['bootstrap']['percentiles']} (linear interpolation).",
         "",
         f"Primary comparison **{summary['primary']}**: mean Δ = {f6(prim['mean'])}; grouped interval "
-        f"{interval_text(prim['grouped_interval'])}; query-level interval {interval_text(prim['query_interval'])}; "
-        f"the mean {'reaches' if prim['mean_reaches_threshold'] else 'does not reach'} the practical threshold "
-        f"{summary['threshold']}. These queries were used to develop the method: the interval describes resampling "
-        "sensitivity of this sample, not generalisation. The sealed confirmation set decides.",
+        f"{interval_text(prim['grouped_interval'])}; query-level interval "
+        f"{interval_text(prim['query_interval'])}; the mean "
+        f"{'reaches' if prim['mean_reaches_threshold'] else 'does not reach'} the practical threshold "
+        f"{summary['threshold']}. These queries were used to develop the method: the interval describes "
+        "resampling sensitivity of this sample, not generalisation. The sealed confirmation set decides.",
         "", "## Methods", "", *summary_table(summary), "",
         "## Paired comparisons", "", *comparison_table(summary), "",
-        "Grouped interval: evidence groups resampled with replacement, replicate = Σ drawn groups' summed Δ / Σ drawn "
-        "group sizes (query-weighted ratio, never the mean of group means); one index matrix shared by all "
-        "comparisons. Query-level interval: each query its own group (sensitivity check).", "",
+        "Grouped interval: evidence groups resampled with replacement, replicate = Σ drawn groups' summed Δ "
+        "/ Σ drawn group sizes (query-weighted ratio, never the mean of group means); one index matrix "
+        "shared by all comparisons. Query-level interval: each query its own group (sensitivity check).", "",
         "## Evidence groups", "",
-        "Queries linked by a shared judged relevant document (qrels only, relevant documents outside the candidates "
-        "count); groups are connected components, written before any score was merged.", "",
+        "Queries linked by a shared judged relevant document (qrels only, relevant documents outside the "
+        "candidates count); groups are connected components, written before any score was merged.", "",
         "| group size | number of groups |", "|---|---|",
         *[f"| {k} | {v} |" for k, v in summary["group_size_histogram"].items()], "",
         f"## Worst 3 queries of the primary comparison ({summary['primary']})", "",
     ]
     a, b = summary["comparisons"][summary["primary"]]["a"], summary["comparisons"][summary["primary"]]["b"]
     metric = summary["metric"]
-    out += [f"| qid | Δ | {a} {metric} | {b} {metric} | first relevant rank ({a}) | first relevant rank ({b}) |",
+    out += [f"| qid | Δ | {a} {metric} | {b} {metric} | first relevant rank ({a}) | first relevant "
+            f"rank ({b}) |",
             "|---|---|---|---|---|---|"]
     for w in summary["worst_primary"]:
         out.append(f"| {w['qid']} | {f6(w['delta'])} | {f6(w[f'{a}_{metric}'])} | {f6(w[f'{b}_{metric}'])} | "
@@ -105,7 +111,8 @@ def render(summary: Mapping, measurements: Mapping, provenance: Mapping, extra_s
         out += ["", "## Figures", ""] + [f"![{k}]({v})" for k, v in figures.items()]
     out += ["", "## Provenance", "", "### Pins and input hashes", "", "| item | value |", "|---|---|"]
     out += [f"| {k} | `{v}` |" for k, v in provenance.items()]
-    out += ["", "### Measurements (this execution; not reproducible byte for byte)", "", "| item | value |", "|---|---|"]
+    out += ["", "### Measurements (this execution; not reproducible byte for byte)", "", "| item | value |",
+            "|---|---|"]
     out += [f"| {k} | {v} |" for k, v in measurements.items()]
     return "\n".join(out) + "\n"
 
@@ -145,7 +152,8 @@ def plots(summary: Mapping, primary_deltas, forest_path, delta_path) -> None:
     ax.axvline(0.0, color="grey", lw=1)
     ax.set_xlabel(f"per-query Δ {summary['metric']} ({summary['primary']})")
     ax.set_ylabel("queries")
-    ax.set_title("primary comparison, per query" + (f" ({STANDIN_LABEL})" if summary.get("scorer") == STANDIN_LABEL
+    ax.set_title("primary comparison, per query"
+                 + (f" ({STANDIN_LABEL})" if summary.get("scorer") == STANDIN_LABEL
                                                     else ""))
     fig.tight_layout()
     fig.savefig(delta_path, dpi=100, metadata={"Software": None})
@@ -172,7 +180,8 @@ def _mcnemar_lines(mcnemar: Mapping) -> list[str]:
     out = ["", "### Exact McNemar on a binary outcome", "",
            f"Outcome: **{mcnemar['outcome']}** (the rank-1 document is judged relevant). Only discordant "
            "queries inform the test.", "",
-           "| comparison | gained | lost | unchanged | exact two-sided p | discordant queries in multi-query groups |",
+           "| comparison | gained | lost | unchanged | exact two-sided p | discordant queries in "
+           "multi-query groups |",
            "|---|---|---|---|---|---|"]
     for name, c in mcnemar["comparisons"].items():
         out.append(f"| {name} | {c['gained']} | {c['lost']} | {c['unchanged']} | {_p(c['p'])} | "
@@ -185,18 +194,22 @@ def _recall_and_chance_lines(summary: Mapping, ch: Mapping) -> list[str]:
     """Recall@K beside capped Recall@K per method, and the chance level of the candidate pool."""
     k = ch["k"]
     out = ["### Recall done right, and the chance level of the candidate pool", "",
-           f"Recall@K divides by |P| (all judged relevant documents); **capped Recall@K** divides by min(|P|, K) and "
-           "is a different metric, reported under its own name.", "",
-           "| method | " + " | ".join(f"{c[5:]}" for c in summary["methods"]["rrf"] if c.startswith("mean_") and "recall" in c)
-           + " |", "|---|" + "---|" * sum(1 for c in summary["methods"]["rrf"] if c.startswith("mean_") and "recall" in c)]
+           "Recall@K divides by |P| (all judged relevant documents); **capped Recall@K** divides by min(|P|, "
+           "K) and is a different metric, reported under its own name.", "",
+           "| method | " + " | ".join(f"{c[5:]}" for c in summary["methods"]["rrf"] if c.startswith("mean_")
+                                      and "recall" in c)
+           + " |", "|---|" + "---|" * sum(1 for c in summary["methods"]["rrf"] if c.startswith("mean_")
+                                          and "recall" in c)]
     for m in METHODS:
         vals = [v for c, v in summary["methods"][m].items() if c.startswith("mean_") and "recall" in c]
         out.append(f"| {m} | " + " | ".join(f6(v) for v in vals) + " |")
-    out += ["", f"Chance level for a uniformly random ordering of the {ch['candidates_per_query']} candidates: "
-            f"success@{k} (≥1 relevant in the top {k}) = {f6(ch['mean_chance_success'])}, Recall@{k} = "
-            f"{f6(ch['mean_chance_recall'])} (mean over queries; {ch['definition']}). Observed success@{k}: "
+    out += ["", f"Chance level for a uniformly random ordering of the {ch['candidates_per_query']} "
+            f"candidates: success@{k} (≥1 relevant in the top {k}) = {f6(ch['mean_chance_success'])}, "
+            f"Recall@{k} = {f6(ch['mean_chance_recall'])} (mean over queries; {ch['definition']}). Observed "
+            f"success@{k}: "
             + ", ".join(f"{m} {f6(v)}" for m, v in ch["observed_success"].items())
-            + f". Queries with no relevant document among the candidates: {ch['queries_without_relevant_candidate']}.", ""]
+            + ". Queries with no relevant document among the candidates: "
+            f"{ch['queries_without_relevant_candidate']}.", ""]
     return out
 
 
@@ -204,16 +217,19 @@ def _slice_lines(slices: Mapping, metric: str) -> list[str]:
     """One table per declared slice family: per-slice means, raw and declared-weight means."""
     out = ["### Declared slices and weights", ""]
     for fam, f in slices.items():
-        out += [f"**{fam}** — {metric}", "", "| slice | n | population share | declared weight | rrf | ce | blend |",
+        out += [f"**{fam}** — {metric}", "", "| slice | n | population share | declared weight | rrf | "
+                "ce | blend |",
                 "|---|---|---|---|---|---|---|"]
         for s, v in f["slices"].items():
             out.append(f"| {s} | {v['n']} | {f6(v['population_share'])} | {v['weight']} | "
                        + " | ".join(f6(v["means"][m]) for m in METHODS) + " |")
-        out.append("| raw population mean | | | | " + " | ".join(f6(f["raw_mean"][m]) for m in METHODS) + " |")
+        out.append("| raw population mean | | | | " + " | ".join(f6(f["raw_mean"][m]) for m in METHODS)
+                   + " |")
         out.append("| declared-weight mean Σ w_g m_g | | | | "
                    + " | ".join(f6(f["declared_weight_mean"][m]) for m in METHODS) + " |")
         out.append("")
-    out += ["NA = an empty stratum with positive weight: the declared-weight mean is undefined, not zero.", ""]
+    out += ["NA = an empty stratum with positive weight: the declared-weight mean is undefined, not zero.",
+            ""]
     return out
 
 
@@ -221,10 +237,12 @@ def _exploratory_lines(plan: Mapping) -> list[str]:
     """The exploratory per-slice comparisons (NOT confirmatory) with their adjusted p-values."""
     out = ["### Exploratory per-slice comparisons (NOT confirmatory)", "",
            f"{plan['exploratory_test']}.", "",
-           "| family | slice | comparison | n | mean Δ | W/T/L | p | p Holm | p BH |", "|---|---|---|---|---|---|---|---|---|"]
+           "| family | slice | comparison | n | mean Δ | W/T/L | p | p Holm | p BH |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for e in plan["exploratory"]:
         out.append(f"| {e['family']} | {e['slice']} | {e['comparison']} | {e['n']} | {f6(e['mean_delta'])} | "
-                   f"{e['wins']}/{e['ties']}/{e['losses']} | {_p(e['p'])} | {_p(e['p_holm'])} | {_p(e['p_bh'])} |")
+                   f"{e['wins']}/{e['ties']}/{e['losses']} | {_p(e['p'])} | {_p(e['p_holm'])} | "
+                   f"{_p(e['p_bh'])} |")
     return out
 
 
@@ -234,9 +252,9 @@ def _power_lines(pw: Mapping | None) -> list[str]:
     if pw is None:
         out.append("Not computable: fewer than two evidence groups.")
     else:
-        out += [f"Minimum detectable primary Δ on the {pw['n_confirmation']} confirmation queries at α = {pw['alpha']}, "
-                f"power {pw['power']}: **{f6(pw['mde_confirmation'])}** (per-query SD implied by the grouped variance "
-                f"of this run: {f6(pw['sd_eff'])}; {pw['formula']}).",
+        out += [f"Minimum detectable primary Δ on the {pw['n_confirmation']} confirmation queries at α = "
+                f"{pw['alpha']}, power {pw['power']}: **{f6(pw['mde_confirmation'])}** (per-query SD implied "
+                f"by the grouped variance of this run: {f6(pw['sd_eff'])}; {pw['formula']}).",
                 "For two-proportion A/B sample sizes use `python -m rerank_study.evalstats sample-size`."]
     return out
 
@@ -296,16 +314,18 @@ def opened_section(opening: Mapping, started: Mapping, scores_line: str) -> list
     import json
 
     e = started["entry"]
-    unfinished = ", ".join(f"{u['opening']} (started {u['time']}, ledger line {u['line']})" for u in opening["unfinished"])
+    unfinished = ", ".join(f"{u['opening']} (started {u['time']}, ledger line {u['line']})"
+                           for u in opening["unfinished"])
     return ["## What was opened, when, under which protocol", "",
-            f"- Sealed confirmation judgements **`{e['sealed_file']}`**, sha256 `{e['sealed_sha256']}` (its pin in "
-            f"data_pins.json; order-independent content sha256 `{e['sealed_content_sha256']}`), from the BEIR archive "
-            f"<{e['data_url']}>; this copy came from: {started['copied_from']}.",
-            f"- Opened at **{e['time']}** (UTC): opening {e['opening']} of protocol `{e['protocol_sha256']}`, recorded "
-            f"BEFORE the judgements were copied, in `{started['ledger']}` line {started['line']}:", "",
+            f"- Sealed confirmation judgements **`{e['sealed_file']}`**, sha256 `{e['sealed_sha256']}` (its "
+            f"pin in data_pins.json; order-independent content sha256 `{e['sealed_content_sha256']}`), from "
+            f"the BEIR archive <{e['data_url']}>; this copy came from: {started['copied_from']}.",
+            f"- Opened at **{e['time']}** (UTC): opening {e['opening']} of protocol "
+            f"`{e['protocol_sha256']}`, recorded BEFORE the judgements were copied, in `{started['ledger']}` "
+            f"line {started['line']}:", "",
             "```json", json.dumps(e, sort_keys=True, ensure_ascii=True), "```", "",
-            f"- Earlier openings of this protocol: completed {opening['completed'] or 'none'}; started and never "
-            f"completed: {unfinished or 'none'}.",
+            f"- Earlier openings of this protocol: completed {opening['completed'] or 'none'}; started and "
+            f"never completed: {unfinished or 'none'}.",
             scores_line, ""]
 
 
@@ -317,19 +337,20 @@ def confirmation_section(summary: Mapping, opening: Mapping, retrievers: Mapping
     thr = summary["threshold"]
     out = []
     if opening["labels"]:
-        out += [f"> **{' / '.join(opening['labels'])}** — this opening was let through by test-only switches; it is "
-                "not a confirmation result.", ""]
+        out += [f"> **{' / '.join(opening['labels'])}** — this opening was let through by test-only "
+                "switches; it is not a confirmation result.", ""]
     out += opened_section(opening, started, scores_line)
     out += ["## Decision under the frozen protocol", "",
             f"Protocol sha256 `{opening['protocol_sha256']}`, opening {opening['opening']}. "
             f"Bootstrap seed {summary['bootstrap']['seed']}, B = {summary['bootstrap']['B']}.", "",
-            f"- Mean {summary['primary']} Δ {summary['metric']} = **{f6(prim['mean'])}**; the practical threshold "
-            f"{thr} is **{'REACHED' if prim['mean_reaches_threshold'] else 'NOT REACHED'}** "
-            f"({'supports' if prim['mean_reaches_threshold'] else 'does not support'} the practical hypothesis).",
+            f"- Mean {summary['primary']} Δ {summary['metric']} = **{f6(prim['mean'])}**; the practical "
+            f"threshold {thr} is **{'REACHED' if prim['mean_reaches_threshold'] else 'NOT REACHED'}** "
+            f"({'supports' if prim['mean_reaches_threshold'] else 'does not support'} the practical "
+            "hypothesis).",
             f"- Grouped interval {interval_text(prim['grouped_interval'])}: covers 0 — "
             f"{yn(prim['grouped_covers_0'])}; covers {thr} — {yn(prim['grouped_covers_threshold'])}.",
-            f"- Query-level interval {interval_text(prim['query_interval'])}: covers 0 — {yn(prim['query_covers_0'])}; "
-            f"covers {thr} — {yn(prim['query_covers_threshold'])}.",
+            f"- Query-level interval {interval_text(prim['query_interval'])}: covers 0 — "
+            f"{yn(prim['query_covers_0'])}; covers {thr} — {yn(prim['query_covers_threshold'])}.",
             "- This result is final for this protocol: no re-tuning and re-testing on these queries.", "",
             "### First-stage retrievers on the confirmation queries (context only)", "",
             "| retriever | nDCG@10 here | published | source |", "|---|---|---|---|"]

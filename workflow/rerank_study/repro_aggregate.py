@@ -9,11 +9,25 @@ what is undefined (every null ER / ΔRI). The means that the bands compare are t
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from .bootstrap import seq_mean
-from .repro_measures import (FAIL, OK, OKISH, RBO_EXT_P, delta_relative_improvement, effect_ratio, ktu_by_query,
-                             nrmse, pyserini_band, query_mean, rbo_by_query, relative_improvement, rmse, same_topics)
+from .repro_measures import (
+    FAIL,
+    OK,
+    OKISH,
+    RBO_EXT_P,
+    delta_relative_improvement,
+    effect_ratio,
+    ktu_by_query,
+    nrmse,
+    pyserini_band,
+    query_mean,
+    rbo_by_query,
+    relative_improvement,
+    rmse,
+    same_topics,
+)
 
 IDEAL = {"rmse": 0.0, "nrmse": 0.0, "ktu": 1.0, "rbo": 1.0, "er": 1.0, "delta_ri": 0.0}
 
@@ -23,7 +37,8 @@ DEFINITIONS = {
     "nrmse": "RMSE / sqrt(mean_q max(o_q, 1 - o_q)^2) (ideal 0)",
     "ktu": "repro_eval's Kendall's tau union per query: tau_b of the sorted-union index codes, position by "
            "position; numpy mean over queries (ideal 1)",
-    "rbo": "RBO_ext (Webber et al. 2010, eq. 32) of the whole ranked lists, persistence p; numpy mean (ideal 1)",
+    "rbo": "RBO_ext (Webber et al. 2010, eq. 32) of the whole ranked lists, persistence p; numpy "
+           "mean (ideal 1)",
     "er": "mean(Δ') / mean(Δ) (ideal 1); null when mean(Δ) = 0",
     "delta_ri": "RI - RI', RI = (mean a - mean b) / mean b (ideal 0); null when a mean b is 0",
     "band": "Pyserini: OK equal at 4 decimals, OKish <= 5e-4 apart at 4 decimals, FAIL otherwise",

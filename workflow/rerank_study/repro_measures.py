@@ -26,8 +26,8 @@ order (repro_eval uses ``numpy.mean`` too, so the numbers are its bits).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from decimal import ROUND_HALF_EVEN, Decimal
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -50,7 +50,8 @@ def same_topics(orig: Mapping, rep: Mapping, what: str) -> list:
     only_r = [q for q in rep if q not in orig]
     if only_o or only_r:
         raise ValueError(f"{what}: the original and the reproduction must cover the same queries; "
-                         f"missing from the reproduction: {sorted(only_o)}; missing from the original: {sorted(only_r)}")
+                         f"missing from the reproduction: {sorted(only_o)}; missing from the original: "
+                         f"{sorted(only_r)}")
     if not orig:
         raise ValueError(f"{what}: no queries")
     return list(orig)
@@ -348,7 +349,8 @@ def four_decimal_units(x: float) -> int:
     """x rounded half-even to 4 decimals on its exact binary value, as an integer count of 1e-4
     (the same as Python's ``round(x, 4)`` and trec_eval's ``printf("%.4f")``)."""
     x = _finite(x, "band")
-    return int(Decimal(x).quantize(Decimal(1).scaleb(-BAND_DECIMALS), rounding=ROUND_HALF_EVEN).scaleb(BAND_DECIMALS))
+    return int(Decimal(x).quantize(Decimal(1).scaleb(-BAND_DECIMALS),
+                                   rounding=ROUND_HALF_EVEN).scaleb(BAND_DECIMALS))
 
 
 def pyserini_band(orig_mean: float, rep_mean: float) -> str:

@@ -100,7 +100,8 @@ def load_job(path) -> Job:
     try:
         return Job(json.loads(Path(path).read_text(encoding="utf-8")))
     except FileNotFoundError:
-        raise MissingInputError(f"MISSING FILE: {path} (a rule's <log>.job.json, written when Snakemake ran it)") from None
+        raise MissingInputError(f"MISSING FILE: {path} (a rule's <log>.job.json, written when "
+                                "Snakemake ran it)") from None
 
 
 def run(sm, main) -> None:
@@ -113,7 +114,8 @@ def run(sm, main) -> None:
         sm = load_job(sys.argv[1])
     elif len(sm.log):
         Path(sm.log[0]).parent.mkdir(parents=True, exist_ok=True)
-        job_file(sm.log[0]).write_text(json.dumps(job_record(sm), indent=1, sort_keys=True, default=str) + "\n")
+        job_file(sm.log[0]).write_text(json.dumps(job_record(sm), indent=1, sort_keys=True, default=str)
+                                       + "\n")
     setup_logging(sm.log[0] if len(sm.log) else None)
     t0 = time.perf_counter()
     log.info("rule %s started", sm.rule)

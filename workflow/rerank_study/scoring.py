@@ -32,10 +32,10 @@ import json
 import logging
 import math
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
 
 from . import numerics
 from .errors import PipelineError
@@ -47,8 +47,8 @@ log = logging.getLogger(__name__)
 
 
 BATCHING = ("per query: candidates sorted by truncated joint token length descending, ties by candidate rank "
-            "ascending; consecutive chunks of batch_size; pad to longest; rows inside a batch longest first by "
-            "characters (as sentence-transformers 6.2 predict)")
+            "ascending; consecutive chunks of batch_size; pad to longest; rows inside a batch longest first "
+            "by characters (as sentence-transformers 6.2 predict)")
 NUMERICS = f"fp32; oneMKL MKL_CBWR={numerics.CNR_ENV['MKL_CBWR']} (thread count: speed only)"
 
 
@@ -65,8 +65,9 @@ class ScoringSettings:
     dtype: str
 
     @classmethod
-    def from_config(cls, ce: Mapping) -> "ScoringSettings":
-        """From the config's ``ce`` block (its ``threads`` and ``shards`` are speed/placement, not settings)."""
+    def from_config(cls, ce: Mapping) -> ScoringSettings:
+        """From the config's ``ce`` block (its ``threads`` and ``shards`` are speed/placement, not
+        settings)."""
         return cls(ce["max_length"], ce["truncation"], ce["batch_size"], ce["seed"], ce["dtype"])
 
     def as_dict(self) -> dict:
@@ -83,8 +84,8 @@ def batch_cache_key(model_identity: str, settings: ScoringSettings, versions: di
                     queries: Iterable[str], docs: Iterable[str]) -> str:
     """A score depends on its batch-mates (padding), so the cache key is the whole batch's text."""
     pair_hash = sha256_text(json.dumps([[q, d] for q, d in zip(queries, docs)], ensure_ascii=True))
-    return sha256_text(json.dumps({"model": model_identity, "settings": settings.as_dict(), "versions": versions,
-                                   "pairs": pair_hash}, sort_keys=True))
+    return sha256_text(json.dumps({"model": model_identity, "settings": settings.as_dict(),
+                                   "versions": versions, "pairs": pair_hash}, sort_keys=True))
 
 
 def library_versions() -> dict:
@@ -92,7 +93,8 @@ def library_versions() -> dict:
     import torch
     import transformers
 
-    return {"torch": torch.__version__, "transformers": transformers.__version__, "tokenizers": tokenizers.__version__}
+    return {"torch": torch.__version__, "transformers": transformers.__version__,
+            "tokenizers": tokenizers.__version__}
 
 
 # ----------------------------------------------------------------------- the score cache --
@@ -136,8 +138,8 @@ class ScoreCache:
             if entry["key"] != key:
                 problems.append(f"its key {entry['key']!r} is not its file name's {key!r}")
             if entry["n"] != n or not isinstance(texts, list) or len(texts) != n:
-                problems.append(f"{len(texts) if isinstance(texts, list) else '?'} logits (n={entry['n']!r}) for a "
-                                f"batch of {n} pairs")
+                problems.append(f"{len(texts) if isinstance(texts, list) else '?'} logits (n={entry['n']!r}) "
+                                f"for a batch of {n} pairs")
             elif not all(isinstance(t, str) for t in texts):
                 problems.append("logits are not exact float texts")
             else:
@@ -188,10 +190,11 @@ def gather_shards(ranked: Mapping[str, Sequence[str]], shard_tables: Sequence[tu
         if got != want:
             first = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
             raise PipelineError(
-                f"SHARD MISMATCH {name}: {len(got)} rows for {len(want)} expected pairs of queries {qids}; first "
-                f"difference at row {first + 1}: found {got[first] if first < len(got) else 'nothing'}, expected "
-                f"{want[first] if first < len(want) else 'nothing'}. The shard file does not belong to this run's "
-                "candidates or shard count: delete it and rerun (it is an intermediate file).")
+                f"SHARD MISMATCH {name}: {len(got)} rows for {len(want)} expected pairs of queries {qids}; "
+                f"first difference at row {first + 1}: found "
+                f"{got[first] if first < len(got) else 'nothing'}, expected "
+                f"{want[first] if first < len(want) else 'nothing'}. The shard file does not belong to this "
+                "run's candidates or shard count: delete it and rerun (it is an intermediate file).")
         for row in rows:
             by_query.setdefault(row["qid"], []).append(row)
     return [row for q in ranked for row in by_query.get(q, [])]
@@ -203,10 +206,11 @@ def _require_equal(cached: Sequence[float], fresh: Sequence[float], path, qid: s
     a, b = [fmt_float(x) for x in cached], [fmt_float(x) for x in fresh]
     if a != b:
         i = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
-        raise PipelineError(f"FRESH INFERENCE DIFFERS FROM THE SCORE CACHE: query {qid} batch {batch}, row {i}: fresh "
-                            f"{b[i]}, cached {a[i]} in {path}. The cached score was not reproduced; nothing was "
-                            "published. Find out why (another machine, library or thread count?) before trusting "
-                            "either; the cache entry is evidence, do not delete it blindly.")
+        raise PipelineError(f"FRESH INFERENCE DIFFERS FROM THE SCORE CACHE: query {qid} batch {batch}, row "
+                            f"{i}: fresh {b[i]}, cached {a[i]} in {path}. The cached score was not "
+                            "reproduced; nothing was published. Find out why (another machine, library or "
+                            "thread count?) before trusting either; the cache entry is evidence, do not "
+                            "delete it blindly.")
 
 
 @dataclass
@@ -271,7 +275,8 @@ class _RunScorer:
         return self.state["model"]
 
     def infer(self, qs, ds, features, lengths, idx) -> list[float]:
-        """The logits of one batch from the model, timed and counted (pairs, real and padded tokens, FLOPs)."""
+        """The logits of one batch from the model, timed and counted (pairs, real and padded tokens,
+        FLOPs)."""
         m = self.model()
         t0 = time.perf_counter()
         out = score_rows(self.tok, m, qs, ds, [features[i] for i in idx])
@@ -293,8 +298,9 @@ class _RunScorer:
         for b, idx in enumerate(batch_plan(lengths, self.settings.batch_size)):
             qs, ds = [qtext] * len(idx), [dtexts[i] for i in idx]
             infer = partial(self.infer, qs, ds, features, lengths, idx)
-            logits, _ = _batch_logits(batch_cache_key(self.identity, self.settings, self.versions, qs, ds), len(idx),
-                                      self.cache, infer, self.counts, fresh=self.fresh, where=(qid, b))
+            logits, _ = _batch_logits(batch_cache_key(self.identity, self.settings, self.versions, qs, ds),
+                                      len(idx), self.cache, infer, self.counts, fresh=self.fresh,
+                                      where=(qid, b))
             for i, lg in zip(idx, logits):
                 batch_of[i], logit_of[i] = b, lg
             if self.progress is not None:

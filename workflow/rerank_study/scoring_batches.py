@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from .errors import PipelineError
 
@@ -72,7 +72,8 @@ class PairEncoder:
             n = len(joined.ids)
             if n != min(total, self.max_length):  # fail closed: the truncation is not what the contract says
                 raise PipelineError(f"tokenisation: a pair of {total} tokens was cut to {n}, expected "
-                                    f"{min(total, self.max_length)} (max_length {self.max_length}, longest_first)")
+                                    f"{min(total, self.max_length)} (max_length {self.max_length}, "
+                                    "longest_first)")
             features.append({"input_ids": joined.ids, "token_type_ids": joined.type_ids,
                              "attention_mask": joined.attention_mask})
             stats.append({"query_tokens": len(eq.ids), "doc_tokens": len(ed.ids), "total_tokens": total,

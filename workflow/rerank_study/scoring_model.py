@@ -7,8 +7,9 @@ and the shape check.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from . import numerics
 from .scoring_batches import encode_pairs, row_order
@@ -46,7 +47,8 @@ def load_model(model_dir):
     model.eval()
     meta = Path(model_dir) / "MODEL.json"
     # the relevance logit of a several-output model, declared by the study (recorded in MODEL.json)
-    model.relevance_index = json.loads(meta.read_text(encoding="utf-8")).get("label_index") if meta.exists() else None
+    model.relevance_index = json.loads(meta.read_text(encoding="utf-8")).get("label_index") if meta.exists() \
+        else None
     return model
 
 
@@ -55,7 +57,8 @@ def load_cross_encoder(model_dir):
     return load_tokenizer(model_dir), load_model(model_dir)
 
 
-def score_rows(tok, model, queries: Sequence[str], docs: Sequence[str], features: Sequence[dict]) -> list[float]:
+def score_rows(tok, model, queries: Sequence[str], docs: Sequence[str],
+               features: Sequence[dict]) -> list[float]:
     """Raw logits of ONE batch (the given pairs and their encoded features), in the given pair order:
     the rows are fed longest first by characters and mapped back."""
     order = row_order(queries, docs)
@@ -66,7 +69,8 @@ def score_rows(tok, model, queries: Sequence[str], docs: Sequence[str], features
     return out
 
 
-def score_batch(tok, model, queries: Sequence[str], docs: Sequence[str], settings: ScoringSettings) -> list[float]:
+def score_batch(tok, model, queries: Sequence[str], docs: Sequence[str],
+                settings: ScoringSettings) -> list[float]:
     """Raw logits of one batch of pairs, in the given pair order (float32 values as exact Python floats)."""
     features, _ = encode_pairs(tok, queries, docs, settings.max_length, settings.truncation)
     return score_rows(tok, model, queries, docs, features)
@@ -88,7 +92,8 @@ def _forward(tok, model, features: Sequence[dict]) -> list[float]:
 def relevance_column(label_index: int | None, shape: list[int]) -> int:
     """The logit column that is the relevance score: the only one, or the declared ``label_index``."""
     if len(shape) != 2 or (label_index is None and shape[1] != 1):
-        raise ValueError(f"expected logits of shape [batch, 1] (or a declared study.label_index), got {shape}")
+        raise ValueError("expected logits of shape [batch, 1] (or a declared "
+                         f"study.label_index), got {shape}")
     if label_index is not None and not 0 <= label_index < shape[1]:
         raise ValueError(f"study.label_index {label_index} is not a column of logits of shape {shape}")
     return 0 if label_index is None else label_index

@@ -13,8 +13,8 @@ integer, else the id string.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from .errors import MalformedInputError, MissingInputError
 
@@ -43,8 +43,9 @@ def confirmation_ids(all_qids: Iterable[str], train_qids: Iterable[str]) -> list
 
 def confirmation_set(all_qids: Iterable[str], dev_qids: Iterable[str], sealed_pin: dict) -> list[str]:
     """The confirmation queries: the sealed file's query ids as its pin lists them (repin=data pins them: a
-    dataset whose queries.jsonl also holds other splits' queries, e.g. NFCorpus), the drawn sealed part's queries
-    (a dataset with ONE qrels file), or else (SciFact's pins) the queries without development judgements."""
+    dataset whose queries.jsonl also holds other splits' queries, e.g. NFCorpus), the drawn sealed part's
+    queries (a dataset with ONE qrels file), or else (SciFact's pins) the queries without development
+    judgements."""
     if "derived_from" in sealed_pin:
         return canonical_order(sealed_pin["derived_from"]["queries"])
     if "queries" in sealed_pin:
@@ -74,8 +75,8 @@ def read_split(path) -> list[str]:
     return qids
 
 
-DRAWN_FROM = ("canonically sorted training-qrels query ids, numpy default_rng(seed).choice without replacement; "
-              "confirmation = queries without training judgements")
+DRAWN_FROM = ("canonically sorted training-qrels query ids, numpy default_rng(seed).choice without "
+              "replacement; confirmation = queries without training judgements")
 
 
 def split_settings(dev_size: int, seed: int, confirm_size: int, data_pins, qrels_dev: str) -> dict:

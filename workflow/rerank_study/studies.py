@@ -52,9 +52,10 @@ def study_file(name: str, root) -> Path:
     path = Path(name) if name.endswith((".yaml", ".yml")) else Path(root) / STUDY_DIR / f"{name}.yaml"
     if not path.is_file():
         known = sorted(p.stem for p in (Path(root) / STUDY_DIR).glob("*.yaml"))
-        raise StudyError(f"UNKNOWN STUDY {name!r}: {path} does not exist. Known studies ({Path(root) / STUDY_DIR}): "
-                         f"{', '.join(known)}. Fix: name one of them, give the path of a study file, or write "
-                         f"{Path(root) / STUDY_DIR / (name + '.yaml')} (see config/README.md, 'Studies').")
+        raise StudyError(f"UNKNOWN STUDY {name!r}: {path} does not exist. Known studies "
+                         f"({Path(root) / STUDY_DIR}): {', '.join(known)}. Fix: name one of them, give the "
+                         f"path of a study file, or write {Path(root) / STUDY_DIR / (name + '.yaml')} (see "
+                         "config/README.md, 'Studies').")
     return path
 
 
@@ -69,8 +70,9 @@ def _load_yaml(path):
     return data
 
 
+# relative to the study file's folder
 PATH_KEYS = ("lockdir", "data_mirror", "data_zip", "data_dir", "model_dir", "hf_cache", "trec_run",
-             "run_file")  # relative to the study file's folder
+             "run_file")
 
 
 def _resolve_paths(overrides: dict, folder: Path) -> dict:
@@ -92,8 +94,8 @@ def check_audit_reads(path) -> None:
     what the audit reads, as JSON) and compares that with PyYAML."""
     import yaml
 
-    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), "--read-yaml", str(path)], capture_output=True,
-                          text=True)
+    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), "--read-yaml", str(path)],
+                          capture_output=True, text=True)
     if proc.returncode == 0:
         same = json.loads(proc.stdout) == yaml.safe_load(Path(path).read_text(encoding="utf-8"))
         problem = "it reads other values than PyYAML"
@@ -101,9 +103,9 @@ def check_audit_reads(path) -> None:
         lines = proc.stderr.strip().splitlines()
         same, problem = False, lines[-1] if lines else f"{AUDIT} --read-yaml exited {proc.returncode}"
     if not same:
-        raise StudyError(f"STUDY FILE {path}: the audit's YAML reader cannot read it ({problem}). Fix: write it as "
-                         "config/config.yaml is written - nested mappings, plain scalars, lists in flow style "
-                         "([10, 20]), no tabs.")
+        raise StudyError(f"STUDY FILE {path}: the audit's YAML reader cannot read it ({problem}). Fix: write "
+                         "it as config/config.yaml is written - nested mappings, plain scalars, lists in "
+                         "flow style ([10, 20]), no tabs.")
 
 
 def study_config(base: dict, path) -> dict:
@@ -116,17 +118,20 @@ def study_config(base: dict, path) -> dict:
     cfg["studies"] = []
     cfg["study_file"] = str(Path(path).resolve())
     if "lockdir" not in overrides and cfg["study"]["name"] != base["study"]["name"]:
-        raise StudyError(f"STUDY FILE {path}: study {cfg['study']['name']!r} names no lockdir, so it would share the "
-                         f"lock folder (pins, protocol, ledger) of the default study {base['study']['name']!r}. Fix: give "
-                         "it its own, e.g. lockdir: ../../lockfiles/studies/<name> (relative to the study file).")
+        raise StudyError(f"STUDY FILE {path}: study {cfg['study']['name']!r} names no lockdir, so it would "
+                         "share the lock folder (pins, protocol, ledger) of the default study "
+                         f"{base['study']['name']!r}. Fix: give it its own, e.g. lockdir: "
+                         "../../lockfiles/studies/<name> (relative to the study file).")
     name = cfg["study"]["name"]
     for key in PER_STUDY_KEYS:
         cfg[key] = f"{base[key]}/{name}"
     try:
         return validate_config(cfg)
     except ConfigError as exc:
-        raise StudyError(f"STUDY {name!r} ({path}): " + str(exc).replace("fix config/config.yaml or the --config value",
-                                                                       f"fix the study file {path}")) from None
+        raise StudyError(f"STUDY {name!r} ({path}): " + str(exc).replace("fix config/config.yaml or the "
+                                                                         "--config value",
+                                                                       "fix the "
+                                                                       f"study file {path}")) from None
 
 
 def shared_lockdirs(configs: dict) -> tuple | None:
@@ -147,9 +152,11 @@ def module_name(study_name: str) -> str:
 
 def qrels_names(study: dict) -> tuple[str, str]:
     """The pinned names of the development and the sealed qrels files. A dataset with ONE qrels file names it
-    twice (qrels_dev == qrels_confirm): its two parts, drawn once by repin=data, are the files the study uses."""
+    twice (qrels_dev == qrels_confirm): its two parts, drawn once by repin=data, are the files the study
+    uses."""
     if study["qrels_dev"] == study["qrels_confirm"]:
-        return beir.part_name(study["qrels_dev"], beir.DEV_PART), beir.part_name(study["qrels_dev"], beir.SEALED_PART)
+        return beir.part_name(study["qrels_dev"], beir.DEV_PART), beir.part_name(study["qrels_dev"],
+                                                                                 beir.SEALED_PART)
     return study["qrels_dev"], study["qrels_confirm"]
 
 
@@ -167,17 +174,19 @@ def check_data_pins(cfg: dict, lockdir) -> dict:
     """The study's dataset is pinned in its lockdir, with both qrels files it names."""
     st, path = cfg["study"], Path(lockdir) / layout.DATA_PINS
     if not path.is_file():
-        where = ("" if Path(lockdir).is_absolute() else f" (lockdir {lockdir} is relative to the folder snakemake "
-                 f"runs in, {Path.cwd()}: run from the repository, or give lockdir=/absolute/path)")
+        where = ("" if Path(lockdir).is_absolute() else f" (lockdir {lockdir} is relative to the folder "
+                 f"snakemake runs in, {Path.cwd()}: run from the repository, or give lockdir=/absolute/path)")
         _fail(st["name"], path, f"dataset {st['dataset']!r} has no pins in this study's lock folder{where}.",
-              f"pin it once, knowingly: snakemake --config {_config_arg(cfg)}repin=data data_zip=/path/to/<dataset>.zip "
-              "(a BEIR public "
-              "dataset listed in lockfiles/datasets/beir.json is verified by its published md5 and size first), "
-              "then commit the lock folder; or correct study.dataset / lockdir.")
+              f"pin it once, knowingly: snakemake --config {_config_arg(cfg)}repin=data "
+              "data_zip=/path/to/<dataset>.zip (a BEIR public "
+              "dataset listed in lockfiles/datasets/beir.json is verified by its published md5 and size "
+              "first), then commit the lock folder; or correct study.dataset / lockdir.")
     pins = read_json(path)
     if pins.get("dataset") != st["dataset"]:
-        _fail(st["name"], path, f"study.dataset is {st['dataset']!r} but the pinned dataset is {pins.get('dataset')!r}.",
-              "name the pinned dataset in study.dataset, or point lockdir at the lock folder of the dataset you mean.")
+        _fail(st["name"], path, f"study.dataset is {st['dataset']!r} but the pinned dataset is "
+              f"{pins.get('dataset')!r}.",
+              "name the pinned dataset in study.dataset, or point lockdir at the lock folder of the "
+              "dataset you mean.")
     url = (pins.get("zip") or {}).get("url")
     if url and cfg["data"]["url"] != url:
         _fail(st["name"], path, f"data.url is {cfg['data']['url']!r} but the pinned archive is {url!r}.",
@@ -186,44 +195,16 @@ def check_data_pins(cfg: dict, lockdir) -> dict:
     for role, name in zip(("qrels_dev", "qrels_confirm"), qrels_names(st)):
         if name not in files:
             _fail(st["name"], path, f"study.{role} = {st[role]!r}: {name} is not a pinned file (pinned: "
-                  f"{sorted(files)}).", f"name one of the pinned qrels files in study.{role} (a dataset with one "
-                  "qrels file: name it in both, and pin its drawn parts with repin=data).")
+                  f"{sorted(files)}).", f"name one of the pinned qrels files in study.{role} (a dataset with "
+                  "one qrels file: name it in both, and pin its drawn parts with repin=data).")
     for name in ("corpus.jsonl", "queries.jsonl"):
         if name not in files:
-            _fail(st["name"], path, f"the dataset pins have no {name}.", "re-pin the dataset with repin=data.")
+            _fail(st["name"], path, f"the dataset pins have no {name}.", "re-pin the dataset "
+                  "with repin=data.")
     if not files[qrels_names(st)[1]].get("sealed"):
         _fail(st["name"], path, f"{qrels_names(st)[1]} (study.qrels_confirm) is not marked \"sealed\": true.",
               "the confirmation judgements must be the sealed file; correct study.qrels_confirm.")
     return pins
-
-
-def reranker_outputs(ce_pins: dict) -> int:
-    return int(ce_pins["architecture"]["num_labels"])
-
-
-def check_model_pins(cfg: dict, lockdir) -> dict:
-    """The study's reranker is pinned (repo, revision, every file), with one output logit or a declared index."""
-    st, path = cfg["study"], Path(lockdir) / layout.MODEL_PINS
-    if not path.is_file():
-        _fail(st["name"], path, f"reranker {st['reranker']!r} has no pins in this study's lock folder.",
-              "write <lockdir>/model_pins.json: cross_encoder {repo, revision, files {name: {bytes, sha256}}, weights, "
-              "architecture (from the model's config.json)}.")
-    ce = read_json(path).get("cross_encoder")
-    if not ce or ce.get("repo") != st["reranker"]:
-        _fail(st["name"], path, f"study.reranker is {st['reranker']!r} but the pinned cross-encoder is "
-              f"{(ce or {}).get('repo')!r}.", "name the pinned model in study.reranker, or pin the model you mean.")
-    for key in ("revision", "files", "weights", "architecture"):
-        if not ce.get(key):
-            _fail(st["name"], path, f"cross_encoder.{key} is missing.", "pin the model completely (repo, revision, "
-                  "the sha256 of each file, the weights file, the architecture from its config.json).")
-    n_out, idx = reranker_outputs(ce), st["label_index"]
-    if n_out > 1 and idx is None:
-        _fail(st["name"], path, f"the model has {n_out} output logits and study.label_index is not declared.",
-              f"declare which logit is the relevance score: study.label_index: <0..{n_out - 1}>.")
-    if idx is not None and not 0 <= idx < n_out:
-        _fail(st["name"], path, f"study.label_index {idx} is not one of the model's {n_out} outputs.",
-              f"use an index in 0..{n_out - 1} (or null for a one-logit model).")
-    return ce
 
 
 def check_candidate_source(cfg: dict, lockdir, repin: set) -> None:
@@ -231,10 +212,12 @@ def check_candidate_source(cfg: dict, lockdir, repin: set) -> None:
     st = cfg["study"]
     if "candidates" in repin:
         if st["candidates"] == "trec" and not cfg["trec_run"]:
-            _fail(st["name"], cfg["trec_run"] or "(trec_run not set)", "study.candidates is 'trec' and repin=candidates "
-                  "needs the run to freeze.", "add --config trec_run=/path/to/your.run (TREC format).")
+            _fail(st["name"], cfg["trec_run"] or "(trec_run not set)", "study.candidates is 'trec' and "
+                  "repin=candidates needs the run to freeze.", "add --config trec_run=/path/to/your.run "
+                  "(TREC format).")
         return
-    # (the table itself is a committed input checked in common.smk, after the split lists: data -> splits -> candidates)
+    # (the table itself is a committed input checked in common.smk, after the split lists: data -> splits ->
+    # candidates)
     if not (Path(lockdir) / "splits" / "dev.txt").is_file():
         return  # common.smk names the missing split lists first
     wanted = ["candidates.tsv", TREC_RUN_FILE] if st["candidates"] == "trec" else []
@@ -242,22 +225,25 @@ def check_candidate_source(cfg: dict, lockdir, repin: set) -> None:
         path = Path(lockdir) / "candidates" / name
         if not path.is_file():
             _fail(st["name"], path, f"the study's {st['candidates']} candidates are not in its lock folder.",
-                  f"freeze them once: snakemake --config {_config_arg(cfg)}repin=candidates" + (" trec_run=/path/to/your.run"
-                                                                            if st["candidates"] == "trec" else "")
+                  f"freeze them once: snakemake --config {_config_arg(cfg)}repin=candidates"
+                  + (" trec_run=/path/to/your.run"
+                                                                            if st["candidates"] == "trec"
+                     else "")
                   + ", then commit the lock folder.")
     derived = Path(lockdir) / layout.DERIVED_PINS
     pin = read_json(derived).get("candidates") if derived.is_file() else None
     if pin is None:
         return  # the run's own check names the missing pin (rule run_inputs)
     if pin.get("source", "frozen") != st["candidates"]:
-        _fail(st["name"], derived, f"study.candidates is {st['candidates']!r} but the frozen candidates came from "
-              f"{pin.get('source', 'frozen')!r}.", "correct study.candidates, or re-freeze: --config repin=candidates.")
+        _fail(st["name"], derived, f"study.candidates is {st['candidates']!r} but the frozen candidates came "
+              f"from {pin.get('source', 'frozen')!r}.", "correct study.candidates, or re-freeze: --config "
+              "repin=candidates.")
     if pin["params"]["depth"] < cfg["candidates"]["depth"]:
-        _fail(st["name"], Path(lockdir) / pin["file"], f"the frozen candidates hold {pin['params']['depth']} per query, "
-              f"fewer than candidates.depth {cfg['candidates']['depth']}.",
+        _fail(st["name"], Path(lockdir) / pin["file"], f"the frozen candidates hold {pin['params']['depth']} "
+              f"per query, fewer than candidates.depth {cfg['candidates']['depth']}.",
               f"freeze a deeper candidate list (--config {_config_arg(cfg)}repin=candidates"
-              + (" trec_run=/path/to/your.run" if st["candidates"] == "trec" else "") + "), or lower candidates.depth "
-              "knowingly.")
+              + (" trec_run=/path/to/your.run" if st["candidates"] == "trec" else "") + "), or lower "
+              "candidates.depth knowingly.")
 
 
 def check_first_acquisition(cfg: dict, lockdir, catalogue_path) -> None:
@@ -268,7 +254,8 @@ def check_first_acquisition(cfg: dict, lockdir, catalogue_path) -> None:
 
     st, path = cfg["study"], Path(lockdir) / layout.DATA_PINS
     if path.is_file():
-        _fail(st["name"], path, f"dataset {st['dataset']!r} is already pinned; repin=data writes pins only once.",
+        _fail(st["name"], path, f"dataset {st['dataset']!r} is already pinned; repin=data writes "
+              "pins only once.",
               "keep the pins (drop repin=data), or delete the file knowingly, in its own commit, to re-pin.")
     if cfg["data_dir"]:
         split = {"seed": cfg["splits"]["seed"], "confirm_size": cfg["splits"]["confirm_size"]}
@@ -288,60 +275,18 @@ def check_first_acquisition(cfg: dict, lockdir, catalogue_path) -> None:
 
 
 def check_mirror(cfg: dict, pins: dict) -> None:
-    """A data_mirror must hold THIS study's dataset (a command-line data_mirror applies to every study that does not
-    set its own): compared by the pinned sizes, before any job."""
+    """A data_mirror must hold THIS study's dataset (a command-line data_mirror applies to every study that
+    does not set its own): compared by the pinned sizes, before any job."""
     mirror, st = cfg["data_mirror"], cfg["study"]
     if not mirror:
         return
     corpus = Path(mirror) / "corpus.jsonl"
     want = pins["files"]["corpus.jsonl"].get("bytes")
     if corpus.is_file() and want is not None and corpus.stat().st_size != want:
-        _fail(st["name"], corpus, f"data_mirror {mirror} holds another dataset than {st['dataset']!r} (corpus.jsonl "
-              f"is {corpus.stat().st_size} bytes, the pinned one {want}).", "set this study's own data_mirror in its "
-              "study file (a command-line data_mirror applies to every study that does not set one).")
-
-
-def check_scorer(cfg: dict, ce: dict, default_ce: dict | None) -> None:
-    """The STAND-IN has all-MiniLM-L6-v2's shape: a study whose reranker has another shape must score with its pinned
-    model (a command-line scorer=stand-in applies to every study that does not set its own scorer)."""
-    if cfg["scorer"] != "stand-in" or default_ce is None:
-        return
-    mine, minilm = ce["architecture"], default_ce["architecture"]
-    differ = [k for k in ("hidden_size", "num_hidden_layers", "intermediate_size", "num_attention_heads", "vocab_size")
-              if mine.get(k) != minilm.get(k)]
-    if differ:
-        _fail(cfg["study"]["name"], cfg.get("study_file") or "config/config.yaml", f"scorer is stand-in, but the "
-              f"STAND-IN has all-MiniLM-L6-v2's shape and {ce['repo']} differs in {', '.join(differ)}.",
-              "set scorer: pinned (and model_dir: <its files>) in this study's file.")
-
-
-def check_reranker(cfg: dict, lockdir, repin: set, default_model_pins=None) -> None:
-    """The study's reranker: a run file (``reranker_run.check_study``), or a cross-encoder pinned with one
-    logit or a declared index, runnable by the scorer chosen (repin=model: the model to pin; model_dir: the
-    pinned files)."""
-    from . import model_pinning, reranker_run
-    from .names import RUN_FILE
-
-    if cfg["study"]["reranker_kind"] == RUN_FILE:
-        return reranker_run.check_study(cfg, lockdir, repin)
-    if "reranker_run" in repin:
-        _fail(cfg["study"]["name"], cfg.get("study_file") or "config/config.yaml",
-              "repin=reranker_run pins a run-file "
-              "reranker's run, and study.reranker_kind is cross-encoder.",
-              "set study.reranker_kind: run in the study "
-              "file (its reranker is then the run), or pin the cross-encoder with repin=model.")
-    if "model" in repin:
-        model_pinning.check_request(cfg, lockdir)
-        return
-    if repin and not (Path(lockdir) / layout.MODEL_PINS).is_file():
-        # pinning the data, splits or candidates: the model is pinned when a run needs it (repin=model)
-        return
-    ce = check_model_pins(cfg, lockdir)
-    default = (read_json(default_model_pins) if default_model_pins and Path(default_model_pins).is_file()
-               else None)
-    check_scorer(cfg, ce, (default or {}).get("cross_encoder"))
-    if cfg["model_dir"] and cfg["scorer"] == "pinned" and not repin:
-        model_pinning.check_model_dir(cfg, ce)
+        _fail(st["name"], corpus, f"data_mirror {mirror} holds another dataset than {st['dataset']!r} "
+              f"(corpus.jsonl is {corpus.stat().st_size} bytes, the pinned one {want}).", "set this study's "
+              "own data_mirror in its study file (a command-line data_mirror applies to every study that "
+              "does not set one).")
 
 
 def check_study(cfg: dict, lockdir, repin: set, catalogue_path=None, default_model_pins=None) -> None:
@@ -350,6 +295,8 @@ def check_study(cfg: dict, lockdir, repin: set, catalogue_path=None, default_mod
         check_first_acquisition(cfg, lockdir, catalogue_path)
     if "data" not in repin:
         check_mirror(cfg, check_data_pins(cfg, lockdir))
+    from .reranker_checks import check_reranker
+
     check_reranker(cfg, lockdir, repin, default_model_pins)
     if not repin or "candidates" in repin:  # (splits are re-pinned before any candidates exist)
         check_candidate_source(cfg, lockdir, repin)
@@ -367,27 +314,28 @@ def invocation_studies(config: dict, command_line: dict, root) -> dict[str, dict
     for name in config["studies"]:
         cfg = study_config(config, study_file(name, root))
         if cfg["study"]["name"] in out:
-            raise ConfigError(f"study {cfg['study']['name']!r} is named twice in studies={config['studies']}: "
-                              "each study file needs its own study.name")
+            raise ConfigError(f"study {cfg['study']['name']!r} is named twice in "
+                              f"studies={config['studies']}: each study file needs its own study.name")
         out[cfg["study"]["name"]] = cfg
     shared = shared_lockdirs(out)
     if shared:
-        raise ConfigError(f"studies {shared[0]} share one lock folder ({shared[1]}): pins, protocol and ledger are "
-                          "per study. Fix: give each study file its own lockdir.")
+        raise ConfigError(f"studies {shared[0]} share one lock folder ({shared[1]}): pins, protocol and "
+                          "ledger are per study. Fix: give each study file its own lockdir.")
     return out
 
 
 def modules_file(names, folder) -> Path:
-    """A Snakefile fragment that declares one module of this workflow per study, with Snakemake's own ``module`` and
-    ``use rule`` statements (they need literal names, so the fragment is written for this invocation's studies;
-    ``STUDY_CONFIGS`` is the Snakefile's table of their configs). Written once per set of names (atomically)."""
+    """A Snakefile fragment that declares one module of this workflow per study, with Snakemake's own
+    ``module`` and ``use rule`` statements (they need literal names, so the fragment is written for this
+    invocation's studies; ``STUDY_CONFIGS`` is the Snakefile's table of their configs). Written once per set
+    of names (atomically)."""
     from .fileio import atomic_write_text, sha256_text
 
     text = "# generated for this invocation's studies (rerank_study.studies.modules_file): do not edit\n"
     for name in names:
         mod = module_name(name)
-        text += (f"\nmodule {mod}:\n    snakefile: workflow.main_snakefile\n    config: STUDY_CONFIGS[{name!r}]\n\n"
-                 f"use rule * from {mod} as {mod}_*\n")
+        text += (f"\nmodule {mod}:\n    snakefile: workflow.main_snakefile\n    config: "
+                 f"STUDY_CONFIGS[{name!r}]\n\nuse rule * from {mod} as {mod}_*\n")
     path = Path(folder) / f"studies-{sha256_text(text)[:16]}.smk"
     if not path.is_file() or path.read_text(encoding="utf-8") != text:
         atomic_write_text(path, text)

@@ -7,15 +7,16 @@ tie. Raw model scores live in their own tables.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from .errors import MalformedInputError, MissingInputError
 from .fileio import atomic_open
 from .ranking import rank_derived_scores
 
 
-def write_run(path, ranked: Mapping[str, Sequence[str]], tag: str, query_order: Sequence[str] | None = None) -> None:
+def write_run(path, ranked: Mapping[str, Sequence[str]], tag: str,
+              query_order: Sequence[str] | None = None) -> None:
     """``ranked[qid]`` = doc ids best first. Queries in ``query_order`` (default: insertion order)."""
     if any(c.isspace() for c in tag) or not tag:
         raise ValueError(f"run tag must be a non-empty token without spaces, got {tag!r}")
@@ -41,7 +42,8 @@ def run_lines(path):
                 raise MalformedInputError(path, line_no, "last line is not terminated (truncated file?)")
             parts = line.split()
             if len(parts) != 6:
-                raise MalformedInputError(path, line_no, f"{len(parts)} fields, 6 expected (qid Q0 docid rank score tag)")
+                raise MalformedInputError(path, line_no, f"{len(parts)} fields, 6 expected (qid Q0 docid "
+                                          "rank score tag)")
             yield line_no, parts
 
 

@@ -15,11 +15,11 @@ at least their number — a confirmation opening verifies every batch).
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable
+from collections.abc import Iterable
 
 
 def batch_key(seed: int, qid: str, batch: int) -> str:
-    return hashlib.sha256(f"{seed}\t{qid}\t{batch}".encode("utf-8")).hexdigest()
+    return hashlib.sha256(f"{seed}\t{qid}\t{batch}".encode()).hexdigest()
 
 
 def sample_batches(batches: Iterable[tuple[str, int]], seed: int, k: int | None) -> list[tuple[str, int]]:

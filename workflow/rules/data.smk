@@ -71,7 +71,7 @@ rule splits:
         qrels_name=QRELS_DEV,  # the pinned name of the development qrels file
         sealed_name=QRELS_SEALED,  # its pin (never the file) says a drawn sealed part's queries
         study=STUDY["name"],
-        lockdir=LOCK,
+        lockdir=lambda w, input: os.path.dirname(input.data_pins),
         root=workflow.basedir,  # the repository: the registry of sealed sets (the seal's job-time check)
     log:
         log_of("splits", per_run=False),

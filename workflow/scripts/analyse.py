@@ -54,8 +54,10 @@ def main(sm):
             fh.write(f"{i}\t" + "\t".join(fmt_float(float(reps[c][i])) for c in cols) + "\n")
     summary.update({  # (no run name here: the same analysis must give the same bytes in any folder)
         "scorer": names.scorer_label(p.scorer),
-        "inputs": {"per_query_sha256": sha256_file(sm.input.per_query), "groups_sha256": sha256_file(sm.input.groups)},
-        "comparisons_definition": {k: f"{a} - {b} (per-query {plan.metric})" for k, (a, b) in plan.comparisons.items()},
+        "inputs": {"per_query_sha256": sha256_file(sm.input.per_query),
+                   "groups_sha256": sha256_file(sm.input.groups)},
+        "comparisons_definition": {k: f"{a} - {b} (per-query {plan.metric})"
+                                   for k, (a, b) in plan.comparisons.items()},
     })
     write_json(sm.output.summary, summary)
 

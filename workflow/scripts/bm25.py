@@ -1,4 +1,5 @@
-"""Rule bm25 (candidate regeneration only): BM25 (bm25s, lucene, k1 1.5, b 0.75, English stop words, Snowball stemmer) top-k."""
+"""Rule bm25 (candidate regeneration only): BM25 (bm25s, lucene, k1 1.5, b 0.75, English stop words, Snowball
+stemmer) top-k."""
 
 from rerank_study import beir, candidates, retrieval, splits
 from rerank_study.acquire import verified_path

@@ -25,8 +25,8 @@ def main(sm):
     settings_equal = all(meta["params"].get(k) == v for k, v in pin["params"].items())
     lines = ["\t".join(candidates.DRIFT_COLUMNS)]
     for r in rows:
-        lines.append("\t".join([r["split"], str(r["queries"]), str(r["identical_ranked_lists"]), str(r["same_set"]),
-                                str(r["largest_rank_shift"]), f"{r['mean_overlap']:.6f}",
+        lines.append("\t".join([r["split"], str(r["queries"]), str(r["identical_ranked_lists"]),
+                                str(r["same_set"]), str(r["largest_rank_shift"]), f"{r['mean_overlap']:.6f}",
                                 ",".join(r["queries_changed"]) or "-"]))
     atomic_write_text(sm.output.table, "\n".join(lines) + "\n")
     total = rows[-1]
@@ -38,7 +38,8 @@ def main(sm):
         "regenerated": {"path": sm.input.regenerated, "sha256": sha256_file(sm.input.regenerated),
                         "params": meta["params"], "settings_equal_to_frozen": settings_equal},
         "bytes_identical": sha256_file(sm.input.regenerated) == pin["sha256"],
-        "note": "a drift check: the run always uses the frozen table; re-freeze only with --config repin=candidates",
+        "note": "a drift check: the run always uses the frozen table; re-freeze only with --config "
+                "repin=candidates",
     })
     log.warning("check_candidates: %s (settings %s the frozen ones); table %s", verdict,
                 "equal to" if settings_equal else "DIFFERENT from", sm.output.table)

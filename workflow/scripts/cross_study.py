@@ -2,10 +2,10 @@
 
 Every study's run must have passed its audit: a failed one stops the table, naming the study and its audit."""
 
+from rerank_study.cross_table import CROSS_STUDY_COLUMNS, cross_study_row
 from rerank_study.errors import PipelineError
 from rerank_study.fileio import atomic_path, atomic_write_text, read_json
 from rerank_study.rule import run
-from rerank_study.cross_table import CROSS_STUDY_COLUMNS, cross_study_row
 
 
 def main(sm):
@@ -24,7 +24,8 @@ def main(sm):
         table.to_csv(tmp, sep="\t", index=False, lineterminator="\n")  # floats as repr: shortest exact text
     with atomic_path(sm.output.parquet) as tmp:
         table.to_parquet(tmp, index=False)
-    atomic_write_text(sm.output.md, "# Cross-study table\n\n" + table.to_markdown(index=False, floatfmt=".6f") + "\n")
+    atomic_write_text(sm.output.md, "# Cross-study table\n\n" + table.to_markdown(index=False, floatfmt=".6f")
+                      + "\n")
 
 
 if __name__ == "__main__":

@@ -31,7 +31,8 @@ def main(sm):
         raise PipelineError("pairs / candidates / analysed queries disagree on the query set")
     m = sm.params.metrics
     measures = names.measures(m)
-    header = ["qid", "n_relevant", "n_relevant_in_candidates"] + [names.column(meth, x) for meth in names.METHODS
+    header = ["qid", "n_relevant", "n_relevant_in_candidates"] + [names.column(meth, x)
+                                                                  for meth in names.METHODS
                                                                    for x in measures]
     rank_rows, pq_rows, orders = [], [], {meth: {} for meth in names.METHODS}
     for q in qids:
@@ -40,7 +41,8 @@ def main(sm):
         except ValueError as exc:
             raise PipelineError(f"query {q}: {exc}") from None
         for d in cands[q]:
-            rank_rows.append((q, d, res["r0"][d], logits[q][d], res["r1"][d], res["blend_score"][d], res["blend_rank"][d]))
+            rank_rows.append((q, d, res["r0"][d], logits[q][d], res["r1"][d], res["blend_score"][d],
+                              res["blend_rank"][d]))
         row = [q, None, None]
         for meth in names.METHODS:
             order = res["order"][meth]

@@ -10,7 +10,8 @@ from rerank_study.rule import run
 def main(sm):
     cfg = sm.config
     pins = DataPins.load(sm.input.data_pins)
-    url = pins.url  # the pinned archive's URL (none for a local-only dataset); data.url must equal it (check_study)
+    # the pinned archive's URL (none for a local-only dataset); data.url must equal it (check_study)
+    url = pins.url
     publish_verified(list(sm.params.names), list(sm.output), pins, sm.params.cache,
                      mirror=cfg["data_mirror"] or None, zip_path=cfg["data_zip"] or None,
                      url=url, timeout=cfg["data"]["download_timeout_s"])

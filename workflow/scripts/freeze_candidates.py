@@ -7,26 +7,26 @@ from pathlib import Path
 
 from rerank_study import beir, candidates, layout, machine, pins, splits
 from rerank_study.acquire import verified_path
-from rerank_study.pins import DataPins
 from rerank_study.errors import PipelineError
-from rerank_study.studies import TREC_RUN_FILE
 from rerank_study.fileio import atomic_path, read_json, sha256_file, write_json
+from rerank_study.pins import DataPins
 from rerank_study.rule import run
+from rerank_study.studies import TREC_RUN_FILE
 
 log = logging.getLogger("freeze_candidates")
 
 
 def freeze_trec_run(sm) -> None:
-    """A user's TREC run becomes the study's frozen candidates: the run file (copied byte for byte) and its top
-    ``depth`` per development and confirmation query in trec_eval's order, both pinned."""
+    """A user's TREC run becomes the study's frozen candidates: the run file (copied byte for byte) and its
+    top ``depth`` per development and confirmation query in trec_eval's order, both pinned."""
     lockdir, params, study = Path(sm.params.lockdir), sm.params.candidate_params, sm.params.study
     data_pins = DataPins.load(sm.input.data_pins)
     corpus = beir.read_corpus(verified_path(sm.input.corpus, "corpus.jsonl", data_pins))
     queries = beir.read_queries(verified_path(sm.input.queries, "queries.jsonl", data_pins))
     user_run = candidates.read_user_run(sm.input.trec_run)
     split_of = {q: name for name in ("dev", "confirm") for q in splits.read_split(getattr(sm.input, name))}
-    fix = (f"give a run with at least {params['depth']} candidates for every development and confirmation query "
-           "(documents of the pinned corpus), or lower candidates.depth knowingly")
+    fix = (f"give a run with at least {params['depth']} candidates for every development and confirmation "
+           "query (documents of the pinned corpus), or lower candidates.depth knowingly")
     problems = []
     short = candidates.short_queries(user_run, list(split_of), params["depth"])
     if short:
@@ -47,9 +47,10 @@ def freeze_trec_run(sm) -> None:
     with atomic_path(folder / TREC_RUN_FILE) as tmp:
         tmp.write_bytes(Path(sm.input.trec_run).read_bytes())
     candidates.write_candidates(folder / "candidates.tsv", rows, candidates.TREC_CANDIDATE_HEADER)
-    pin = {"file": layout.CANDIDATES, "sha256": sha256_file(folder / "candidates.tsv"), "n_queries": len(qids),
-           "params": params, "source": "trec",
-           "provenance": {"run_file": f"candidates/{TREC_RUN_FILE}", "run_sha256": sha256_file(folder / TREC_RUN_FILE),
+    pin = {"file": layout.CANDIDATES, "sha256": sha256_file(folder / "candidates.tsv"),
+           "n_queries": len(qids), "params": params, "source": "trec",
+           "provenance": {"run_file": f"candidates/{TREC_RUN_FILE}",
+                          "run_sha256": sha256_file(folder / TREC_RUN_FILE),
                           "given_as": Path(sm.input.trec_run).name}}
     pins.set_pin(lockdir, "candidates", pin)
     write_json(sm.output[0], {"pinned": pin, "lockdir": str(lockdir)})
@@ -59,8 +60,8 @@ def freeze_trec_run(sm) -> None:
 
 def main(sm):
     if not sm.params.allowed:
-        raise PipelineError("freeze_candidates rewrites the frozen candidates (an input of the experiment). Ask for it "
-                            "explicitly: snakemake --config repin=candidates")
+        raise PipelineError("freeze_candidates rewrites the frozen candidates (an input of the experiment). "
+                            "Ask for it explicitly: snakemake --config repin=candidates")
     if sm.params.source == "trec":
         return freeze_trec_run(sm)
     lockdir = Path(sm.params.lockdir)
@@ -70,7 +71,8 @@ def main(sm):
     with atomic_path(folder / "candidates.tsv") as tmp:
         tmp.write_bytes(Path(sm.input.regenerated).read_bytes())
         if sha256_file(tmp) != meta["sha256"]:
-            raise PipelineError(f"{sm.input.regenerated} changed after it was made (sha256 differs from {sm.input.meta})")
+            raise PipelineError(f"{sm.input.regenerated} changed after it was made (sha256 differs from "
+                                f"{sm.input.meta})")
     files["table"] = {"file": layout.CANDIDATES, "sha256": sha256_file(folder / "candidates.tsv")}
     for name in ("bm25", "dense"):
         top = candidates.read_retriever_table(getattr(sm.input, name))

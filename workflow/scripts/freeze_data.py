@@ -21,8 +21,9 @@ def split_of(qrels_name: str) -> str:
 
 
 def seal_check(sm, records: dict):
-    """Before the pins are written: the new lock folder's sealed set, and its development qrels checked against every
-    sealed set of the registry (a folder whose development side holds a sealed set's data cannot be made)."""
+    """Before the pins are written: the new lock folder's sealed set, and its development qrels checked
+    against every sealed set of the registry (a folder whose development side holds a sealed set's data cannot
+    be made)."""
     lockdir = Path(sm.params.lockdir)
 
     def check(new_pins: dict, folder: Path):

@@ -7,10 +7,9 @@ from pathlib import Path
 
 from rerank_study import beir, layout, pins, splits
 from rerank_study.acquire import verified_path
-from rerank_study.pins import DataPins
 from rerank_study.errors import PipelineError
-from rerank_study.fileio import atomic_write_text, sha256_text, write_json
-from rerank_study.fileio import read_json
+from rerank_study.fileio import atomic_write_text, read_json, sha256_text, write_json
+from rerank_study.pins import DataPins
 from rerank_study.rule import run
 from rerank_study.seal import registry
 
@@ -20,11 +19,14 @@ log = logging.getLogger("freeze_splits")
 def check_seal(sm, lockdir: Path, queries: dict, dev: list, confirm: list) -> dict:
     """The lock folder's new sealed set record; the new development side (its split) checked against every
     sealed set of the registry, this folder's new one included. Raises before anything is written."""
-    doc_ids = registry.document_ids(verified_path(sm.input.corpus, "corpus.jsonl", DataPins.load(sm.input.data_pins)))
+    doc_ids = registry.document_ids(verified_path(sm.input.corpus, "corpus.jsonl",
+                                                  DataPins.load(sm.input.data_pins)))
     record = registry.sealed_record(read_json(lockdir / layout.DATA_PINS), queries, confirm, doc_ids)
     sets = registry.build(sm.params.root, skip=lockdir) + [registry.from_record(lockdir, record)]
-    side = registry.with_split(registry.development_side(lockdir, Path(sm.input.queries).parent), dev, queries)
-    registry.check_development_side(side, sets, f"pin the splits of study {sm.params.study!r} (nothing was written)")
+    side = registry.with_split(registry.development_side(lockdir, Path(sm.input.queries).parent), dev,
+                               queries)
+    registry.check_development_side(side, sets, f"pin the splits of study {sm.params.study!r} (nothing "
+                                    "was written)")
     return record
 
 
@@ -38,13 +40,13 @@ def main(sm):
     unknown = sorted(set(qrels) - set(queries))
     if unknown:
         raise PipelineError(f"STUDY {sm.params.study!r}: {sm.input.qrels_dev} judges queries absent from "
-                            f"{sm.input.queries}: {unknown[:10]}. Fix: the dataset's qrels and queries must belong "
-                            "together - re-pin a consistent dataset (repin=data), or correct study.qrels_dev. "
-                            "Nothing was drawn.")
+                            f"{sm.input.queries}: {unknown[:10]}. Fix: the dataset's qrels and queries must "
+                            "belong together - re-pin a consistent dataset (repin=data), or correct "
+                            "study.qrels_dev. Nothing was drawn.")
     confirm = splits.confirmation_set(queries, qrels, data_pins.pin(sm.params.sealed_name))
     if len(confirm) != sm.params.confirm_size:
-        raise PipelineError(f"expected {sm.params.confirm_size} confirmation queries (queries without training "
-                            f"judgements), found {len(confirm)}: the data is not the pinned dataset")
+        raise PipelineError(f"expected {sm.params.confirm_size} confirmation queries (queries without "
+                            f"training judgements), found {len(confirm)}: the data is not the pinned dataset")
     dev = splits.draw_dev_split(qrels, sm.params.dev_size, sm.params.seed)
     lockdir = Path(sm.params.lockdir)
     record = check_seal(sm, lockdir, queries, dev, confirm)  # before anything is written
@@ -59,7 +61,8 @@ def main(sm):
     pins.set_pin(lockdir, "splits", pin)
     pins.set_pin(lockdir, "sealed_set", record)
     write_json(sm.output[0], {"pinned": pin, "lockdir": str(lockdir)})
-    log.warning("PINNED the query splits into %s (dev %d, confirm %d): commit them", lockdir, len(dev), len(confirm))
+    log.warning("PINNED the query splits into %s (dev %d, confirm %d): commit them", lockdir, len(dev),
+                len(confirm))
 
 
 if __name__ == "__main__":

@@ -23,9 +23,11 @@ def main(sm):
         raise PipelineError(f"queries with fewer than {p['depth']} fused candidates: {short[:10]}")
     candidates.write_candidates(sm.output.table, rows)
     write_json(sm.output.meta, {
-        "sha256": sha256_file(sm.output.table), "n_queries": len(qids), "n_dev": len(dev), "n_confirm": len(conf),
+        "sha256": sha256_file(sm.output.table), "n_queries": len(qids), "n_dev": len(dev),
+        "n_confirm": len(conf),
         "params": {**p, "bi_encoder_identity_sha256": read_json(sm.input.bi_encoder)["identity_sha256"],
-                   "splits_sha256": {"dev": sha256_file(sm.input.dev), "confirm": sha256_file(sm.input.confirm)}},
+                   "splits_sha256": {"dev": sha256_file(sm.input.dev),
+                                     "confirm": sha256_file(sm.input.confirm)}},
         "retrievers_sha256": {"bm25": sha256_file(sm.input.bm25), "dense": sha256_file(sm.input.dense)},
     })
 

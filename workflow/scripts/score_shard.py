@@ -16,8 +16,8 @@ from tqdm import tqdm  # noqa: E402
 
 from rerank_study import beir, candidates, machine, models, scoring, scoring_model  # noqa: E402
 from rerank_study.acquire import verified_path  # noqa: E402
-from rerank_study.pins import DataPins  # noqa: E402
 from rerank_study.fileio import write_json, write_tsv  # noqa: E402
+from rerank_study.pins import DataPins  # noqa: E402
 from rerank_study.rule import peak_rss_mib, run  # noqa: E402
 
 log = logging.getLogger("score_shard")
@@ -28,7 +28,8 @@ def main(sm):
 
     t_stage = time.perf_counter()
     settings = scoring.ScoringSettings.from_config(sm.params.ce)
-    mode = scoring_model.setup_torch(settings, threads=sm.threads)  # verified strict CNR; threads are speed only
+    # verified strict CNR; threads are speed only
+    mode = scoring_model.setup_torch(settings, threads=sm.threads)
     shard, shards = int(sm.params.shard), int(sm.params.shards)
     ranked_all = candidates.read_candidates(sm.input.candidates)
     mine = scoring.assign_shards(list(ranked_all), shards)[shard]
@@ -49,13 +50,14 @@ def main(sm):
     t_tok = time.perf_counter() - t0
     n_pairs = sum(len(v) for v in ranked.values())
     with tqdm(total=n_pairs, desc=f"cross-encoder pairs (shard {shard + 1}/{shards})", unit="pair") as bar:
-        rows, counts = scoring.score_run(ranked, queries, doc_text, tok, lambda: scoring_model.load_model(model_dir),
-                                         settings, meta["identity"], versions, scoring.ScoreCache(cache_dir),
+        rows, counts = scoring.score_run(ranked, queries, doc_text, tok,
+                                         lambda: scoring_model.load_model(model_dir), settings,
+                                         meta["identity"], versions, scoring.ScoreCache(cache_dir),
                                          progress=bar.update, after_query=numerics.malloc_trim,
                                          fresh=bool(sm.params.fresh))
     write_tsv(sm.output.pairs, scoring.PAIR_HEADER,
-              [(r["qid"], r["doc_id"], r["r0"], r["logit"], r["query_tokens"], r["doc_tokens"], r["total_tokens"],
-                r["truncated"], r["batch"], label) for r in rows])
+              [(r["qid"], r["doc_id"], r["r0"], r["logit"], r["query_tokens"], r["doc_tokens"],
+                r["total_tokens"], r["truncated"], r["batch"], label) for r in rows])
     stage = time.perf_counter() - t_stage
     measurements = {
         "_note": "measurements of this execution; NOT reproducible byte for byte (timings, memory)",
@@ -73,9 +75,10 @@ def main(sm):
         "peak_rss_mib": round(peak_rss_mib(), 1),
     }
     write_json(sm.output.measurements, measurements)
-    log.info("shard %d/%d: %d queries, %d pairs (%d inferred, %d cached) in %.1f s; %d threads, MKL CNR %s, peak RSS "
-             "%.0f MiB", shard + 1, shards, len(ranked), len(rows), counts.pairs_inferred, counts.pairs_from_cache,
-             stage, measurements["threads"], mode["mkl_cnr"], measurements["peak_rss_mib"])
+    log.info("shard %d/%d: %d queries, %d pairs (%d inferred, %d cached) in %.1f s; %d threads, MKL CNR %s, "
+             "peak RSS %.0f MiB", shard + 1, shards, len(ranked), len(rows), counts.pairs_inferred,
+             counts.pairs_from_cache, stage, measurements["threads"], mode["mkl_cnr"],
+             measurements["peak_rss_mib"])
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Rule shape_check: forward the first ``ce.shape_check_pairs`` pairs of the run padded to max_length (this
 check only) and compare the tensor shapes with the pinned architecture; cached like the scores (an unchanged
-rerun loads no weights). The numeric mode is set FIRST, before torch is imported (the check runs the model)."""
+rerun loads no weights). The numeric mode is set FIRST, before torch is imported (the check runs the
+model)."""
 
 from rerank_study import numerics
 
@@ -11,9 +12,9 @@ from pathlib import Path  # noqa: E402
 
 from rerank_study import beir, candidates, models, scoring, scoring_model  # noqa: E402
 from rerank_study.acquire import verified_path  # noqa: E402
-from rerank_study.pins import DataPins  # noqa: E402
 from rerank_study.errors import PipelineError  # noqa: E402
 from rerank_study.fileio import read_json, write_json  # noqa: E402
+from rerank_study.pins import DataPins  # noqa: E402
 from rerank_study.rule import run  # noqa: E402
 
 log = logging.getLogger("shape_check")
@@ -44,17 +45,20 @@ def main(sm):
     n = min(sm.params.ce["shape_check_pairs"], len(ranked[first_q]))
     qs, ds = [queries[first_q]] * n, [corpus[d].full_text for d in ranked[first_q][:n]]
     key = scoring.batch_cache_key(meta["identity"], settings, scoring.library_versions(), qs, ds)
-    cache_file = Path(sm.params.cache) / scoring.CACHE_FORMAT / meta["identity_sha256"][:16] / "shapes" / f"shape-{key}.json"
+    cache_file = (Path(sm.params.cache) / scoring.CACHE_FORMAT / meta["identity_sha256"][:16] / "shapes"
+                  / f"shape-{key}.json")
     shapes = measured_shapes(model_dir, qs, ds, settings, cache_file)
-    arch = read_json(sm.input.model_pins)["cross_encoder"]["architecture"]  # pinned = the verified config.json's
-    expected = {"input_ids": [n, settings.max_length], "last_hidden_state": [n, settings.max_length, arch["hidden_size"]],
+    # pinned = the verified config.json's
+    arch = read_json(sm.input.model_pins)["cross_encoder"]["architecture"]
+    expected = {"input_ids": [n, settings.max_length], "last_hidden_state": [n, settings.max_length,
+                                                                             arch["hidden_size"]],
                 "logits": [n, arch["num_labels"]]}
-    shapes.update({"expected": expected, "ok": all(shapes[k] == v for k, v in expected.items()), "model": label,
-                   "qid": first_q, "doc_ids": ranked[first_q][:n]})
+    shapes.update({"expected": expected, "ok": all(shapes[k] == v for k, v in expected.items()),
+                   "model": label, "qid": first_q, "doc_ids": ranked[first_q][:n]})
     write_json(sm.output[0], shapes)
     if not shapes["ok"]:
-        raise PipelineError(f"SHAPE CHECK FAILED for {label}: found {shapes}; expected {shapes['expected']}. The model "
-                            "is not the pinned architecture; nothing was published.")
+        raise PipelineError(f"SHAPE CHECK FAILED for {label}: found {shapes}; expected {shapes['expected']}. "
+                            "The model is not the pinned architecture; nothing was published.")
     log.info("shape check of %s passed: %s", label, {k: shapes[k] for k in expected})
 
 

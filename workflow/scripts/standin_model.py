@@ -13,14 +13,16 @@ log = logging.getLogger("standin")
 
 def main(sm):
     mp = read_json(sm.input.model_pins)
-    if "bi_encoder" not in mp:  # the stand-in's source (all-MiniLM-L6-v2) is pinned with the default study only
+    # the stand-in's source (all-MiniLM-L6-v2) is pinned with the default study only
+    if "bi_encoder" not in mp:
         raise PipelineError(
-            f"NO STAND-IN FOR {mp['cross_encoder']['repo']}: the STAND-IN is built from all-MiniLM-L6-v2 (hidden_size "
-            f"384), verified by the bi_encoder pins of {sm.input.model_pins}, which pins none; this reranker has "
-            f"hidden_size {mp['cross_encoder']['architecture']['hidden_size']}. Fix: score with the pinned model "
-            "itself (scorer=pinned, model_dir=<its files>).")
+            f"NO STAND-IN FOR {mp['cross_encoder']['repo']}: the STAND-IN is built from all-MiniLM-L6-v2 "
+            f"(hidden_size 384), verified by the bi_encoder pins of {sm.input.model_pins}, which pins none; "
+            f"this reranker has hidden_size {mp['cross_encoder']['architecture']['hidden_size']}. Fix: score "
+            "with the pinned model itself (scorer=pinned, model_dir=<its files>).")
     meta = models.build_standin(mp["bi_encoder"], mp["cross_encoder"], Path(sm.output[0]).parent,
                                 sm.params.head_seed, sm.params.head_std)
+    models.verify_standin(meta, mp.get("standin"), sm.input.model_pins)
     log.warning("built the STAND-IN scorer %s: its scores carry NO meaning", meta["identity"])
 
 

@@ -15,9 +15,9 @@ from pathlib import Path  # noqa: E402
 
 from rerank_study import beir, candidates, models, scoring, scoring_model, verification  # noqa: E402
 from rerank_study.acquire import verified_path  # noqa: E402
-from rerank_study.pins import DataPins  # noqa: E402
 from rerank_study.errors import PipelineError  # noqa: E402
 from rerank_study.fileio import fmt_float, read_tsv, write_json  # noqa: E402
+from rerank_study.pins import DataPins  # noqa: E402
 from rerank_study.rule import peak_rss_mib, run  # noqa: E402
 
 log = logging.getLogger("verify_scores")
@@ -26,8 +26,10 @@ log = logging.getLogger("verify_scores")
 def main(sm):
     t0 = time.perf_counter()
     settings = scoring.ScoringSettings.from_config(sm.params.ce)
-    mode = scoring_model.setup_torch(settings, threads=sm.threads)  # verified strict CNR; threads are speed only
-    recorded = {(r["qid"], r["doc_id"]): (int(r["batch"]), float(r["logit"])) for r in read_tsv(sm.input.pairs)}
+    # verified strict CNR; threads are speed only
+    mode = scoring_model.setup_torch(settings, threads=sm.threads)
+    recorded = {(r["qid"], r["doc_id"]): (int(r["batch"]), float(r["logit"]))
+                for r in read_tsv(sm.input.pairs)}
     k = None if sm.params.every_batch else sm.params.batches
     sample = verification.sample_batches(((q, b) for (q, _), (b, _) in recorded.items()), sm.params.seed, k)
     qids = list(dict.fromkeys(q for q, _ in sample))
@@ -38,8 +40,9 @@ def main(sm):
     model_dir = Path(sm.input.model).parent
     meta = models.load_model_meta(model_dir)
     tok = scoring_model.load_tokenizer(model_dir)
-    rows, counts = scoring.score_run(ranked, queries, {d: corpus[d].full_text for q in ranked for d in ranked[q]},
-                                     tok, lambda: scoring_model.load_model(model_dir), settings, meta["identity"],
+    rows, counts = scoring.score_run(ranked, queries,
+                                     {d: corpus[d].full_text for q in ranked for d in ranked[q]}, tok,
+                                     lambda: scoring_model.load_model(model_dir), settings, meta["identity"],
                                      scoring.library_versions(), cache=None)
     again = {(r["qid"], r["doc_id"]): (r["batch"], r["logit"]) for r in rows}
     pairs = verification.compare(sample, recorded, again)
@@ -47,11 +50,13 @@ def main(sm):
     write_json(sm.output.record, {
         "seed": sm.params.seed, "k": k, "sample": [list(x) for x in sample], "queries": qids,
         "pairs": [{**p, "logit": fmt_float(p["logit"]),
-                   "reinferred_logit": None if p["reinferred_logit"] is None else fmt_float(p["reinferred_logit"])}
+                   "reinferred_logit": None if p["reinferred_logit"] is None
+                   else fmt_float(p["reinferred_logit"])}
                   for p in pairs],
         "pairs_compared": len(pairs), "all_equal": not unequal,
-        "rule": "sample = the k batches with the smallest sha256('<seed>\\t<qid>\\t<batch>'); each re-inferred "
-                "from scratch (its whole query, no cache) and compared bit for bit with pairs.tsv",
+        "rule": "sample = the k batches with the smallest sha256('<seed>\\t<qid>\\t<batch>'); each "
+                "re-inferred from scratch (its whole query, no cache) and compared bit for bit "
+                "with pairs.tsv",
     })
     write_json(sm.output.measurements, {
         "_note": "measurements of this execution; NOT reproducible byte for byte", "batches": len(sample),
@@ -60,9 +65,10 @@ def main(sm):
         "threads": sm.threads, "numerics": mode["mkl_cnr"]})
     if unequal:
         log.error("re-inferred pairs that differ from %s:\n%s", sm.input.pairs, "\n".join(map(str, unequal)))
-        raise PipelineError(f"RE-INFERENCE DIFFERS from {sm.input.pairs} in {len(unequal)} of {len(pairs)} pairs "
-                            f"(first: {unequal[0]}): the recorded scores are not what the pinned scorer gives. "
-                            f"Delete the score cache ({sm.params.cache}) and rerun the score rule.")
+        raise PipelineError(f"RE-INFERENCE DIFFERS from {sm.input.pairs} in {len(unequal)} of {len(pairs)} "
+                            f"pairs (first: {unequal[0]}): the recorded scores are not what the pinned "
+                            f"scorer gives. Delete the score cache ({sm.params.cache}) and rerun "
+                            "the score rule.")
     log.info("re-inferred %d sampled batches (%d pairs) from scratch: all bit-identical to pairs.tsv",
              len(sample), len(pairs))
 

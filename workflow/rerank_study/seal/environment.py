@@ -11,12 +11,12 @@
   interpreter's own library folders, the project's ``workflow/``), and no interpreter variable that would add
   code to a job (``PYTHONPATH`` beyond ``workflow/``, ``PYTHONHOME``, ``PYTHONSTARTUP``, ``PYTHONUSERBASE``,
   ``LD_PRELOAD``);
-* Snakemake's folder of temporary rule scripts (``.snakemake/scripts``, first on every script job's path) holds
-  nothing a job could import;
+* Snakemake's folder of temporary rule scripts (``.snakemake/scripts``, first on every script job's path)
+  holds nothing a job could import;
 * this process's module search path and loaded modules come only from the interpreter, the environment and the
-  checkout (``interpreter_problems``: run first thing by the Snakefile of an opening, and again once everything
-  is imported; the guard's own in-process callers, tests and confirm.py, are not openings), and every file of the
-  environment's bin folder is a RECORD's;
+  checkout (``interpreter_problems``: run first thing by the Snakefile of an opening, and again once
+  everything is imported; the guard's own in-process callers, tests and confirm.py, are not openings), and
+  every file of the environment's bin folder is a RECORD's;
 * the jobs get an allowlisted environment (``job_environment``: no shell start-up file, no loader variable).
 """
 
@@ -36,16 +36,19 @@ from .tree import GENERATED
 
 HOOKS = ("sitecustomize.py", "usercustomize.py")
 INSTALLER = "pip"
-# interpreter variables an opening's processes may be started with (any other PYTHON* variable, and the loader's
-# and the shells' start-up variables, can add code to a process: refused)
+# interpreter variables an opening's processes may be started with (any other PYTHON* variable, and the
+# loader's and the shells' start-up variables, can add code to a process: refused)
 PYTHON_VARS_ALLOWED = ("PYTHONPATH", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX",
                        "PYTHONUNBUFFERED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONNOUSERSITE")
 CODE_VARS = ("LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "BASH_ENV", "ENV")
-# the environment every job of an opening gets (an allowlist: everything else is removed before any job starts)
-JOB_ENV = ("HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TMP", "TEMP", "TERM", "PWD", "HOSTNAME",
-           "PYTHONPATH", "PYTHONPYCACHEPREFIX", "PYTHONHASHSEED", "PYTHONUNBUFFERED", "PYTHONIOENCODING",
-           "TOKENIZERS_PARALLELISM", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE")
-JOB_ENV_PREFIXES = ("LC_", "MKL_", "OMP_", "KMP_", "OPENBLAS_", "HF_", "TRANSFORMERS_", "SLURM_", "SNAKEMAKE_")
+# the environment every job of an opening gets (an allowlist: everything else is removed before any job
+# starts)
+JOB_ENV = ("HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TMP", "TEMP", "TERM", "PWD",
+           "HOSTNAME", "PYTHONPATH", "PYTHONPYCACHEPREFIX", "PYTHONHASHSEED", "PYTHONUNBUFFERED",
+           "PYTHONIOENCODING", "TOKENIZERS_PARALLELISM", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE",
+           "SSL_CERT_DIR", "CURL_CA_BUNDLE")
+JOB_ENV_PREFIXES = ("LC_", "MKL_", "OMP_", "KMP_", "OPENBLAS_", "HF_", "TRANSFORMERS_", "SLURM_",
+                    "SNAKEMAKE_")
 VENV_OWN = ("python", "python3", "python3.11", "activate", "activate.csh", "activate.fish", "Activate.ps1")
 TEMP_SCRIPT = re.compile(r"^tmp[A-Za-z0-9_]+\.[A-Za-z0-9_]+\.py$")  # Snakemake's tmpXXXX.<rule script>.py
 
@@ -74,7 +77,8 @@ def lock_versions(root) -> dict[str, str]:
     out = {}
     for name in ("requirements.lock", "torch.txt"):
         out.update(_pinned(Path(root) / "lockfiles" / name))
-    project = re.search(r'(?m)^name = "([^"]+)"\s*\nversion = "([^"]+)"', (Path(root) / "pyproject.toml").read_text())
+    project = re.search(r'(?m)^name = "([^"]+)"\s*\nversion = "([^"]+)"',
+                        (Path(root) / "pyproject.toml").read_text())
     if project:
         out[normalise(project[1])] = project[2]
     return out
@@ -105,7 +109,8 @@ def _version_problems(dists, lock: dict[str, str], optional: dict[str, str] | No
             out.append(f"{name} {version} is installed but not in the lock")
         elif version != want and version.split("+")[0] != want:
             out.append(f"{name} {version} is installed, the lock says {want}")
-    out += [f"{name} {v} is in the lock but not installed" for name, v in sorted(lock.items()) if name not in found]
+    out += [f"{name} {v} is in the lock but not installed" for name, v in sorted(lock.items())
+            if name not in found]
     return out
 
 
@@ -163,8 +168,8 @@ def _variable_problems(root) -> list[str]:
 
 
 def job_environment(environ: dict) -> tuple[dict, list[str]]:
-    """The environment of an opening's jobs: only the allowlisted variables, PATH the interpreter's folder and the
-    system's; returns it and the names removed (recorded in the started line)."""
+    """The environment of an opening's jobs: only the allowlisted variables, PATH the interpreter's folder and
+    the system's; returns it and the names removed (recorded in the started line)."""
     keep = {k: v for k, v in environ.items() if k in JOB_ENV or k.startswith(JOB_ENV_PREFIXES)}
     keep["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"])
     return keep, sorted(set(environ) - set(keep) - {"PATH"})
@@ -184,22 +189,23 @@ def allowed_path_entries(root) -> set[Path]:
     paths = sysconfig.get_paths()
     site = Path(paths["purelib"])
     allowed = {Path(paths[k]).resolve() for k in ("stdlib", "platstdlib", "purelib", "platlib")}
-    allowed |= {Path(paths["stdlib"]).resolve() / "lib-dynload", Path(root).resolve(), (Path(root) / "workflow").resolve(),
-                Path(sys.executable).parent.resolve(), Path(paths["stdlib"]).resolve().parent / "python311.zip"}
+    allowed |= {Path(paths["stdlib"]).resolve() / "lib-dynload", Path(root).resolve(),
+                (Path(root) / "workflow").resolve(), Path(sys.executable).parent.resolve(),
+                Path(paths["stdlib"]).resolve().parent / "python311.zip"}
     return allowed | _pth_paths(site)
 
 
 def _in_checkout(path: Path, root) -> bool:
-    """A folder of the checkout outside its generated folders: every file there is tracked, or refused by the tree
-    check (Snakemake puts the folders of the Snakefile and the included rule files on the path)."""
+    """A folder of the checkout outside its generated folders: every file there is tracked, or refused by the
+    tree check (Snakemake puts the folders of the Snakefile and the included rule files on the path)."""
     root = Path(root).resolve()
     return path.is_relative_to(root) and (path == root or path.relative_to(root).parts[0] not in GENERATED)
 
 
 def interpreter_problems(root) -> list[str]:
     """This process's module search path and the modules it has loaded: nothing from outside the interpreter's
-    library, the environment and the checkout (a folder ``python -m`` or a launcher put first on the path would
-    shadow the standard library for the guard itself)."""
+    library, the environment and the checkout (a folder ``python -m`` or a launcher put first on the path
+    would shadow the standard library for the guard itself)."""
     allowed = allowed_path_entries(root)
     out = [f"sys.path holds {p!r}: a folder outside the interpreter, the environment and the checkout"
            for p in sys.path if p and Path(p).exists() and Path(p).resolve() not in allowed
@@ -209,8 +215,10 @@ def interpreter_problems(root) -> list[str]:
     roots = [a for a in allowed if a.is_dir()]
     for name, mod in sorted(sys.modules.items()):
         f = getattr(mod, "__file__", None)
-        if f and not any(Path(f).resolve().is_relative_to(r) for r in roots) and not _in_checkout(Path(f).resolve(), root):
-            out.append(f"module {name} was loaded from {f}, outside the interpreter, the environment and the checkout")
+        if f and not any(Path(f).resolve().is_relative_to(r) for r in roots) \
+                and not _in_checkout(Path(f).resolve(), root):
+            out.append(f"module {name} was loaded from {f}, outside the interpreter, the environment and "
+                       "the checkout")
     return out
 
 
@@ -223,17 +231,19 @@ def _bin_problems(listed: set) -> list[str]:
 
 
 def _script_folder_problems(root) -> list[str]:
-    """Snakemake's folder of temporary rule scripts in the working folder (first on every script job's path) and
-    in the repository: nothing importable in either."""
+    """Snakemake's folder of temporary rule scripts in the working folder (first on every script job's path)
+    and in the repository: nothing importable in either."""
     out = []
-    for folder in sorted({Path(root).resolve() / ".snakemake" / "scripts", Path.cwd().resolve() / ".snakemake" / "scripts"}):
+    for folder in sorted({Path(root).resolve() / ".snakemake" / "scripts",
+                          Path.cwd().resolve() / ".snakemake" / "scripts"}):
         if folder.is_dir():
-            out += [f"{p} is importable by every script job (it is first on their path)" for p in sorted(folder.iterdir())
+            out += [f"{p} is importable by every script job (it is first on their path)"
+                    for p in sorted(folder.iterdir())
                     if not (p.is_file() and TEMP_SCRIPT.match(p.name))]
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _installed_problems(root: str) -> tuple[str, ...]:
     """The installed distributions against the lock and their RECORDs: hashed once per process (~4 s)."""
     site = site_packages()
@@ -247,5 +257,6 @@ def _installed_problems(root: str) -> tuple[str, ...]:
 
 def environment_problems(root) -> list[str]:
     """Every way the running environment differs from the lock (empty: it is the lock)."""
-    return (list(_installed_problems(str(Path(root).resolve()))) + _hook_problems(root) + _variable_problems(root)
+    return (list(_installed_problems(str(Path(root).resolve()))) + _hook_problems(root)
+            + _variable_problems(root)
             + _script_folder_problems(root))

@@ -32,12 +32,12 @@ def _audit_problems(run_dir: Path, audit: dict) -> list[str]:
     mpath, apath = run_dir / "manifest.json", run_dir / "audit.json"
     out = []
     if audit.get("ok") is not True:
-        out.append(f"{apath}: the audit did not pass (failed checks {audit.get('failed_checks')}); fix the run and "
-                   "audit it again")
+        out.append(f"{apath}: the audit did not pass (failed checks {audit.get('failed_checks')}); fix the "
+                   "run and audit it again")
     audited, m_sha = (audit.get("info") or {}).get("manifest_sha256"), sha256_file(mpath)
     if audited != m_sha:
-        out.append(f"{apath} audited a manifest with sha256 {audited}, but {mpath} has sha256 {m_sha} (changed after "
-                   f"its audit?): run python3 -I -S scripts/audit {run_dir}")
+        out.append(f"{apath} audited a manifest with sha256 {audited}, but {mpath} has sha256 {m_sha} "
+                   f"(changed after its audit?): run python3 -I -S scripts/audit {run_dir}")
     return out
 
 
@@ -49,24 +49,25 @@ def _shape_problems(mpath: Path, manifest: dict, cfg: dict) -> list[str]:
     settings = manifest.get("settings") or {}
     if settings.get("n_queries") is not None:
         return [f"{mpath}: a smoke/partial run ({settings.get('n_queries')} development queries x "
-                f"{settings.get('depth')} candidates); the MDE must come from the FULL development split: run the "
-                "development analysis without smoke=true"]
+                f"{settings.get('depth')} candidates); the MDE must come from the FULL development split: "
+                "run the development analysis without smoke=true"]
     changed = diff_keys(settings, run_settings(cfg, confirmation=False))
-    return [f"{mpath}: its analysis settings differ from the config being frozen: {', '.join(changed)}; rerun the "
-            "development analysis with this config"] if changed else []
+    return [f"{mpath}: its analysis settings differ from the config being frozen: {', '.join(changed)}; "
+            "rerun the development analysis with this config"] if changed else []
 
 
 def _scorer_problems(mpath: Path, manifest: dict, lockdir: Path, allow_standin: bool, cfg: dict) -> list[str]:
     scorer, pinned = manifest.get("scorer"), _pinned_weights(lockdir, cfg)
     if scorer == PINNED:
         if manifest.get("model_weights_sha256") != pinned:
-            return [f"{mpath}: model weights sha256 {manifest.get('model_weights_sha256')}, expected the pinned "
-                    f"{pinned} ({lockdir})"]
+            return [f"{mpath}: model weights sha256 {manifest.get('model_weights_sha256')}, expected the "
+                    f"pinned {pinned} ({lockdir})"]
         return []
     if scorer == STANDIN_LABEL:
         return [] if allow_standin else [
-            f"{mpath}: the run comes from the STAND-IN scorer: its variance says nothing about the pinned cross-encoder, "
-            "so it cannot size the confirmation. Run the development analysis with the pinned model first."]
+            f"{mpath}: the run comes from the STAND-IN scorer: its variance says nothing about the pinned "
+            "cross-encoder, so it cannot size the confirmation. Run the development analysis with the pinned "
+            "model first."]
     return [f"{mpath}: unknown scorer {scorer!r}"]
 
 
@@ -80,13 +81,14 @@ def _artefact_problems(run_dir: Path, manifest: dict, lockdir: Path) -> list[str
         path = run_dir / art[key]["path"]
         actual = sha256_file(path) if path.exists() else "missing"
         if actual != art[key]["sha256"]:
-            out.append(f"{path}: sha256 {actual}, but the audited manifest says {art[key]['sha256']} (edited after the "
-                       "run?)")
+            out.append(f"{path}: sha256 {actual}, but the audited manifest says {art[key]['sha256']} (edited "
+                       "after the run?)")
     data = read_json(lockdir / loc.DATA_PINS)["files"]
     derived = read_json(lockdir / loc.DERIVED_PINS)
     pins = {"corpus": data["corpus.jsonl"]["sha256"], "queries": data["queries.jsonl"]["sha256"],
             "qrels_dev": data[loc.pinned_with_role(lockdir, "qrels_dev")]["sha256"],
-            "split_dev": derived["splits"]["dev"]["sha256"], "split_confirm": derived["splits"]["confirm"]["sha256"],
+            "split_dev": derived["splits"]["dev"]["sha256"],
+            "split_confirm": derived["splits"]["confirm"]["sha256"],
             "candidates": derived["candidates"]["sha256"]}
     for key, pin in pins.items():
         found = art.get(key, {}).get("sha256")
@@ -98,18 +100,19 @@ def _artefact_problems(run_dir: Path, manifest: dict, lockdir: Path) -> list[str
 def evidence_problems(run_dir: Path, manifest: dict, audit: dict, cfg: dict, lockdir: Path, root,
                       allow_standin: bool) -> list[str]:
     mpath = run_dir / "manifest.json"
-    method = meth.method_sha256(root, lockdir, cfg.get("study_file") or None, (cfg["results"], cfg["resources"]))[0]
+    method = meth.method_sha256(root, lockdir, cfg.get("study_file") or None,
+                                (cfg["results"], cfg["resources"]))[0]
     problems = (_audit_problems(run_dir, audit) + _shape_problems(mpath, manifest, cfg)
                 + _scorer_problems(mpath, manifest, lockdir, allow_standin, cfg))
     if manifest.get("method_sha256") != method:
-        problems.append(f"{mpath}: made with other code (method sha256 {manifest.get('method_sha256')}; this checkout: "
-                        f"{method}); rerun the development analysis with the code being frozen")
+        problems.append(f"{mpath}: made with other code (method sha256 {manifest.get('method_sha256')}; this "
+                        f"checkout: {method}); rerun the development analysis with the code being frozen")
     return problems + _artefact_problems(run_dir, manifest, lockdir)
 
 
 def recompute_power(run_dir: Path, manifest: dict, summary: dict, cfg: dict) -> dict:
-    """The power block from per_query.tsv and groups.tsv (verified against the manifest), by the analysis's own
-    function: it must equal summary.json's, which the audit does not recompute."""
+    """The power block from per_query.tsv and groups.tsv (verified against the manifest), by the analysis's
+    own function: it must equal summary.json's, which the audit does not recompute."""
     art = {a["key"]: run_dir / a["path"] for a in manifest["artefacts"]}
     rows = read_tsv(art["per_query"])
     a, b = cfg["comparisons"]["all"][cfg["comparisons"]["primary"]]
@@ -122,10 +125,11 @@ def recompute_power(run_dir: Path, manifest: dict, summary: dict, cfg: dict) -> 
     recomputed = es.power_block(deltas, [groups[i] for i in sorted(groups)], cfg["evalstats"]["power"])
     stored = (summary.get("evalstats") or {}).get("power")
     if recomputed is None or stored != recomputed:
-        differ = [k for k in (recomputed or {}) if (stored or {}).get(k) != recomputed[k]] or ["the whole block"]
-        raise SealError(f"REFUSED: {art['summary']}: its power block differs from the one recomputed from per_query.tsv "
-                        f"and groups.tsv in {', '.join(differ)} (recomputed {recomputed}, stored {stored}). Rerun the "
-                        "development analysis.")
+        differ = [k for k in (recomputed or {}) if (stored or {}).get(k) != recomputed[k]] \
+            or ["the whole block"]
+        raise SealError(f"REFUSED: {art['summary']}: its power block differs from the one recomputed from "
+                        f"per_query.tsv and groups.tsv in {', '.join(differ)} (recomputed {recomputed}, "
+                        f"stored {stored}). Rerun the development analysis.")
     return recomputed
 
 
@@ -134,8 +138,9 @@ def development_evidence(run_dir, cfg: dict, lockdir, root, allow_standin: bool 
     run_dir, lockdir = Path(run_dir), Path(lockdir)
     for name in ("manifest.json", "audit.json"):
         if not (run_dir / name).exists():
-            raise SealError(f"REFUSED: {run_dir / name} does not exist. Freeze from a FINISHED development run (its "
-                            "manifest and its passing audit.json), e.g. results/dev after snakemake --cores 4.")
+            raise SealError(f"REFUSED: {run_dir / name} does not exist. Freeze from a FINISHED development "
+                            "run (its manifest and its passing audit.json), e.g. results/dev after "
+                            "snakemake --cores 4.")
     manifest, audit = read_json(run_dir / "manifest.json"), read_json(run_dir / "audit.json")
     problems = evidence_problems(run_dir, manifest, audit, cfg, lockdir, root, allow_standin)
     if problems:
@@ -143,10 +148,13 @@ def development_evidence(run_dir, cfg: dict, lockdir, root, allow_standin: bool 
     summary = read_json(run_dir / "summary.json")
     power = recompute_power(run_dir, manifest, summary, cfg)
     prim = summary["comparisons"][summary["primary"]]
-    evidence = {"run": run_dir.name, "scorer": manifest["scorer"], "model_weights_sha256": manifest["model_weights_sha256"],
+    evidence = {"run": run_dir.name, "scorer": manifest["scorer"],
+                "model_weights_sha256": manifest["model_weights_sha256"],
                 "manifest_sha256": sha256_file(run_dir / "manifest.json"),
                 "audit_sha256": sha256_file(run_dir / "audit.json"),
-                "summary_sha256": sha256_file(run_dir / "summary.json"), "method_sha256": manifest["method_sha256"],
-                "artefacts_sha256": {a["key"]: a["sha256"] for a in manifest["artefacts"] if a["deterministic"]},
-                "primary_mean": prim["mean"], "primary_grouped_interval": prim["grouped_interval"]}
+                "summary_sha256": sha256_file(run_dir / "summary.json"),
+                "method_sha256": manifest["method_sha256"],
+                "artefacts_sha256": {a["key"]: a["sha256"] for a in manifest["artefacts"]
+                                     if a["deterministic"]}, "primary_mean": prim["mean"],
+                "primary_grouped_interval": prim["grouped_interval"]}
     return evidence, power

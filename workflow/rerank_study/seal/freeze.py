@@ -22,7 +22,7 @@ from .protocol import build_protocol, frozen_fields, setting_changes, verified_p
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
 
 
 def _location(cfg: dict, lockdir: Path, root, allow_standin: bool):
@@ -40,11 +40,13 @@ def refuse_if_opened(cfg: dict, lockdir: Path, root, sets, action: str) -> None:
     looked = led.openings(guard.all_lines(root, sets), guard.belongs_to(mine, sets))
     if looked:
         r = looked[0]
-        state = "completed" if r["completed"] else "NEVER COMPLETED (the sealed judgements were copied; the look is recorded)"
-        raise SealError(f"REFUSED to {action}: {r['source']} records {len(looked)} opening(s) of this sealed set (or one "
-                        f"overlapping it), e.g. opening {r['opening']} of protocol {r['protocol_sha256']} started at "
-                        f"{(r['started'] or r['completed']).get('time')} (line {r['line']}), {state}. The "
-                        "confirmation set has been looked at: it cannot test a new or re-frozen protocol.")
+        state = "completed" if r["completed"] else ("NEVER COMPLETED (the sealed judgements were copied; the "
+                                                    "look is recorded)")
+        raise SealError(f"REFUSED to {action}: {r['source']} records {len(looked)} opening(s) of this sealed "
+                        f"set (or one overlapping it), e.g. opening {r['opening']} of protocol "
+                        f"{r['protocol_sha256']} started at {(r['started'] or r['completed']).get('time')} "
+                        f"(line {r['line']}), {state}. The confirmation set has been looked at: it cannot "
+                        "test a new or re-frozen protocol.")
     guard.check_traces(root, cfg, sets, action)
 
 
@@ -82,9 +84,9 @@ def freeze(cfg: dict, lockdir, dev_run, root, allow_standin_for_testing: bool = 
     lockdir = Path(lockdir)
     fixture, sets = _location(cfg, lockdir, root, allow_standin_for_testing)
     if (lockdir / loc.PROTOCOL).exists():
-        raise SealError(f"{lockdir / loc.PROTOCOL} already exists: a protocol is frozen once. (A code refactor that "
-                        "leaves results identical: python scripts/confirm.py refreeze --reason ... ; a new "
-                        "preregistration: move the old files away in a commit that says why.)")
+        raise SealError(f"{lockdir / loc.PROTOCOL} already exists: a protocol is frozen once. (A code "
+                        "refactor that leaves results identical: python scripts/confirm.py refreeze --reason "
+                        "... ; a new preregistration: move the old files away in a commit that says why.)")
     refuse_if_opened(cfg, lockdir, root, sets, "freeze a protocol")
     evidence, power = development_evidence(dev_run, cfg, lockdir, root, allow_standin_for_testing)
     test_only = evidence["scorer"] == STANDIN_LABEL
@@ -93,7 +95,8 @@ def freeze(cfg: dict, lockdir, dev_run, root, allow_standin_for_testing: bool = 
     protocol = build_protocol(fcfg, lockdir, root, evidence, power, test_only, now or _now())
     sha = write_protocol(lockdir, protocol)
     led.append_ledger(lockdir, {"event": led.FROZEN, "time": protocol["frozen_at"], "protocol_sha256": sha,
-                                "method_sha256": protocol["method"]["sha256"], "development_run": evidence["run"],
+                                "method_sha256": protocol["method"]["sha256"],
+                                "development_run": evidence["run"],
                                 "development_manifest_sha256": evidence["manifest_sha256"],
                                 "sealed_set": registry.set_of(sets, lockdir).key,
                                 "code_commit": tree.head_commit(root), "labels": _labels(fixture, test_only)})
@@ -103,19 +106,21 @@ def freeze(cfg: dict, lockdir, dev_run, root, allow_standin_for_testing: bool = 
 def _refreeze_changes(old: dict, current: dict, lockdir: Path) -> list[str]:
     changed = setting_changes(old, current)
     if changed:
-        raise SealError("REFUSED: settings or pins changed since freezing (" + ", ".join(changed[:12]) + "). A re-freeze "
-                        "only records a code change that leaves every result identical; other changes are a new "
-                        "preregistration (move the protocol away in a commit that says why, then freeze).")
+        raise SealError("REFUSED: settings or pins changed since freezing (" + ", ".join(changed[:12]) + "). "
+                        "A re-freeze only records a code change that leaves every result identical; other "
+                        "changes are a new preregistration (move the protocol away in a commit that says "
+                        "why, then freeze).")
     files = method_changes(old["method"]["files"], current["method"]["files"])
     if not files:
-        raise SealError(f"REFUSED: nothing to re-freeze: the method is unchanged since {lockdir / loc.PROTOCOL} was frozen.")
+        raise SealError("REFUSED: nothing to re-freeze: the method is unchanged since "
+                        f"{lockdir / loc.PROTOCOL} was frozen.")
     return files
 
 
 def refreeze(cfg: dict, lockdir, root, reason: str, dev_run, now: str | None = None) -> dict:
-    """Record a code change that leaves results identical: only the method may differ from the frozen protocol, no
-    opening may have started, and a development run under the current code must reproduce the frozen development
-    evidence byte for byte. Writes a new protocol + a ledger line."""
+    """Record a code change that leaves results identical: only the method may differ from the frozen
+    protocol, no opening may have started, and a development run under the current code must reproduce the
+    frozen development evidence byte for byte. Writes a new protocol + a ledger line."""
     lockdir = Path(lockdir)
     reason = (reason or "").strip()
     if not reason:
@@ -131,15 +136,19 @@ def refreeze(cfg: dict, lockdir, root, reason: str, dev_run, now: str | None = N
     differ = sorted(k for k in set(before) | set(evidence["artefacts_sha256"])
                     if before.get(k) != evidence["artefacts_sha256"].get(k))
     if differ:
-        raise SealError(f"REFUSED: the development run {dev_run} under the changed code ({', '.join(files)}) does not "
-                        f"reproduce the frozen development evidence: {', '.join(differ)} differ. The change alters "
-                        "results: it is a new method, to be preregistered anew, not re-frozen.")
-    protocol = {**old, **current, "frozen_at": now or _now(), "power": power, "development_evidence": evidence,
-                "refrozen_from": sha, "refreeze_reason": reason}
+        raise SealError(f"REFUSED: the development run {dev_run} under the changed code ({', '.join(files)}) "
+                        f"does not reproduce the frozen development evidence: {', '.join(differ)} differ. "
+                        "The change alters results: it is a new method, to be preregistered anew, "
+                        "not re-frozen.")
+    protocol = {**old, **current, "frozen_at": now or _now(), "power": power,
+                "development_evidence": evidence, "refrozen_from": sha, "refreeze_reason": reason}
     new_sha = write_protocol(lockdir, protocol)
-    led.append_ledger(lockdir, {"event": led.REFROZEN, "time": protocol["frozen_at"], "protocol_sha256": new_sha,
+    led.append_ledger(lockdir,
+                      {"event": led.REFROZEN, "time": protocol["frozen_at"], "protocol_sha256": new_sha,
                                 "previous_protocol_sha256": sha, "reason": reason, "changed_files": files,
-                                "method_sha256": current["method"]["sha256"], "development_run": evidence["run"],
-                                "sealed_set": registry.set_of(sets, lockdir).key, "code_commit": tree.head_commit(root),
-                                "labels": _labels(fixture, bool(old.get("test_only")))})
+                                "method_sha256": current["method"]["sha256"],
+                                "development_run": evidence["run"],
+                                "sealed_set": registry.set_of(sets, lockdir).key,
+                       "code_commit": tree.head_commit(root),
+                       "labels": _labels(fixture, bool(old.get("test_only")))})
     return {"sha256": new_sha, "protocol": protocol, "changed_files": files}

@@ -37,7 +37,8 @@ def current_lines(sets) -> list[led.Line]:
 def all_lines(root, sets) -> list[led.Line]:
     """Every ledger line that counts: the registry's ledgers on disk, every version of every ledger in the git
     history of every ref, and the local trace files."""
-    return current_lines(sets) + traces.history_lines(root) + traces.trace_lines(root, [s.lockdir for s in sets])
+    return current_lines(sets) + traces.history_lines(root) + traces.trace_lines(root,
+                                                                                 [s.lockdir for s in sets])
 
 
 def belongs_to(mine: registry.SealedSet, sets):
@@ -53,22 +54,24 @@ def check_lock_location(cfg: dict, lockdir, root, sets) -> bool:
     fixture = loc.is_test_fixture(lockdir, root)
     switches = [k for k in TEST_SWITCHES if cfg.get(k)]
     if switches and not fixture:
-        raise SealError(f"REFUSED: {', '.join(switches)} is for the TEST SUITE's fixture lock folder only (a folder "
-                        f"holding a {loc.TEST_FIXTURE} file, never the repository's {loc.REPO_LOCKDIR}/); {lockdir} is "
-                        "not one. A test switch must never let a look at the real sealed judgements through: drop it.")
+        raise SealError(f"REFUSED: {', '.join(switches)} is for the TEST SUITE's fixture lock folder only (a "
+                        f"folder holding a {loc.TEST_FIXTURE} file, never the repository's "
+                        f"{loc.REPO_LOCKDIR}/); {lockdir} is not one. A test switch must never let a look at "
+                        "the real sealed judgements through: drop it.")
     if not fixture and not loc.is_repository_lockdir(lockdir, root):
-        raise SealError(f"REFUSED: the confirmation is opened only with one of the repository's own tracked lock "
-                        f"folders ({loc.repository_lockdir(root)}, or {root / loc.STUDY_LOCKDIRS}/<study> for another "
-                        f"study); lockdir={lockdir} is another folder (a protocol and ledger there would leave no "
-                        "trace in the repository). Drop the lockdir override.")
+        raise SealError("REFUSED: the confirmation is opened only with one of the repository's own tracked "
+                        f"lock folders ({loc.repository_lockdir(root)}, or "
+                        f"{root / loc.STUDY_LOCKDIRS}/<study> for another study); lockdir={lockdir} is "
+                        "another folder (a protocol and ledger there would leave no trace in the "
+                        "repository). Drop the lockdir override.")
     if fixture:
         mine = registry.set_of(sets, lockdir)
         for s in sets:
             if loc.is_repository_lockdir(s.lockdir, root) and s.overlaps(mine):
-                raise SealError(f"REFUSED: the test-fixture lock folder {lockdir} seals judgements that overlap the "
-                                f"REAL sealed set of {s.lockdir} ({s.file}: the same content, a sealed query id of "
-                                "the same corpus, or a sealed query's text). A test opening must use a sealed file "
-                                "of its own.")
+                raise SealError(f"REFUSED: the test-fixture lock folder {lockdir} seals judgements that "
+                                f"overlap the REAL sealed set of {s.lockdir} ({s.file}: the same content, a "
+                                "sealed query id of the same corpus, or a sealed query's text). A test "
+                                "opening must use a sealed file of its own.")
     return fixture
 
 
@@ -76,14 +79,15 @@ def labels_for(cfg: dict, protocol: dict, fixture: bool) -> list[str]:
     labels = [led.FIXTURE_LABEL] if fixture else []
     if protocol.get("test_only"):
         if not fixture:
-            raise SealError("REFUSED: the frozen protocol is TEST-ONLY (frozen from a STAND-IN run) and this is the "
-                            "repository's lock folder: it cannot open the real confirmation set. Freeze a protocol "
-                            "from a development run with the pinned model.")
+            raise SealError("REFUSED: the frozen protocol is TEST-ONLY (frozen from a STAND-IN run) and this "
+                            "is the repository's lock folder: it cannot open the real confirmation set. "
+                            "Freeze a protocol from a development run with the pinned model.")
         labels.append(led.PROTOCOL_LABEL)
     if cfg["scorer"] != PINNED:
         if not cfg.get("allow_standin_for_testing"):
-            raise SealError("REFUSED: the confirmation cannot be run with the STAND-IN scorer (its scores mean "
-                            "nothing). Supply the pinned cross-encoder (--config model_dir=...) and use scorer=pinned.")
+            raise SealError("REFUSED: the confirmation cannot be run with the STAND-IN scorer (its scores "
+                            "mean nothing). Supply the pinned cross-encoder (--config model_dir=...) and use "
+                            "scorer=pinned.")
         labels.append(led.STANDIN_RUN_LABEL)
     return labels
 
@@ -95,21 +99,23 @@ def ledger_history_problems(root, rel: str) -> list[str]:
     for commit in tree.git(root, "log", "--format=%H", "--", rel).stdout.split():
         old = tree.git(root, "show", f"{commit}:{rel}", text=False)
         if old.returncode == 0 and not current.startswith(old.stdout):
-            problems.append(f"commit {commit[:12]} holds {len(old.stdout.splitlines())} ledger lines that the current "
-                            f"{rel} does not begin with")
+            problems.append(f"commit {commit[:12]} holds {len(old.stdout.splitlines())} ledger lines that "
+                            f"the current {rel} does not begin with")
     return problems
 
 
 def _committed_records(lockdir: Path, root) -> None:
     lock_rel = loc.relative(lockdir, root)
     entries = tree.head_entries(root)
-    missing = [f"{lock_rel}/{n}" for n in (loc.PROTOCOL, loc.PROTOCOL_SHA, loc.LEDGER) if f"{lock_rel}/{n}" not in entries]
+    missing = [f"{lock_rel}/{n}" for n in (loc.PROTOCOL, loc.PROTOCOL_SHA, loc.LEDGER)
+               if f"{lock_rel}/{n}" not in entries]
     if missing:
-        raise SealError(f"REFUSED: {', '.join(missing)} not committed. The protocol and the ledger must be committed "
-                        "(git add lockfiles && git commit) before the confirmation is opened.")
+        raise SealError(f"REFUSED: {', '.join(missing)} not committed. The protocol and the ledger must be "
+                        "committed (git add lockfiles && git commit) before the confirmation is opened.")
     history = ledger_history_problems(root, f"{lock_rel}/{loc.LEDGER}")
     if history:
-        raise SealError(f"REFUSED: the ledger {lock_rel}/{loc.LEDGER} was rewritten: " + "; ".join(history[:3])
+        raise SealError(f"REFUSED: the ledger {lock_rel}/{loc.LEDGER} was rewritten: "
+                        + "; ".join(history[:3])
                         + ". It is append-only: restore every recorded line from git.")
 
 
@@ -122,12 +128,13 @@ def check_tree(cfg: dict, lockdir: Path, root, fixture: bool, labels: list[str])
             what = ("is not a git checkout with a commit" if not state.is_repo else
                     "differs from its last commit: " + ", ".join(state.dirty[:12])
                     + (f" and {len(state.dirty) - 12} more" if len(state.dirty) > 12 else ""))
-            raise SealError(f"REFUSED: the working tree {what}. The opening must be traceable to a commit, byte for "
-                            "byte: COMMIT changes (git add -A && git commit), move untracked files out of the "
-                            "repository (byte-code caches: find . -name __pycache__ -prune -exec rm -r {} +), clear "
-                            "index flags (git update-index --no-skip-worktree --no-assume-unchanged <path>); never "
-                            "stash or discard lockfiles/. For the TEST SUITE's fixture lock folder ONLY: --config "
-                            "allow_dirty_for_testing=true (labelled in the report and the ledger).")
+            raise SealError(f"REFUSED: the working tree {what}. The opening must be traceable to a commit, "
+                            "byte for byte: COMMIT changes (git add -A && git commit), move untracked files "
+                            "out of the repository (byte-code caches: find . -name __pycache__ -prune -exec "
+                            "rm -r {} +), clear index flags (git update-index --no-skip-worktree "
+                            "--no-assume-unchanged <path>); never stash or discard lockfiles/. For the TEST "
+                            "SUITE's fixture lock folder ONLY: --config allow_dirty_for_testing=true "
+                            "(labelled in the report and the ledger).")
         labels.append(led.DIRTY_LABEL)
     if not fixture:
         _committed_records(lockdir, root)
@@ -137,12 +144,14 @@ def check_tree(cfg: dict, lockdir: Path, root, fixture: bool, labels: list[str])
 def check_environment(root) -> None:
     problems = environment.environment_problems(root)
     if problems:
-        raise SealError("REFUSED: the environment is not the lock (an opening runs only what the lock pins):\n  - "
-                        + "\n  - ".join(problems[:20]) + (f"\n  ... and {len(problems) - 20} more" if len(problems) > 20
+        raise SealError("REFUSED: the environment is not the lock (an opening runs only what the lock "
+                        "pins):\n  - "
+                        + "\n  - ".join(problems[:20]) + (f"\n  ... and {len(problems) - 20} more"
+                                                          if len(problems) > 20
                                                          else "")
-                        + "\nFix: remove the named files (a changed or extra installed file: recreate the environment "
-                          "from the lockfiles, rm -rf .venv && python3.11 scripts/setup_env.py) and unset the named "
-                          "variables.")
+                        + "\nFix: remove the named files (a changed or extra installed file: recreate the "
+                          "environment from the lockfiles, rm -rf .venv && python3.11 scripts/setup_env.py) "
+                          "and unset the named variables.")
 
 
 def check_openings(mine: registry.SealedSet, sets, sha: str, lines) -> list[dict]:
@@ -152,18 +161,21 @@ def check_openings(mine: registry.SealedSet, sets, sha: str, lines) -> list[dict
     other = [r for r in rows if r["protocol_sha256"] != sha]
     if other:
         r = other[0]
-        raise SealError(f"REFUSED: {r['source']} line {r['line']} records opening {r['opening']} of this sealed set (or "
-                        f"one overlapping it) under a different protocol ({r['protocol_sha256']}). The confirmation "
-                        "set has been looked at; it cannot test a re-tuned protocol.")
+        raise SealError(f"REFUSED: {r['source']} line {r['line']} records opening {r['opening']} of this "
+                        "sealed set (or one overlapping it) under a different protocol "
+                        f"({r['protocol_sha256']}). The confirmation set has been looked at; it cannot test "
+                        "a re-tuned protocol.")
     return rows
 
 
 def check_traces(root, cfg: dict, sets, action: str) -> None:
-    problems = traces.trace_problems(root, sets, current_lines(sets), caches=[Path(cfg["resources"]) / "cache" / "sealed"],
+    problems = traces.trace_problems(root, sets, current_lines(sets),
+                                     caches=[Path(cfg["resources"]) / "cache" / "sealed"],
                                      results=[cfg["results"]])
     if problems:
         raise SealError(f"REFUSED to {action}: a look left traces that the ledgers do not know:\n  - "
-                        + "\n  - ".join(problems[:10]) + "\nThe ledger records every look: restore it as said.")
+                        + "\n  - ".join(problems[:10]) + "\nThe ledger records every look: "
+                        "restore it as said.")
 
 
 def check_development(cfg: dict, lockdir, root, data_dir=None, user_runs=None, action: str = "run",
@@ -194,10 +206,10 @@ def start_entry(u: dict, cfg: dict, lockdir, root, mine: registry.SealedSet) -> 
     pins = read_json(Path(lockdir) / loc.DATA_PINS)
     sealed = pins["files"][mine.file]
     return {"event": led.STARTED, "protocol_sha256": u["sha256"], "opening": u["opening"], "run": u["run"],
-            "labels": u["labels"], "code_commit": u["git"]["commit"], "code_uncommitted_paths": u["git"]["dirty"],
-            "method_sha256": u["method_sha256"], **mine.identity(), "sealed_file": mine.file,
-            "sealed_sha256": sealed["sha256"], "sealed_content_sha256": sealed.get("content_sha256"),
-            "lockdir": loc.relative(lockdir, root),
+            "labels": u["labels"], "code_commit": u["git"]["commit"],
+            "code_uncommitted_paths": u["git"]["dirty"], "method_sha256": u["method_sha256"],
+            **mine.identity(), "sealed_file": mine.file, "sealed_sha256": sealed["sha256"],
+            "sealed_content_sha256": sealed.get("content_sha256"), "lockdir": loc.relative(lockdir, root),
             "data_url": pins.get("zip", {}).get("url"), "pushed": pushed(root, u["git"]["commit"]),
             "data_source": {"data_mirror": cfg.get("data_mirror", ""), "data_zip": cfg.get("data_zip", ""),
                             "url": cfg["data"]["url"]}}
@@ -212,31 +224,33 @@ def _opening_plan(cfg, lockdir, root, sha, protocol, fixture, sets) -> dict:
     mine = registry.set_of(sets, lockdir)
     if not any(ln.event in (led.FROZEN, led.REFROZEN) and ln.entry.get("protocol_sha256") == sha
                for ln in current_lines([mine])):
-        raise SealError(f"REFUSED: {Path(lockdir) / loc.LEDGER} does not record the freezing of protocol {sha} "
-                        "(scripts/confirm.py freeze writes both). Restore the ledger from git.")
+        raise SealError(f"REFUSED: {Path(lockdir) / loc.LEDGER} does not record the freezing of protocol "
+                        f"{sha} (scripts/confirm.py freeze writes both). Restore the ledger from git.")
     rows = check_openings(mine, sets, sha, lines)
     check_traces(root, cfg, sets, "open the confirmation")
     opening, labelled = led.next_opening(rows), bool(labels)
     return {"sha256": sha, "protocol": protocol, "opening": opening,
             "run": led.opening_run_name(sha, opening, labelled),
             "previous": [r["completed"] for r in rows if r["completed"]],
-            "unfinished": [{"opening": r["opening"], "run": r["run"], "line": r["line"], "source": r["source"],
-                            "time": r["started"].get("time")} for r in rows if r["started"] and not r["completed"]],
+            "unfinished": [{"opening": r["opening"], "run": r["run"], "line": r["line"],
+                            "source": r["source"], "time": r["started"].get("time")} for r in rows
+                           if r["started"] and not r["completed"]],
             "git": {"commit": state.commit, "dirty": state.dirty}, "labels": labels, "test_fixture": fixture,
             "method_sha256": method, "sealed_set": mine}
 
 
 def check_unseal(cfg: dict, lockdir, root) -> dict:
-    """Run every guard; return {"sha256", "protocol", "opening", "run", "previous", "unfinished", "git", "labels",
-    "test_fixture", "method_sha256", "start"} or raise SealError."""
+    """Run every guard; return {"sha256", "protocol", "opening", "run", "previous", "unfinished", "git",
+    "labels", "test_fixture", "method_sha256", "start"} or raise SealError."""
     lockdir = Path(lockdir)
     if str(cfg.get("repin") or "").strip():
-        raise SealError(f"REFUSED: repin={cfg['repin']} in confirmation mode. The confirmation is analysed with the pins "
-                        "frozen in the protocol; re-pinning is a separate, committed act before freezing. Drop repin.")
+        raise SealError(f"REFUSED: repin={cfg['repin']} in confirmation mode. The confirmation is analysed "
+                        "with the pins frozen in the protocol; re-pinning is a separate, committed act "
+                        "before freezing. Drop repin.")
     token = str(cfg.get("unseal") or "").strip()
     if not token:
-        raise SealError("THE CONFIRMATION IS SEALED: no unseal token. Unseal with: snakemake confirm --cores 4 "
-                        "--config unseal=<sha256 in lockfiles/protocol.sha256>")
+        raise SealError("THE CONFIRMATION IS SEALED: no unseal token. Unseal with: snakemake confirm --cores "
+                        "4 --config unseal=<sha256 in lockfiles/protocol.sha256>")
     sets = registry.build(root, [lockdir])
     fixture = check_lock_location(cfg, lockdir, root, sets)
     sha, protocol = verified_protocol(lockdir, token)

@@ -1,15 +1,16 @@
 """The append-only ledger of a lock folder, and the openings of a sealed set counted across every ledger.
 
 ``<lockdir>/confirmation_ledger.jsonl``: one JSON line per event, appended under an exclusive lock, flushed
-and fsynced, never rewritten. ``frozen`` / ``re-frozen`` by ``confirm.py``; ``started`` by the rule that copies
-the sealed judgements, BEFORE it copies them; ``completed`` after the audit passed.
+and fsynced, never rewritten. ``frozen`` / ``re-frozen`` by ``confirm.py``; ``started`` by the rule that
+copies the sealed judgements, BEFORE it copies them; ``completed`` after the audit passed.
 
 Openings belong to the sealed set, not to a folder: the number of an opening is 1 + the largest number any
 ledger (the registry's on disk, every version of every ledger in the git history of every ref, a local trace)
-holds for the same set, so no protocol and no lock folder can claim "opening 1" twice. A ``started`` line names
-its set by its identity (``registry.SealedSet.identity``: key, file and content sha256, corpus, sealed query ids
-and texts), so a later set that is the same or overlaps it is matched with it even when its pins were edited; a
-line without it (written by hand in a test) belongs to the set of the folder whose ledger holds it.
+holds for the same set, so no protocol and no lock folder can claim "opening 1" twice. A ``started`` line
+names its set by its identity (``registry.SealedSet.identity``: key, file and content sha256, corpus, sealed
+query ids and texts), so a later set that is the same or overlaps it is matched with it even when its pins
+were edited; a line without it (written by hand in a test) belongs to the set of the folder whose ledger holds
+it.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 from ..errors import SealError
 from .locations import LEDGER
@@ -66,8 +67,8 @@ def parse(text: str, path) -> list[tuple[int, dict]]:
         try:
             entry = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise SealError(f"UNREADABLE LEDGER {path} line {n}: {exc.msg}. The ledger is append-only: restore it from "
-                            "git (git checkout -- the ledger), never edit it.") from None
+            raise SealError(f"UNREADABLE LEDGER {path} line {n}: {exc.msg}. The ledger is append-only: "
+                            "restore it from git (git checkout -- the ledger), never edit it.") from None
         if not isinstance(entry, dict):
             raise SealError(f"UNREADABLE LEDGER {path} line {n}: not a JSON object. Restore it from git.")
         if entry.get("event", COMPLETED) not in EVENTS:
@@ -96,8 +97,9 @@ def same_opening(a: dict, b: dict) -> bool:
 
 def openings(lines: Iterable[Line], belongs: Callable[[Line], bool]) -> list[dict]:
     """Openings (started or completed) recorded by the lines that ``belongs`` says are of the sealed set in
-    question, in order of appearance, each once (a line seen in several places, e.g. a ledger and its history, is
-    one opening): [{"protocol_sha256", "opening", "run", "source", "line", "started", "completed", "labels"}]."""
+    question, in order of appearance, each once (a line seen in several places, e.g. a ledger and its history,
+    is one opening): [{"protocol_sha256", "opening", "run", "source", "line", "started", "completed",
+    "labels"}]."""
     table: dict[tuple, dict] = {}
     for ln in lines:
         if ln.event not in OPENING_EVENTS or not belongs(ln):
@@ -138,7 +140,8 @@ def append_locked(path: Path, entry: dict, check: Callable | None = None) -> int
         fh.seek(0)
         text = fh.read()
         if text and not text.endswith("\n"):
-            raise SealError(f"UNREADABLE LEDGER {path}: its last line is unterminated (truncated?). Restore it from git.")
+            raise SealError(f"UNREADABLE LEDGER {path}: its last line is unterminated (truncated?). Restore "
+                            "it from git.")
         parsed = parse(text, path)
         if check is not None:
             check(parsed)
@@ -155,16 +158,19 @@ def append_ledger(lockdir, entry: dict) -> int:
     return append_locked(Path(lockdir) / LEDGER, entry)
 
 
-def record_start(lockdir, entry: dict, other_lines: Callable[[], list[Line]], belongs: Callable[[Line], bool]) -> int:
-    """Record that an opening starts, BEFORE any sealed judgement is copied. Refuses when this opening number of
-    the sealed set is already taken in any ledger (a concurrent opening, or a replayed job)."""
+def record_start(lockdir, entry: dict, other_lines: Callable[[], list[Line]],
+                 belongs: Callable[[Line], bool]) -> int:
+    """Record that an opening starts, BEFORE any sealed judgement is copied. Refuses when this opening number
+    of the sealed set is already taken in any ledger (a concurrent opening, or a replayed job)."""
     def check(parsed):
-        rows = openings(lines_of(str(Path(lockdir) / LEDGER), parsed, entry["sealed_set"]) + other_lines(), belongs)
+        rows = openings(lines_of(str(Path(lockdir) / LEDGER), parsed, entry["sealed_set"]) + other_lines(),
+                        belongs)
         expected = next_opening([r for r in rows if r["protocol_sha256"] == entry["protocol_sha256"]])
         if entry["opening"] != expected:
-            raise SealError(f"REFUSED: opening {entry['opening']} of the sealed set {entry['sealed_set'][:12]} is already "
-                            f"started (see {Path(lockdir) / LEDGER}; the next opening is number {expected}). Each look "
-                            "is recorded once: start a new opening with snakemake confirm.")
+            raise SealError(f"REFUSED: opening {entry['opening']} of the sealed set "
+                            f"{entry['sealed_set'][:12]} is already started (see {Path(lockdir) / LEDGER}; "
+                            f"the next opening is number {expected}). Each look is recorded once: start a "
+                            "new opening with snakemake confirm.")
     return append_locked(Path(lockdir) / LEDGER, entry, check)
 
 
@@ -172,9 +178,10 @@ FALLBACK_IDENTITY = ("-c", "user.name=rerank-study seal", "-c", "user.email=seal
 
 
 def commit_ledger(root, lockdir, message: str) -> str | None:
-    """Commit the ledger of a repository lock folder at once (only that file), so a look is in the history - and in
-    every later clone - before a sealed byte is copied. Returns the commit (None: not a repository lock folder, e.g.
-    a test fixture). A failed commit stops: the look stays recorded in the ledger file and the trace."""
+    """Commit the ledger of a repository lock folder at once (only that file), so a look is in the history -
+    and in every later clone - before a sealed byte is copied. Returns the commit (None: not a repository lock
+    folder, e.g. a test fixture). A failed commit stops: the look stays recorded in the ledger file and the
+    trace."""
     from . import locations as loc
     from . import tree
 
@@ -182,10 +189,11 @@ def commit_ledger(root, lockdir, message: str) -> str | None:
         return None
     rel = f"{loc.relative(lockdir, root)}/{LEDGER}"
     who = () if tree.git(root, "config", "user.email").stdout.strip() else FALLBACK_IDENTITY
-    for args in (("add", "--", rel), (*who, "commit", "--quiet", "--no-verify", "-m", message, "--only", "--", rel)):
+    for args in (("add", "--", rel), (*who, "commit", "--quiet", "--no-verify", "-m", message, "--only", "--",
+                                      rel)):
         done = tree.git(root, *args)
         if done.returncode != 0:
             raise SealError(f"REFUSED: the ledger line could not be committed ({' '.join(args[:1])}: "
-                            f"{done.stderr.strip()[-300:]}); it stays in {Path(root) / rel} and the trace file. Fix "
-                            "the repository (git status), then commit the ledger by hand.")
+                            f"{done.stderr.strip()[-300:]}); it stays in {Path(root) / rel} and the trace "
+                            "file. Fix the repository (git status), then commit the ledger by hand.")
     return tree.head_commit(root)

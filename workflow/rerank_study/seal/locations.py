@@ -14,7 +14,8 @@ PREREG = "PREREGISTRATION.md"
 LEDGER = "confirmation_ledger.jsonl"
 LEDGER_AT_ROOT = "lockfiles/confirmation_ledger.jsonl"  # the default study's ledger
 TRACES = ".seal-traces.jsonl"  # a non-repository lock folder's own trace file (test fixtures)
-SEAL_RECORDS = (PROTOCOL, PROTOCOL_SHA, PREREG, LEDGER, TRACES)  # the seal's own records: not part of the method
+# the seal's own records: not part of the method
+SEAL_RECORDS = (PROTOCOL, PROTOCOL_SHA, PREREG, LEDGER, TRACES)
 REPO_LOCKDIR = "lockfiles"
 # the lock folder's other files are named by the layout
 TEST_FIXTURE, STUDY_LOCKDIRS = layout.TEST_FIXTURE, layout.STUDY_LOCKDIRS
@@ -28,12 +29,14 @@ def repository_lockdir(root) -> Path:
 def repository_lockdirs(root) -> list[Path]:
     """The repository's own lock folders: lockfiles/ (the default study) and lockfiles/studies/<study>/."""
     studies = Path(root) / STUDY_LOCKDIRS
-    return [repository_lockdir(root)] + (sorted(p for p in studies.iterdir() if p.is_dir()) if studies.is_dir() else [])
+    return [repository_lockdir(root)] + (sorted(p for p in studies.iterdir() if p.is_dir())
+                                         if studies.is_dir() else [])
 
 
 def is_repository_lockdir(lockdir, root) -> bool:
     lockdir = Path(lockdir).resolve()
-    return lockdir == repository_lockdir(root).resolve() or lockdir.parent == (Path(root) / STUDY_LOCKDIRS).resolve()
+    return lockdir == repository_lockdir(root).resolve() or lockdir.parent == \
+        (Path(root) / STUDY_LOCKDIRS).resolve()
 
 
 def is_test_fixture(lockdir, root) -> bool:
@@ -47,7 +50,8 @@ def pinned_with_role(lockdir, role: str) -> str:
     path = Path(lockdir) / DATA_PINS
     names = [n for n, p in read_json(path)["files"].items() if p.get("role") == role]
     if len(names) != 1:
-        raise SealError(f"{path} must pin exactly one file with role {role!r}; it pins {names}. Restore it from git.")
+        raise SealError(f"{path} must pin exactly one file with role {role!r}; it pins {names}. Restore "
+                        "it from git.")
     return names[0]
 
 

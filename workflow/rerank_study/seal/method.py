@@ -7,10 +7,10 @@ which carries no code:
 
 * a ledger (``confirmation_ledger.jsonl``) or a fixture's trace file whose every line is a JSON object;
 * a protocol (``protocol.json``) that is one JSON object, and its ``protocol.sha256`` line;
-* a preregistration note (``PREREGISTRATION.md``) that is exactly the note its lock folder's protocol generates
-  (``prereg.preregistration_note``);
-* a run-file reranker's confirmation run (``reranker/confirm.trec``) whose sha256 is the one its lock folder's
-  protocol froze (it is pinned there, as data; the opening refuses any other bytes).
+* a preregistration note (``PREREGISTRATION.md``) that is exactly the note its lock folder's protocol
+  generates (``prereg.preregistration_note``);
+* a run-file reranker's confirmation run (``reranker/confirm.trec``) whose sha256 is the one its lock
+  folder's protocol froze (it is pinned there, as data; the opening refuses any other bytes).
 
 Everything else - library, rule scripts, rules, Snakefile, schema, config, the user tools (the audit among
 them), the lock files, other studies' folders, the reference results, the tests and their data, and the
@@ -33,7 +33,8 @@ SHA_LINE = re.compile(r"^[0-9a-f]{64}  protocol\.json\n$")
 
 def _json_lines(path: Path) -> bool:
     try:
-        return all(isinstance(json.loads(line), dict) for line in path.read_text(encoding="utf-8").splitlines()
+        return all(isinstance(json.loads(line), dict)
+                   for line in path.read_text(encoding="utf-8").splitlines()
                    if line.strip())
     except (OSError, ValueError, UnicodeDecodeError):
         return False
@@ -54,7 +55,8 @@ def _generated_note(path: Path) -> bool:
     if protocol is None or not sha_file.is_file():
         return False
     try:
-        return path.read_text(encoding="utf-8") == preregistration_note(protocol, sha_file.read_text().split()[0])
+        return path.read_text(encoding="utf-8") == preregistration_note(protocol,
+                                                                        sha_file.read_text().split()[0])
     except (KeyError, TypeError, IndexError, ValueError):
         return False
 
@@ -97,14 +99,15 @@ def candidate_paths(root, output_folders=()) -> list[str]:
 
 def method_files(root, lockdir=None, study_file=None, output_folders=()) -> dict[str, str]:
     """{relative path: sha256 of the bytes on disk} of every method file, sorted ("missing" for a tracked file
-    deleted from disk). (``lockdir`` and ``study_file`` are accepted for the callers' sake: the method is the same
-    for every study.)"""
+    deleted from disk). (``lockdir`` and ``study_file`` are accepted for the callers' sake: the method is the
+    same for every study.)"""
     root = Path(root)
     out = {}
     for rel in candidate_paths(root, output_folders):
         if excluded(root, rel) is None:
             path = root / rel
-            if path.is_file():  # (a symbolic link: the bytes it points to; the opening refuses the link itself)
+            # (a symbolic link: the bytes it points to; the opening refuses the link itself)
+            if path.is_file():
                 out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
             else:
                 out[rel] = "missing"
@@ -138,7 +141,7 @@ def method_changes(frozen_files: dict, current_files: dict) -> list[str]:
 
 
 COVERS = ("every tracked file of the repository (a copy without git: every file outside "
-          + ", ".join(sorted(tree.GENERATED)) + " and the output folders), from the bytes on disk, except the seal's "
-          "own records in their record format (ledgers and traces of JSON lines, a protocol JSON object and its sha256 "
-          "line, the preregistration note its protocol generates, a run-file reranker's confirmation run "
-          "with the sha256 its protocol pins)")
+          + ", ".join(sorted(tree.GENERATED)) + " and the output folders), from the bytes on disk, except "
+          "the seal's own records in their record format (ledgers and traces of JSON lines, a protocol JSON "
+          "object and its sha256 line, the preregistration note its protocol generates, a run-file "
+          "reranker's confirmation run with the sha256 its protocol pins)")

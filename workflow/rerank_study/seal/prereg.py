@@ -29,13 +29,13 @@ Unseal with: `snakemake confirm --cores 4 --config unseal={sha}`
 {refrozen}
 **Question.** {p['question']}
 
-**Frozen.** {model_text(p['model'])}; data, split and candidate pins
-(candidate table `{p['candidates']['file']}` sha256 {p['candidates']['file_sha256']}); the method (every file
-that can run: {len(p['method']['files'])} files, combined sha256 {p['method']['sha256']}); text template
-`{p['text_template']}`; blend k = {p['blend']['k']}; tie rule: {p['tie_rule']};
+**Frozen.** {model_text(p['model'])}; data, split and candidate
+pins (candidate table `{p['candidates']['file']}` sha256 {p['candidates']['file_sha256']}); the method
+(every file that can run: {len(p['method']['files'])} files, combined sha256 {p['method']['sha256']}); text
+template `{p['text_template']}`; blend k = {p['blend']['k']}; tie rule: {p['tie_rule']};
 grouping: {p['grouping_rule']}; B = {p['bootstrap']['B']}, seed {p['bootstrap']['seed']}, percentiles
-{p['bootstrap']['percentiles']} (linear); threshold {p['threshold']}; primary {p['comparisons']['primary']}; guardrails
-{p['evalstats']['guardrails']}; declared slices and weights {p['evalstats']['slices']}.
+{p['bootstrap']['percentiles']} (linear); threshold {p['threshold']}; primary {p['comparisons']['primary']};
+guardrails {p['evalstats']['guardrails']}; declared slices and weights {p['evalstats']['slices']}.
 
 **Decision rule.** {p['decision_rule']}
 
@@ -44,9 +44,10 @@ grouping: {p['grouping_rule']}; B = {p['bootstrap']['B']}, seed {p['bootstrap'][
 
     MDE = (z_(1-α/2) + z_power) * sd_eff / sqrt(n_conf) = {pw['mde_confirmation']:.6f}
 
-with sd_eff = {pw['sd_eff']:.6f} = sqrt(n_dev * Var(mean Δ_dev)), n_dev = {pw['n_development']}, and the grouped
-(cluster-robust, linearised) variance Var(mean Δ_dev) = G/(G-1) * Σ_g (S_g - n_g * mean Δ)^2 / n_dev^2
+with sd_eff = {pw['sd_eff']:.6f} = sqrt(n_dev * Var(mean Δ_dev)), n_dev = {pw['n_development']}, and the
+grouped (cluster-robust, linearised) variance Var(mean Δ_dev) = G/(G-1) * Σ_g (S_g - n_g * mean Δ)^2 / n_dev^2
 = {pw['grouped_variance_of_mean']:.3e} of the development run ({p['development_evidence']['run']}, scorer
-{p['development_evidence']['scorer']}, manifest sha256 {p['development_evidence']['manifest_sha256']}, audited).
-A true gain smaller than the MDE will often be missed; the threshold {p['threshold']} is the practical question.
+{p['development_evidence']['scorer']}, manifest sha256 {p['development_evidence']['manifest_sha256']},
+audited). A true gain smaller than the MDE will often be missed; the threshold {p['threshold']} is the
+practical question.
 """

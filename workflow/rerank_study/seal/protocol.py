@@ -36,7 +36,8 @@ def _model_block(cfg: dict, lockdir: Path) -> dict:
         return _run_file_block(cfg, lockdir)
     ce = read_json(lockdir / layout.MODEL_PINS)["cross_encoder"]
     model = {"repo": ce["repo"], "revision": ce["revision"],
-             "files_sha256": {n: p["sha256"] for n, p in sorted(ce["files"].items()) if not n.startswith("_")},
+             "files_sha256": {n: p["sha256"] for n, p in sorted(ce["files"].items())
+                              if not n.startswith("_")},
              "scorer": cfg["scorer"]}
     if cfg["scorer"] == STAND_IN:  # a TEST-ONLY protocol says so instead of claiming the pinned model
         model["standin"] = {k: cfg["standin"][k] for k in ("head_seed", "head_std")}
@@ -47,8 +48,10 @@ def _pins_blocks(lockdir: Path) -> dict:
     data = read_json(lockdir / loc.DATA_PINS)["files"]
     derived = read_json(lockdir / loc.DERIVED_PINS)
     cand = derived["candidates"]
-    return {"data": {n: {k: p[k] for k in ("sha256", "content_sha256", "role") if k in p} for n, p in sorted(data.items())},
-            "splits": {k: derived["splits"][k] for k in ("dev", "confirm", "seed", "dev_size", "confirm_size")},
+    return {"data": {n: {k: p[k] for k in ("sha256", "content_sha256", "role") if k in p}
+                     for n, p in sorted(data.items())},
+            "splits": {k: derived["splits"][k] for k in ("dev", "confirm", "seed", "dev_size",
+                                                         "confirm_size")},
             "candidates": {"sha256": cand["sha256"], "params": cand["params"], "file": cand["file"],
                            "file_sha256": sha256_file(lockdir / cand["file"])}}
 
@@ -70,23 +73,26 @@ def _analysis_blocks(cfg: dict) -> dict:
         "scoring": _scoring_block(cfg),
         "blend": {"k": cfg["blend"]["k"], "formula": "s = 1/(k + r0) + 1/(k + r1), float64, in that order"},
         "tie_rule": TIE_RULE_TEXT,
-        "grouping_rule": "queries linked by >= 1 shared judged relevant document (qrels only, documents outside the "
-                         "candidates count); groups = connected components; written before scores are merged",
+        "grouping_rule": "queries linked by >= 1 shared judged relevant document (qrels only, documents "
+                         "outside the candidates count); groups = connected components; written before "
+                         "scores are merged",
         "metrics": cfg["metrics"],
         "bootstrap": {"B": cfg["bootstrap"]["B"], "seed": cfg["bootstrap"]["confirm_seed"],
                       "percentiles": cfg["bootstrap"]["percentiles"], "interpolation": "linear",
-                      "estimator": "sum over drawn groups of summed delta / sum of drawn group sizes; query-level "
-                                   "bootstrap as sensitivity; one index matrix shared by the comparisons"},
+                      "estimator": "sum over drawn groups of summed delta / sum of drawn group sizes; "
+                                   "query-level bootstrap as sensitivity; one index matrix shared by "
+                                   "the comparisons"},
         "threshold": cfg["threshold"], "comparisons": cfg["comparisons"], "evalstats": cfg["evalstats"],
         "decision_rule": ("Report the mean primary delta, whether it reaches the threshold, and whether each "
-                          "interval covers 0 and the threshold, whatever the outcome. If the mean is below the "
-                          "threshold the practical hypothesis is not supported. Never re-tune and re-test on the "
-                          "confirmation set."),
+                          "interval covers 0 and the threshold, whatever the outcome. If the mean is below "
+                          "the threshold the practical hypothesis is not supported. Never re-tune and "
+                          "re-test on the confirmation set."),
     }
 
 
 def frozen_fields(cfg: dict, lockdir, root) -> dict:
-    """Every value that decides the confirmation result, derived from the config, the lockfiles and the code NOW."""
+    """Every value that decides the confirmation result, derived from the config, the lockfiles and the code
+    NOW."""
     lockdir = Path(lockdir)
     method_sha, method_files = meth.method_sha256(root, lockdir, cfg.get("study_file") or None,
                                                   (cfg["results"], cfg["resources"]))
@@ -129,7 +135,8 @@ def write_protocol(lockdir, protocol: dict) -> str:
     sha = sha256_text(text)
     atomic_write_text(lockdir / loc.PROTOCOL, text)
     atomic_write_text(lockdir / loc.PROTOCOL_SHA, f"{sha}  {loc.PROTOCOL}\n")
-    # the note of the protocol AS WRITTEN (canonical: sorted keys), so that it can be regenerated from the file
+    # the note of the protocol AS WRITTEN (canonical: sorted keys), so that it can be regenerated from the
+    # file
     atomic_write_text(lockdir / loc.PREREG, preregistration_note(json.loads(text), sha))
     return sha
 
@@ -139,16 +146,18 @@ def verified_protocol(lockdir, token: str | None = None) -> tuple[str, dict]:
     lockdir = Path(lockdir)
     how = "Unseal with: snakemake confirm --cores 4 --config unseal=<sha256 in lockfiles/protocol.sha256>"
     if not (lockdir / loc.PROTOCOL).exists():
-        raise SealError(f"THE CONFIRMATION IS SEALED: no frozen protocol at {lockdir / loc.PROTOCOL}. Freeze one first: "
-                        "python scripts/confirm.py freeze --dev-run results/dev (another study: add --study <its name "
-                        "or file> and use its run, results/<study>/dev)")
+        raise SealError(f"THE CONFIRMATION IS SEALED: no frozen protocol at {lockdir / loc.PROTOCOL}. Freeze "
+                        "one first: python scripts/confirm.py freeze --dev-run results/dev (another study: "
+                        "add --study <its name or file> and use its run, results/<study>/dev)")
     actual = sha256_file(lockdir / loc.PROTOCOL)
-    recorded = (lockdir / loc.PROTOCOL_SHA).read_text().split()[0] if (lockdir / loc.PROTOCOL_SHA).exists() else None
+    recorded = (lockdir / loc.PROTOCOL_SHA).read_text().split()[0] if (lockdir / loc.PROTOCOL_SHA).exists() \
+        else None
     if recorded != actual:
-        raise SealError(f"REFUSED: {lockdir / loc.PROTOCOL} changed since it was frozen (sha256 now {actual}, recorded "
-                        f"{recorded}). Restore the frozen protocol from git.")
+        raise SealError(f"REFUSED: {lockdir / loc.PROTOCOL} changed since it was frozen (sha256 now "
+                        f"{actual}, recorded {recorded}). Restore the frozen protocol from git.")
     if token is not None and token != actual:
-        raise SealError(f"REFUSED: the unseal token {token!r} is not the frozen protocol's sha256 {actual}. {how}")
+        raise SealError(f"REFUSED: the unseal token {token!r} is not the frozen protocol's sha256 "
+                        f"{actual}. {how}")
     return actual, read_json(lockdir / loc.PROTOCOL)
 
 
@@ -180,14 +189,15 @@ def check_frozen(cfg: dict, lockdir, root, protocol: dict) -> str:
     current = frozen_fields(cfg, lockdir, root)
     changed = setting_changes(protocol, current)
     if changed:
-        raise SealError("REFUSED: pins or settings changed since the protocol was frozen: " + ", ".join(changed[:12])
-                        + ". Restore them (config/config.yaml, lockfiles/) to the frozen values; never re-tune on the "
-                          "confirmation set.")
+        raise SealError("REFUSED: pins or settings changed since the protocol was frozen: "
+                        + ", ".join(changed[:12])
+                        + ". Restore them (config/config.yaml, lockfiles/) to the frozen values; never "
+                          "re-tune on the confirmation set.")
     files = meth.method_changes((protocol.get("method") or {}).get("files", {}), current["method"]["files"])
     if files:
         raise SealError("REFUSED: the method changed since the protocol was frozen: " + ", ".join(files[:20])
-                        + (f" and {len(files) - 20} more" if len(files) > 20 else "") + ". Restore the frozen code "
-                        "(git checkout <the freezing commit> -- those files). A refactor that leaves results identical "
-                        "must be re-frozen, explicitly and before any opening: python scripts/confirm.py refreeze "
-                        "--reason \"...\" --dev-run results/dev.")
+                        + (f" and {len(files) - 20} more" if len(files) > 20 else "") + ". Restore the "
+                        "frozen code (git checkout <the freezing commit> -- those files). A refactor that "
+                        "leaves results identical must be re-frozen, explicitly and before any opening: "
+                        "python scripts/confirm.py refreeze --reason \"...\" --dev-run results/dev.")
     return current["method"]["sha256"]

@@ -22,22 +22,24 @@ from __future__ import annotations
 import csv
 import json
 import unicodedata
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from ..errors import SealError
 from ..fileio import read_json, sha256_file, sha256_text
 from . import locations as loc
 
-TEXT_RULE = ("sha256 of the query text in Unicode NFKC, without format characters (zero-width, BOM...), combining "
-             "marks (accents), punctuation and symbols (control characters, punctuation and symbols as spaces), "
-             "Cyrillic and Greek look-alikes of Latin letters folded to them, case-folded, whitespace collapsed")
+TEXT_RULE = ("sha256 of the query text in Unicode NFKC, without format characters (zero-width, BOM...), "
+             "combining marks (accents), punctuation and symbols (control characters, punctuation and "
+             "symbols as spaces), Cyrillic and Greek look-alikes of Latin letters folded to them, "
+             "case-folded, whitespace collapsed")
 # common Cyrillic and Greek letters that look like Latin ones (after case-folding)
-LOOKALIKES = str.maketrans({"а": "a", "в": "b", "е": "e", "ё": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p",
-                            "с": "c", "т": "t", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ј": "j", "ԁ": "d", "һ": "h",
-                            "ӏ": "l", "ԛ": "q", "ԝ": "w", "α": "a", "β": "b", "ε": "e", "η": "n", "ι": "i", "κ": "k",
-                            "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u", "χ": "x", "ω": "w"})
+LOOKALIKES = str.maketrans({"а": "a", "в": "b", "е": "e", "ё": "e", "к": "k", "м": "m", "н": "h", "о": "o",
+                            "р": "p", "с": "c", "т": "t", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ј": "j",
+                            "ԁ": "d", "һ": "h", "ӏ": "l", "ԛ": "q", "ԝ": "w", "α": "a", "β": "b", "ε": "e",
+                            "η": "n", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u",
+                            "χ": "x", "ω": "w"})
 SKETCH_SIZE = 128  # the corpus sketch: the 128 smallest 16-hex prefixes of sha256(document id)
 SAME_CORPUS = 0.5  # two corpora are one when their sketches estimate a Jaccard similarity of at least this
 
@@ -59,8 +61,8 @@ def text_sha256(text: str) -> str:
 
 
 def corpus_sketch(doc_ids: Iterable[str]) -> list[str]:
-    """A bottom-k sketch of a corpus's document ids (Broder 1997): similar corpora have similar sketches, so a copy
-    with a document added or removed is still the same corpus."""
+    """A bottom-k sketch of a corpus's document ids (Broder 1997): similar corpora have similar sketches, so a
+    copy with a document added or removed is still the same corpus."""
     return sorted({sha256_text(d)[:16] for d in doc_ids})[:SKETCH_SIZE]
 
 
@@ -73,18 +75,19 @@ def sketch_similarity(a: Iterable[str], b: Iterable[str]) -> float:
 
 def sealed_record(data_pins: Mapping, queries: Mapping[str, str], sealed_ids: Iterable[str],
                   doc_ids: Iterable[str]) -> dict:
-    """The ``sealed_set`` entry of a lock folder's derived pins (every sealed id must have a query text; ``doc_ids``:
-    the corpus's document ids, for its sketch)."""
+    """The ``sealed_set`` entry of a lock folder's derived pins (every sealed id must have a query text;
+    ``doc_ids``: the corpus's document ids, for its sketch)."""
     files = data_pins["files"]
     name = next(n for n, p in files.items() if p.get("role") == "qrels_confirm" and p.get("sealed"))
     ids = sorted(set(sealed_ids))
     missing = [q for q in ids if q not in queries]
     if missing:
-        raise SealError(f"sealed queries without a text in queries.jsonl: {missing[:10]}; the data is inconsistent")
-    return {"file": name, "file_sha256": files[name]["sha256"], "content_sha256": files[name]["content_sha256"],
-            "corpus_sha256": files["corpus.jsonl"]["sha256"], "dataset": data_pins.get("dataset", "scifact"),
-            "text_rule": TEXT_RULE, "queries": {q: text_sha256(queries[q]) for q in ids},
-            "corpus_sketch": corpus_sketch(doc_ids)}
+        raise SealError(f"sealed queries without a text in queries.jsonl: {missing[:10]}; the data is "
+                        "inconsistent")
+    return {"file": name, "file_sha256": files[name]["sha256"],
+            "content_sha256": files[name]["content_sha256"], "corpus_sha256": files["corpus.jsonl"]["sha256"],
+            "dataset": data_pins.get("dataset", "scifact"), "text_rule": TEXT_RULE,
+            "queries": {q: text_sha256(queries[q]) for q in ids}, "corpus_sketch": corpus_sketch(doc_ids)}
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,7 @@ class SealedSet:
         return (self.dataset == dataset or (corpus_sha256 is not None and self.corpus_sha256 == corpus_sha256)
                 or (bool(sketch) and sketch_similarity(self.sketch, sketch) >= SAME_CORPUS))
 
-    def overlaps(self, other: "SealedSet") -> bool:
+    def overlaps(self, other: SealedSet) -> bool:
         return (self.content_sha256 == other.content_sha256 or self.file_sha256 == other.file_sha256
                 or bool(self.text_sha256 & other.text_sha256)
                 or (self.same_corpus(other.dataset, other.corpus_sha256, other.sketch)
@@ -117,44 +120,49 @@ class SealedSet:
 
     def identity(self) -> dict:
         """What a started ledger line records of the set, so that any later set can be matched with it."""
-        return {"sealed_set": self.key, "sealed_sha256": self.file_sha256, "sealed_content_sha256": self.content_sha256,
-                "corpus_sha256": self.corpus_sha256, "dataset": self.dataset,
-                "sealed_query_ids": sorted(self.query_ids), "sealed_text_sha256": sorted(self.text_sha256),
-                "corpus_sketch": list(self.sketch)}
+        return {"sealed_set": self.key, "sealed_sha256": self.file_sha256,
+                "sealed_content_sha256": self.content_sha256, "corpus_sha256": self.corpus_sha256,
+                "dataset": self.dataset, "sealed_query_ids": sorted(self.query_ids),
+                "sealed_text_sha256": sorted(self.text_sha256), "corpus_sketch": list(self.sketch)}
 
     def recorded_in(self, entry: Mapping) -> bool:
-        """Whether a ledger line names this set, or one overlapping it (by key, file, content, texts, or sealed query
-        ids on the same corpus)."""
+        """Whether a ledger line names this set, or one overlapping it (by key, file, content, texts, or
+        sealed query ids on the same corpus)."""
         if entry.get("sealed_set") == self.key or entry.get("sealed_sha256") == self.file_sha256 \
                 or entry.get("sealed_content_sha256") == self.content_sha256:
             return True
         if self.text_sha256 & set(entry.get("sealed_text_sha256") or ()):
             return True
         ids = set(entry.get("sealed_query_ids") or ())
-        return bool(ids & self.query_ids) and self.same_corpus(entry.get("dataset"), entry.get("corpus_sha256"),
-                                                              entry.get("corpus_sketch") or ())
+        return bool(ids & self.query_ids) and self.same_corpus(entry.get("dataset"),
+                                                              entry.get("corpus_sha256"),
+                                                               entry.get("corpus_sketch") or ())
 
 
 def _fix(lockdir) -> str:
-    return (f"record it with: snakemake --cores 1 --config repin=splits (for a study: studies=[<its name>]), which "
-            f"re-derives the splits and the sealed set of {lockdir} from its pinned data, then commit the lock folder")
+    return ("record it with: snakemake --cores 1 --config repin=splits (for a study: studies=[<its name>]), "
+            f"which re-derives the splits and the sealed set of {lockdir} from its pinned data, then commit "
+            "the lock folder")
 
 
 def _check_record(lockdir: Path, rec: dict, pins: dict, name: str) -> None:
     pin, where = pins["files"][name], lockdir / loc.DERIVED_PINS
     expected = {"file": name, "file_sha256": pin["sha256"], "content_sha256": pin.get("content_sha256"),
-                "corpus_sha256": pins["files"]["corpus.jsonl"]["sha256"], "dataset": pins.get("dataset", "scifact")}
+                "corpus_sha256": pins["files"]["corpus.jsonl"]["sha256"],
+                "dataset": pins.get("dataset", "scifact")}
     differ = [k for k, v in expected.items() if rec.get(k) != v]
     if differ:
-        raise SealError(f"{where}: its sealed_set record differs from {lockdir / loc.DATA_PINS} in {', '.join(differ)} "
-                        f"(recorded {[rec.get(k) for k in differ]}, pinned {[expected[k] for k in differ]}): {_fix(lockdir)}")
+        raise SealError(f"{where}: its sealed_set record differs from {lockdir / loc.DATA_PINS} in "
+                        f"{', '.join(differ)} (recorded {[rec.get(k) for k in differ]}, pinned "
+                        f"{[expected[k] for k in differ]}): {_fix(lockdir)}")
     split = lockdir / loc.CONFIRM_SPLIT
     if split.is_file() and set(split.read_text(encoding="utf-8").split()) != set(rec["queries"]):
         raise SealError(f"{where}: its sealed_set record names other queries than {split}: {_fix(lockdir)}")
 
 
 def load_sealed_set(lockdir) -> SealedSet | None:
-    """The sealed set a lock folder pins (None while it pins no data yet); fails closed on a missing record."""
+    """The sealed set a lock folder pins (None while it pins no data yet); fails closed on a missing
+    record."""
     lockdir = Path(lockdir)
     if not (lockdir / loc.DATA_PINS).is_file():
         return None
@@ -163,8 +171,8 @@ def load_sealed_set(lockdir) -> SealedSet | None:
     derived = read_json(lockdir / loc.DERIVED_PINS) if (lockdir / loc.DERIVED_PINS).is_file() else {}
     rec = derived.get("sealed_set")
     if rec is None:
-        raise SealError(f"{lockdir} pins a sealed file ({name}) but {lockdir / loc.DERIVED_PINS} has no sealed_set "
-                        f"record, so the seal cannot know its queries: {_fix(lockdir)}.")
+        raise SealError(f"{lockdir} pins a sealed file ({name}) but {lockdir / loc.DERIVED_PINS} has no "
+                        f"sealed_set record, so the seal cannot know its queries: {_fix(lockdir)}.")
     _check_record(lockdir, rec, pins, name)
     return from_record(lockdir, rec)
 
@@ -187,7 +195,8 @@ def registry_folders(root, extra: Iterable = ()) -> list[Path]:
 
 def build(root, extra: Iterable = (), skip=None) -> list[SealedSet]:
     """Every sealed set of the registry (``skip``: a lock folder whose record is being written right now)."""
-    folders = [p for p in registry_folders(root, extra) if skip is None or p.resolve() != Path(skip).resolve()]
+    folders = [p for p in registry_folders(root, extra) if skip is None
+               or p.resolve() != Path(skip).resolve()]
     return [s for s in (load_sealed_set(p) for p in folders) if s is not None]
 
 
@@ -250,26 +259,31 @@ def document_ids(corpus_path) -> list[str]:
 
 def add_texts(side: DevelopmentSide, queries: Mapping[str, str]) -> None:
     """The texts of every query the development analysis evaluates (the split and its candidates)."""
-    evaluated = side.query_ids.get("development split", set()) | side.query_ids.get("development candidates", set())
+    evaluated = side.query_ids.get("development split", set()) | side.query_ids.get("development candidates",
+                                                                                    set())
     for where, ids in side.query_ids.items():
         if where.startswith("run "):
             evaluated |= ids
     side.texts.update({q: text_sha256(queries[q]) for q in evaluated if q in queries})
 
 
-def development_side(lockdir, data_dir=None, user_runs: Mapping[str, Iterable[str]] | None = None) -> DevelopmentSide:
+def development_side(lockdir, data_dir=None,
+                     user_runs: Mapping[str, Iterable[str]] | None = None) -> DevelopmentSide:
     """The development side of a lock folder (+ the verified data folder and user runs, when given)."""
     lockdir = Path(lockdir)
     pins = read_json(lockdir / loc.DATA_PINS)
     files = pins["files"]
-    side = DevelopmentSide(lockdir, pins.get("dataset", "scifact"), files.get("corpus.jsonl", {}).get("sha256"))
+    side = DevelopmentSide(lockdir, pins.get("dataset", "scifact"),
+                           files.get("corpus.jsonl", {}).get("sha256"))
     qrels_name = loc.pinned_with_role(lockdir, "qrels_dev")
-    side.files[qrels_name] = {k: files[qrels_name][k] for k in ("sha256", "content_sha256") if k in files[qrels_name]}
+    side.files[qrels_name] = {k: files[qrels_name][k] for k in ("sha256", "content_sha256")
+                              if k in files[qrels_name]}
     side.query_ids["development split"] = _split_ids(lockdir / "splits" / "dev.txt")
     side.query_ids["development candidates"] = _candidate_dev_ids(lockdir / "candidates" / "candidates.tsv")
     own_sealed = _split_ids(lockdir / loc.CONFIRM_SPLIT)
     for path, ids in (user_runs or {}).items():
-        side.query_ids[f"run {path}"] = set(ids) - own_sealed  # the run's own confirmation queries are not dev side
+        # the run's own confirmation queries are not dev side
+        side.query_ids[f"run {path}"] = set(ids) - own_sealed
     if data_dir is not None:
         _add_data(side, pins, Path(data_dir), qrels_name)
     return side
@@ -287,12 +301,12 @@ def conflicts(side: DevelopmentSide, sets: Iterable[SealedSet]) -> list[str]:
             for source, ids in side.query_ids.items():
                 shared = sorted(ids & s.query_ids)
                 if shared:
-                    out.append(f"the {source} of {side.lockdir} holds {len(shared)} sealed query id(s) of {where}, "
-                               f"e.g. {shared[:5]}")
+                    out.append(f"the {source} of {side.lockdir} holds {len(shared)} sealed query id(s) of "
+                               f"{where}, e.g. {shared[:5]}")
         twins = sorted(q for q, h in side.texts.items() if h in s.text_sha256)
         if twins:
-            out.append(f"{len(twins)} development query(ies) of {side.lockdir} have the text of a sealed query of "
-                       f"{where}, e.g. {twins[:5]}")
+            out.append(f"{len(twins)} development query(ies) of {side.lockdir} have the text of a sealed "
+                       f"query of {where}, e.g. {twins[:5]}")
     return out
 
 
@@ -300,13 +314,14 @@ def check_development_side(side: DevelopmentSide, sets: Iterable[SealedSet], act
     problems = conflicts(side, sets)
     if problems:
         raise SealError(f"REFUSED to {action}: the development side holds sealed judgements or queries:\n  - "
-                        + "\n  - ".join(problems) + "\nA sealed set is opened only by its frozen protocol, never read "
-                        "by a development run. Fix: draw the development side from other queries (a study's "
-                        "lock folder must not swap or copy another's sealed file), or open the set through its "
-                        "protocol (snakemake confirm).")
+                        + "\n  - ".join(problems) + "\nA sealed set is opened only by its frozen protocol, "
+                        "never read by a development run. Fix: draw the development side from other queries "
+                        "(a study's lock folder must not swap or copy another's sealed file), or open the "
+                        "set through its protocol (snakemake confirm).")
 
 
-def verify_record(lockdir, queries: Mapping[str, str], sealed_ids: Iterable[str], doc_ids: Iterable[str]) -> None:
+def verify_record(lockdir, queries: Mapping[str, str], sealed_ids: Iterable[str],
+                  doc_ids: Iterable[str]) -> None:
     """The lock folder's committed sealed_set record equals the one derived from its verified data now."""
     lockdir = Path(lockdir)
     want = sealed_record(read_json(lockdir / loc.DATA_PINS), queries, sealed_ids, doc_ids)
@@ -318,7 +333,8 @@ def verify_record(lockdir, queries: Mapping[str, str], sealed_ids: Iterable[str]
 
 
 def with_split(side: DevelopmentSide, dev_ids: Iterable[str], queries: Mapping[str, str]) -> DevelopmentSide:
-    """The development side as it will be once ``dev_ids`` is its development split (checked before writing)."""
+    """The development side as it will be once ``dev_ids`` is its development split (checked before
+    writing)."""
     side.query_ids["development split"] = set(dev_ids)
     side.query_ids["development candidates"] = set()
     side.texts = {}

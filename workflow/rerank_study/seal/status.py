@@ -16,8 +16,10 @@ def _protocol_line(lockdir: Path, root) -> str:
     p = lockdir / loc.PROTOCOL
     if not p.exists():
         return f"no protocol frozen ({p} absent); the confirmation set is sealed"
-    sha = (lockdir / loc.PROTOCOL_SHA).read_text().split()[0] if (lockdir / loc.PROTOCOL_SHA).exists() else "(no sha file)"
-    return f"protocol {p} sha256 {sha}" + (" (TEST FIXTURE lock folder)" if loc.is_test_fixture(lockdir, root) else "")
+    sha = (lockdir / loc.PROTOCOL_SHA).read_text().split()[0] if (lockdir / loc.PROTOCOL_SHA).exists() \
+        else "(no sha file)"
+    return f"protocol {p} sha256 {sha}" + (" (TEST FIXTURE lock folder)" if loc.is_test_fixture(lockdir, root)
+                                           else "")
 
 
 def _freezes(lines) -> list[str]:
@@ -27,8 +29,8 @@ def _freezes(lines) -> list[str]:
         if ln.event in (led.FROZEN, led.REFROZEN):
             extra = (f" from {str(e.get('previous_protocol_sha256'))[:12]}: {e.get('reason')}"
                      if ln.event == led.REFROZEN else "")
-            out.append(f"  {ln.event} {str(e.get('protocol_sha256'))[:12]} at {e.get('time')} ({ln.source} line "
-                       f"{ln.number}){extra}")
+            out.append(f"  {ln.event} {str(e.get('protocol_sha256'))[:12]} at {e.get('time')} ({ln.source} "
+                       f"line {ln.number}){extra}")
     return out
 
 
@@ -43,7 +45,8 @@ def _remote_lines(root, sets) -> list[dict]:
         for ref in refs:
             shown = tree.git(root, "show", f"{ref}:{rel}")
             if shown.returncode == 0:
-                out += [e for _, e in led.parse(shown.stdout, f"{ref}:{rel}") if led.event_of(e) == led.STARTED]
+                out += [e for _, e in led.parse(shown.stdout, f"{ref}:{rel}")
+                        if led.event_of(e) == led.STARTED]
     return out
 
 
@@ -51,19 +54,21 @@ def _opening_lines(rows, remote) -> list[str]:
     out = []
     for r in rows:
         s, c = r["started"] or {}, r["completed"]
-        head = f"  opening {r['opening']} of {str(r['protocol_sha256'])[:12]} ({r['run']}), {r['source']} line {r['line']}"
+        head = (f"  opening {r['opening']} of {str(r['protocol_sha256'])[:12]} ({r['run']}), {r['source']} "
+                f"line {r['line']}")
         if c:
             pr = c.get("primary", {})
-            out.append(f"{head}: started {s.get('time', '?')}, completed {c.get('time')}: primary mean {pr.get('mean')}, "
-                       f"reaches threshold {pr.get('reaches_threshold')}"
+            out.append(f"{head}: started {s.get('time', '?')}, completed {c.get('time')}: primary mean "
+                       f"{pr.get('mean')}, reaches threshold {pr.get('reaches_threshold')}"
                        + (f", reproduced byte-identical {c['reproduced_byte_identical']}"
-                          if "reproduced_byte_identical" in c else "") + f", labels {c.get('labels') or 'none'}")
+                          if "reproduced_byte_identical" in c else "") + ", labels "
+                       f"{c.get('labels') or 'none'}")
         else:
-            out.append(f"{head}: STARTED {s.get('time')} and NOT COMPLETED (the sealed judgements were copied; this "
-                       "look is recorded and counts)")
+            out.append(f"{head}: STARTED {s.get('time')} and NOT COMPLETED (the sealed judgements were "
+                       "copied; this look is recorded and counts)")
         if s and not r["labels"] and not any(led.same_opening(s, e) for e in remote):
-            out.append("    WARNING: this started line is on no remote-tracking branch yet: commit and push the ledger "
-                       "now (git add lockfiles && git commit && git push), and tag it")
+            out.append("    WARNING: this started line is on no remote-tracking branch yet: commit and push "
+                       "the ledger now (git add lockfiles && git commit && git push), and tag it")
     return out
 
 
@@ -78,10 +83,12 @@ def describe(lockdir, root, cfg: dict) -> str:
     out += _freezes(guard.current_lines([mine]))
     rows = led.openings(guard.all_lines(root, sets), guard.belongs_to(mine, sets))
     unfinished = [r for r in rows if not r["completed"]]
-    out.append(f"sealed set {mine.key[:12]} ({mine.file} of {mine.dataset}); openings recorded in any ledger: "
-               f"{len(rows)} ({len(rows) - len(unfinished)} completed, {len(unfinished)} started but not completed)")
+    out.append(f"sealed set {mine.key[:12]} ({mine.file} of {mine.dataset}); openings recorded in any "
+               f"ledger: {len(rows)} ({len(rows) - len(unfinished)} completed, {len(unfinished)} started but "
+               "not completed)")
     out += _opening_lines(rows, _remote_lines(root, sets))
     problems = traces.trace_problems(root, sets, guard.current_lines(sets),
-                                     caches=[Path(cfg["resources"]) / "cache" / "sealed"], results=[cfg["results"]])
+                                     caches=[Path(cfg["resources"]) / "cache" / "sealed"],
+                                     results=[cfg["results"]])
     out += [f"WARNING: {p}" for p in problems]
     return "\n".join(out)

@@ -18,8 +18,8 @@ freeze stops, saying how to restore the line.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from ..fileio import sha256_file
 from . import ledger as led
@@ -60,9 +60,9 @@ LEDGERS = ":(glob)lockfiles/**/" + loc.LEDGER  # every lock folder's ledger, at 
 
 
 def history_lines(root) -> list[led.Line]:
-    """Every line of every version of every ledger of the repository in the git history of every ref (branches,
-    tags, remote-tracking branches, the stash): a look stays counted when its ledger line was rewritten away, its
-    branch abandoned, or its study folder deleted in a later commit."""
+    """Every line of every version of every ledger of the repository in the git history of every ref
+    (branches, tags, remote-tracking branches, the stash): a look stays counted when its ledger line was
+    rewritten away, its branch abandoned, or its study folder deleted in a later commit."""
     if not tree.is_repo(root):
         return []
     commits = tree.git(root, "log", "--all", "--format=%H", "--", LEDGERS, loc.LEDGER_AT_ROOT).stdout.split()
@@ -73,7 +73,8 @@ def history_lines(root) -> list[led.Line]:
             shown = tree.git(root, "show", f"{commit}:{rel}")
             if shown.returncode != 0:
                 continue  # the commit deleted it
-            for ln in led.lines_of(f"{commit[:12]}:{rel}", led.parse(shown.stdout, f"{commit[:12]}:{rel}"), None):
+            for ln in led.lines_of(f"{commit[:12]}:{rel}", led.parse(shown.stdout, f"{commit[:12]}:{rel}"),
+                                   None):
                 mark = (rel, json.dumps(ln.entry, sort_keys=True))
                 if mark not in seen:
                     seen.add(mark)
@@ -83,7 +84,8 @@ def history_lines(root) -> list[led.Line]:
 
 def _unknown_started(candidates: Iterable[led.Line], current: list[led.Line]) -> list[led.Line]:
     known = [ln.entry for ln in current if ln.event == led.STARTED]
-    return [ln for ln in candidates if ln.event == led.STARTED and not any(led.same_opening(ln.entry, k) for k in known)]
+    return [ln for ln in candidates if ln.event == led.STARTED and not any(led.same_opening(ln.entry, k)
+                                                                           for k in known)]
 
 
 def _sealed_copies(caches: Iterable, sets: Iterable[SealedSet]) -> list[tuple[Path, SealedSet]]:
@@ -106,8 +108,9 @@ def _history_problems(root, lines: list[led.Line], current: list[led.Line]) -> l
         rel = ln.source.split(":", 1)[1]
         if (Path(root) / rel).exists():
             out.append(f"{ln.source} line {ln.number} records opening {ln.entry.get('opening')} of protocol "
-                       f"{str(ln.entry.get('protocol_sha256'))[:12]}, which the current {rel} does not hold: restore "
-                       "it from that commit (git checkout <branch or commit> -- the ledger) and commit it")
+                       f"{str(ln.entry.get('protocol_sha256'))[:12]}, which the current {rel} does not hold: "
+                       "restore it from that commit (git checkout <branch or commit> -- the ledger) "
+                       "and commit it")
     return out
 
 
@@ -123,13 +126,13 @@ def trace_problems(root, sets: list[SealedSet], current: list[led.Line], caches:
     out += _history_problems(root, history_lines(root), current)
     for path, s in _sealed_copies(caches, sets):
         if not any(ln.event == led.STARTED and s.recorded_in(ln.entry) for ln in current):
-            out.append(f"{path} is a verified copy of the sealed judgements of {s.lockdir} ({s.file}), but no ledger "
-                       "records a started opening of that set: restore the ledger line of that look from git (or "
-                       "from the trace above); a copy made by hand must be removed by hand")
+            out.append(f"{path} is a verified copy of the sealed judgements of {s.lockdir} ({s.file}), but "
+                       "no ledger records a started opening of that set: restore the ledger line of that "
+                       "look from git (or from the trace above); a copy made by hand must be removed by hand")
     known_runs = {ln.entry.get("run") for ln in current}
     for folder in results:
         for p in sorted(Path(folder).glob("confirm-*")) if Path(folder).is_dir() else []:
             if p.is_dir() and p.name not in known_runs:
-                out.append(f"{p} is a confirmation results folder that no ledger records: restore the ledger from "
-                           "git; a folder made by hand must be removed by hand")
+                out.append(f"{p} is a confirmation results folder that no ledger records: restore the ledger "
+                           "from git; a folder made by hand must be removed by hand")
     return out

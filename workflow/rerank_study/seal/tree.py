@@ -16,9 +16,9 @@ import hashlib
 import os
 import stat
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 GENERATED = frozenset({".git", ".venv", "results", "resources", ".snakemake", "build", ".pytest_cache"})
 
@@ -76,7 +76,8 @@ def changed_files(root, entries: dict[str, tuple[str, str]]) -> list[str]:
             out.append(f"{path} (a submodule: its content cannot be checked)")
             continue
         if mode == "120000":
-            out.append(f"{path} (a symbolic link: the seal cannot vouch for its target; commit the file itself)")
+            out.append(f"{path} (a symbolic link: the seal cannot vouch for its target; commit the "
+                       "file itself)")
             continue
         disk = _disk_state(Path(root) / path, fmt)
         if disk is None:
@@ -91,7 +92,8 @@ def changed_files(root, entries: dict[str, tuple[str, str]]) -> list[str]:
 def staged_files(root) -> list[str]:
     """'path (staged, not committed)' for every index entry that differs from HEAD."""
     out = git(root, "diff-index", "--cached", "--name-only", "-z", "HEAD", text=False)
-    return [f"{p.decode('utf-8', 'surrogateescape')} (staged, not committed)" for p in out.stdout.split(b"\0") if p]
+    return [f"{p.decode('utf-8', 'surrogateescape')} (staged, not committed)" for p in out.stdout.split(b"\0")
+            if p]
 
 
 def hidden_by_index(root) -> list[str]:
@@ -107,8 +109,8 @@ def hidden_by_index(root) -> list[str]:
 
 
 def walk(root, skip: Iterable[str] = ()) -> list[str]:
-    """Every file (and symlink) under ``root``, relative posix paths, outside the generated top-level folders and
-    the folders ``skip`` names (relative paths)."""
+    """Every file (and symlink) under ``root``, relative posix paths, outside the generated top-level folders
+    and the folders ``skip`` names (relative paths)."""
     root = Path(root)
     skip = set(skip)
     out = []
@@ -125,7 +127,8 @@ def walk(root, skip: Iterable[str] = ()) -> list[str]:
 def generated_folders(root, folders: Iterable, tracked: Iterable[str] = ()) -> list[str]:
     """The configured output folders (results, resources) that the walk leaves out: a TOP-LEVEL folder of the
     checkout that holds no tracked file. An output folder anywhere deeper (e.g. results=workflow/<name>, which
-    would be importable from every job's path) is not left out: its files are untracked files beside the code."""
+    would be importable from every job's path) is not left out: its files are untracked files beside the
+    code."""
     tracked = list(tracked)
     out = []
     for f in folders:
@@ -133,7 +136,8 @@ def generated_folders(root, folders: Iterable, tracked: Iterable[str] = ()) -> l
             rel = Path(f).resolve().relative_to(Path(root).resolve()).as_posix()
         except ValueError:
             continue
-        if "/" not in rel and rel not in (".", "") and not any(t == rel or t.startswith(rel + "/") for t in tracked):
+        if "/" not in rel and rel not in (".", "") and not any(t == rel or t.startswith(rel + "/")
+                                                               for t in tracked):
             out.append(rel)
     return out
 
@@ -156,5 +160,5 @@ def tree_state(root, output_folders: Iterable = ()) -> TreeState:
         return TreeState(False, None)
     entries = head_entries(root)
     untracked = [p for p in walk(root, generated_folders(root, output_folders, entries)) if p not in entries]
-    return TreeState(True, head_commit(root), changed_files(root, entries) + staged_files(root), hidden_by_index(root),
-                     untracked)
+    return TreeState(True, head_commit(root), changed_files(root, entries) + staged_files(root),
+                     hidden_by_index(root), untracked)
