@@ -2,6 +2,9 @@
 """Freeze the confirmation protocol, re-freeze it after a refactor, or show the seal's state.
 
     python scripts/confirm.py freeze --dev-run results/dev      # once, before any confirmation data is read
+    python scripts/confirm.py freeze --study S --dev-run results/S/dev --reranker-run confirm.run
+                                                                # a run-file reranker: its confirmation run
+                                                                # is pinned now
     python scripts/confirm.py refreeze --reason "..." --dev-run results/dev
                                                                 # code refactor, before any opening
     python scripts/confirm.py status                            # protocol, openings started / completed
@@ -40,6 +43,11 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--dev-run", type=Path, help="the finished development run folder (manifest.json "
                                                  "+ audit.json)")
     ap.add_argument("--reason", default="", help="refreeze: why (recorded in the ledger)")
+    ap.add_argument("--reranker-run", type=Path, default=None,
+                    help="freeze, a run-file reranker (study.reranker_kind: run): its TREC run over the "
+                         "confirmation queries' frozen candidates, blind-submitted now: copied into "
+                         "<lockdir>/reranker/confirm.trec and pinned by the protocol (an opening evaluates "
+                         "exactly that file)")
     ap.add_argument("--configfile", type=Path, action="append", default=[],
                     help="extra config files, as given to snakemake (applied in order)")
     ap.add_argument("--lockdir", type=Path, default=None, help="lockfile folder (default: the config's)")
@@ -73,7 +81,8 @@ def base_config(args) -> dict:
 def run_command(args, cfg: dict, lockdir: Path) -> None:
     """freeze, refreeze or status, printing what was done and what to do next."""
     if args.command == "freeze":
-        out = freeze.freeze(cfg, lockdir, args.dev_run, ROOT, args.allow_standin_for_testing)
+        out = freeze.freeze(cfg, lockdir, args.dev_run, ROOT, args.allow_standin_for_testing,
+                            reranker_run_file=args.reranker_run)
         pw = out["protocol"]["power"]
         print(f"FROZEN {lockdir / locations.PROTOCOL}\nsha256 {out['sha256']}\n"
               f"MDE of the {pw['n_confirmation']}-query confirmation set: {pw['mde_confirmation']:.6f}\n"

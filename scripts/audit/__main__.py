@@ -78,6 +78,10 @@ def audit_run(rundir: Path, lockdir: Path | None, au: Audit, config_anchor: Path
     run = RunFiles(rundir, lockdir)
     want = Expected(run, Anchor(run.kind, run.lockdir, config_anchor, study_anchor, run.manifest_settings,
                                 source, config_files))
+    try:
+        run.reranker_kind = want.anchor.reranker_kind  # what the run's reranker is, by the anchor
+    except (OSError, KeyError, ValueError, TypeError, Unreadable):
+        pass  # an unreadable anchor fails check 'settings' and every check it feeds (they read it too)
     run_checks(au, run, want)
     info = {"run": run.manifest.get("run"), "kind": run.kind, "scorer": run.scorer,
             "anchor": {"config": str(config_anchor), "config_sha256": sha256_of(config_anchor),
@@ -86,7 +90,7 @@ def audit_run(rundir: Path, lockdir: Path | None, au: Audit, config_anchor: Path
                           if study_anchor else {})},
             "manifest_sha256": sha256_of(run.manifest_path),  # which manifest this audit vouches for
             "lockdir": {"path": str(lockdir), "given_by": source}}
-    for key, fn in (("queries", lambda: len(run.analysed)), ("pairs", lambda: len(run.pair_rows)),
+    for key, fn in (("queries", lambda: len(run.analysed)), ("pairs", lambda: run.n_pairs),
                     ("groups", lambda: len(want.groups)),
                     ("replicates", lambda: want.settings["bootstrap_B"])):
         try:

@@ -32,10 +32,15 @@ def settings_from_config(cfg: dict, smoke: bool) -> dict:
             "depth": shape["depth"] if shape else cfg["candidates"]["depth"],
             "blend_k": cfg["blend"]["k"], "metrics": cfg["metrics"], "bootstrap_B": b["B"],
             "bootstrap_seed": b["seed"], "percentiles": b["percentiles"], "threshold": cfg["threshold"],
-            "comparisons": cfg["comparisons"], "max_length": cfg["ce"]["max_length"],
-            "evalstats": cfg["evalstats"], "verify_batches": cfg["verify"]["batches"],
-            "verify_seed": cfg["verify"]["seed"],
+            "comparisons": cfg["comparisons"], **max_length(cfg["study"], cfg["ce"]),
+            "evalstats": cfg["evalstats"],
+            "verify_batches": cfg["verify"]["batches"], "verify_seed": cfg["verify"]["seed"],
             "calibration": calibration_from_config(cfg, smoke, confirmation=False)}
+
+
+def max_length(study: dict, scoring: dict) -> dict:
+    """A cross-encoder's input length setting; a run-file reranker (study.reranker_kind: run) has none."""
+    return {} if study["reranker_kind"] == "run" else {"max_length": scoring["max_length"]}
 
 
 def calibration_from_config(cfg: dict, smoke: bool, confirmation: bool) -> dict:
@@ -55,7 +60,7 @@ def settings_from_protocol(protocol: dict, cfg: dict) -> dict:
             "blend_k": protocol["blend"]["k"], "metrics": protocol["metrics"],
             "bootstrap_B": protocol["bootstrap"]["B"], "bootstrap_seed": protocol["bootstrap"]["seed"],
             "percentiles": protocol["bootstrap"]["percentiles"], "threshold": protocol["threshold"],
-            "comparisons": protocol["comparisons"], "max_length": protocol["scoring"]["max_length"],
+            "comparisons": protocol["comparisons"], **max_length(protocol["study"], protocol["scoring"]),
             "evalstats": protocol["evalstats"],
             # an opening re-infers EVERY batch; the seed then only orders the record
             "verify_batches": None, "verify_seed": cfg["verify"]["seed"],
@@ -121,6 +126,12 @@ class Anchor:
         if self.kind == "confirmation":
             return settings_from_protocol(read_json(self.path), self.config)
         return settings_from_config(self.config, smoke=self.manifest_settings.get("n_queries") is not None)
+
+    @cached_property
+    def reranker_kind(self) -> str:
+        """What the study's reranker is, by the anchor: ``cross-encoder`` (scored by the run) or ``run`` (a
+        pinned run file; study.reranker_kind)."""
+        return self.settings["study"]["reranker_kind"]
 
     def lock(self, name: str):
         """One pin file of the lock folder."""

@@ -12,15 +12,15 @@ from columns import (
     EMPTY_ALLOWED,
     EMPTY_ALLOWED_SUFFIX,
     FLAG,
-    JSON_KEYS,
     MACHINE,
     PARAMETRIC_TABLES,
     PROSE,
     PROVENANCE,
     SCORING_SETTINGS,
-    TABLES,
     canonical,
+    json_keys_of,
     table_columns,
+    tables_of,
 )
 from readers import read_json, read_table
 
@@ -32,8 +32,7 @@ def _header(path) -> list[str]:
 
 def _check_table(run, want, au, key: str) -> None:
     path = run.path(key)
-    trec = want.anchor.lock("derived_pins.json")["candidates"].get("source") == "trec"
-    cols = table_columns(key, want.settings, len(want.groups), len(run.analysed), trec)
+    cols = table_columns(key, want.settings, len(want.groups), len(run.analysed))
     names = [c for c, _, _ in cols]
     found = _header(path)
     au.check("columns", found == names, str(path), "header (the documented columns, in order)", names, found)
@@ -115,10 +114,12 @@ def _check_json_texts(run, au) -> None:
 
 
 def check_columns(run, want, au) -> None:
-    for key in (*TABLES, *PARAMETRIC_TABLES):
+    """Every table and JSON record the anchor's settings give the run (its candidate source, its reranker's
+    kind)."""
+    for key in (*tables_of(want.settings), *PARAMETRIC_TABLES):
         _check_table(run, want, au, key)
     _check_json_texts(run, au)
-    for key, keys in JSON_KEYS.items():
+    for key, keys in json_keys_of(want.settings).items():
         for path in shard_records(run) if key == "shard_measurements" else [
                 run.manifest_path if key == "manifest" else run.path(key)]:
             found = read_json(path)

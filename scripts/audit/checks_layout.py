@@ -55,14 +55,15 @@ def _check_files(run, want, au) -> None:
                      f"a symbolic link to {os.readlink(p)}" if p.is_symlink() else "another kind of file")
         elif p.is_file():
             rel = p.relative_to(run.rundir).as_posix()
-            au.check("layout", layout.allowed_file(rel, run.kind, sealed), str(p), "a file of the run folder",
+            au.check("layout", layout.allowed_file(rel, run.kind, sealed, run.reranker_kind), str(p),
+                     "a file of the run folder",
                      "a file the documented layout names", "not in the documented layout")
 
 
 def check_layout(run, want, au) -> None:
     f = str(run.manifest_path)
     keys = [a.get("key") for a in run.manifest["artefacts"]]
-    want_keys = layout.manifest_keys(run.kind)
+    want_keys = layout.manifest_keys(run.kind, run.reranker_kind)
     au.check("layout", sorted(keys) == sorted(want_keys) and len(keys) == len(set(keys)), f, "artefact keys",
              f"the documented {len(want_keys)}",
              f"missing {sorted(set(want_keys) - set(keys))}, extra {sorted(set(keys) - set(want_keys))}, "

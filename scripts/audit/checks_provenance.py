@@ -10,7 +10,9 @@ from __future__ import annotations
 import re
 
 from anchors import pinned_role
+from checks_reranker_run import run_file_pin
 from definitions import STANDIN
+from layout import RUN_FILE
 from readers import read_json, sha256_of
 
 
@@ -90,7 +92,11 @@ def check_lockfile_pins(run, want, au) -> None:
         protocol = anchor.lockdir / "protocol.json"
         au.check("lockfile_pins", sha256_of(protocol) == frozen, str(protocol), "protocol.json sha256",
                  frozen, sha256_of(protocol))
-    if run.scorer == "pinned":
+    if run.reranker_kind == RUN_FILE:  # the reranker's "weights": the pinned run file's bytes
+        pinned = run_file_pin(run, want)["sha256"]
+        au.check("lockfile_pins", run.manifest["model_weights_sha256"] == pinned, str(run.manifest_path),
+                 "the reranker's run file", pinned, run.manifest["model_weights_sha256"])
+    elif run.scorer == "pinned":
         pinned = anchor.lock("model_pins.json")["cross_encoder"]["files"]["model.safetensors"]["sha256"]
         au.check("lockfile_pins", run.manifest["model_weights_sha256"] == pinned, str(run.manifest_path),
                  "model weights", pinned, run.manifest["model_weights_sha256"])
@@ -117,7 +123,12 @@ def check_protocol(run, want, au) -> None:
         au.check("protocol", found == pin, mf, f"pin {key}", pin, found)
     scorer = "pinned" if p["model"]["scorer"] == "pinned" else STANDIN
     au.check("protocol", run.scorer == scorer, mf, "scorer", scorer, run.scorer)
-    if scorer == "pinned":
+    if run.reranker_kind == RUN_FILE:  # the confirmation run submitted when the protocol was frozen
+        weights = p["model"]["confirmation_run"]["sha256"]
+        au.check("protocol", run.manifest.get("model_weights_sha256") == weights, mf,
+                 "the frozen confirmation run",
+                 weights, run.manifest.get("model_weights_sha256"))
+    elif scorer == "pinned":
         weights = p["model"]["files_sha256"]["model.safetensors"]
         au.check("protocol", run.manifest.get("model_weights_sha256") == weights, mf, "model weights",
                  weights, run.manifest.get("model_weights_sha256"))

@@ -177,6 +177,11 @@ def not_relabelled(run, name: str, ref_json: dict, folder: Path, au) -> str:
 
 
 def check_reference(run, want, au) -> None:
+    if run.reranker_kind == "run":  # the anchor's study.reranker_kind: its scores ARE a pinned file
+        au.note(CHECK, "NO REFERENCE APPLIES - a run-file reranker: its scores are the pinned run file's, "
+                       "re-derived by check 'reranker_run' (no logit was inferred to compare with a "
+                       "reference's)")
+        return
     mine, notes, none_apply, applied = run_identity(run), [], [], False
     for name, ref_json, folder in references(want.anchor.lockdir):
         diff = differences(mine, ref_json["identity"])

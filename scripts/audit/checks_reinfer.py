@@ -180,6 +180,14 @@ def compare(run, au, rows: dict, answer: dict) -> list[dict]:
 
 def check_reinfer(run, want, au) -> None:
     req = REQUEST
+    if run.reranker_kind == "run":  # the anchor's study.reranker_kind: a pinned run file, nothing to re-infer
+        req.record = {"asked": False,
+                      "note": "a run-file reranker: nothing was inferred, nothing to re-infer"}
+        au.check(CHECK, req.batches is None, str(run.manifest_path), "--reinfer",
+                 "not given: a run-file reranker "
+                 "infers nothing (check 'reranker_run' re-derives its scores from the pinned run file)",
+                 req.batches)
+        return
     if req.batches is None:
         req.record = {"asked": False, "note": "not asked for (no --reinfer N)"}
         au.note(CHECK, "NOT ASKED FOR: no --reinfer N was given, so nothing was re-inferred by the auditor; "

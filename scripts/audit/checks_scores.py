@@ -1,17 +1,35 @@
 """Checks of the scores and what is ranked from them: one scored pair per candidate with its batch by
 the batching rule, the scorer's label, the CE ranks and blend scores/ranks, the three TREC runs, the
-re-inference record and the shape check. Signature: see checks_provenance."""
+re-inference record and the shape check. A run-file reranker (the anchor's study.reranker_kind: run) has no
+pairs, re-inference or shape check: those checks then find none listed (its scores: checks_reranker_run).
+Signature: see checks_provenance."""
 
 from __future__ import annotations
 
 import hashlib
 
+from checks_reranker_run import run_file_pin
 from columns import PAIR_SPECIAL_TOKENS, TREC_RUNS
 from definitions import STANDIN
+from layout import RUN_FILE
 from readers import rows_by_query
+
+NOTHING_INFERRED = ("a run-file reranker (study.reranker_kind: run): nothing was inferred, so the run holds "
+                    "no {}; check 'reranker_run' re-derives every score from the pinned run file")
+
+
+def absent_for_a_run_file(run, au, check: str, *keys: str) -> None:
+    """A run-file reranker's run lists none of a cross-encoder's artefacts ``keys`` (a check, not a skip)."""
+    for key in keys:
+        au.check(check, key not in run.art, str(run.manifest_path),
+                 f"{key} (a run-file reranker infers nothing)",
+                 "not listed", "listed")
+    au.note(check, NOTHING_INFERRED.format(" / ".join(keys)))
 
 
 def check_pairs(run, want, au) -> None:
+    if run.reranker_kind == RUN_FILE:
+        return absent_for_a_run_file(run, au, "pairs", "pairs")
     f, max_len = str(run.path("pairs")), want.settings["max_length"]
     seen = set()
     for i, row in enumerate(run.pair_rows, start=2):
@@ -111,7 +129,11 @@ def scorer_label(run, want) -> str:
     """What every pair's model column must say: the scorer's identity and weights, from the lock folder's pins
     - the pinned model's repository at the pinned revision (with the declared relevance logit) and its
       weights, or
-    the pinned STAND-IN's identity and weights. A run can name no other scorer."""
+    the pinned STAND-IN's identity and weights; a run-file reranker: its name and its pinned run file, the
+    file's sha256. A run can name no other scorer."""
+    if run.reranker_kind == RUN_FILE:
+        pin = run_file_pin(run, want)
+        return f"{want.settings['study']['reranker']} run:{pin['file']} weights-sha256:{pin['sha256']}"
     if run.scorer != "pinned":
         ident, weights = standin_identity(want)
         return f"{ident} weights-sha256:{weights}"
@@ -124,6 +146,14 @@ def scorer_label(run, want) -> str:
 def check_scorer_label(run, want, au) -> None:
     stand_in = run.scorer == STANDIN
     label, mf = scorer_label(run, want), str(run.manifest_path)
+    if run.reranker_kind == RUN_FILE:
+        au.check("scorer_label", run.scorer == "pinned", mf, "scorer", "pinned (a run file has no stand-in)",
+                 run.scorer)
+        found = (f"{run.manifest.get('model_identity')} "
+                 f"weights-sha256:{run.manifest.get('model_weights_sha256')}")
+        au.check("scorer_label", found == label, mf, "model identity and weights (the pinned run file)",
+                 label, found)
+        return
     au.check("scorer_label", run.scorer in (STANDIN, "pinned"), mf, "scorer", f"{STANDIN} or pinned",
              run.scorer)
     au.check("scorer_label", run.manifest.get("model_identity", "").startswith(f"{STANDIN}:") == stand_in, mf,
@@ -190,6 +220,8 @@ def check_runs(run, want, au) -> None:
 def check_verification(run, want, au) -> None:
     """The re-inference record exists, covers exactly the batches the seed names (sample rule
     re-implemented here), and every re-inferred logit equals pairs.tsv bit for bit."""
+    if run.reranker_kind == RUN_FILE:
+        return absent_for_a_run_file(run, au, "verification", "verification")
     f = str(run.path("verification"))
     rec = run.verification
     seed, k = want.settings["verify_seed"], want.settings["verify_batches"]
@@ -219,6 +251,8 @@ def check_verification(run, want, au) -> None:
 def check_shape(run, want, au) -> None:
     """The shape check was done on the first query's first pairs, padded to max_length, and found the
     pinned architecture's shapes: input_ids [n, L], last hidden [n, L, hidden], logits [n, num_labels]."""
+    if run.reranker_kind == RUN_FILE:
+        return absent_for_a_run_file(run, au, "shape_check", "shape_check")
     f, sc = str(run.path("shape_check")), run.shape_check
     arch = want.anchor.lock("model_pins.json")["cross_encoder"]["architecture"]
     first = run.analysed[0]

@@ -32,6 +32,16 @@ TABLES = {
                  ("logit", FLOAT, "blend"), ("r1", INT, "ce_ranks"), ("blend_score", FLOAT, "blend"),
                  ("blend_rank", INT, "blend")),
 }
+# a study whose candidates are a user's TREC run (study.candidates: trec): its candidate table keeps the run's
+# score as the run's own text
+TREC_CANDIDATES = (("qid", ID, "candidates"), ("split", TEXT, "candidates"), ("rank", INT, "candidates"),
+                   ("doc_id", ID, "candidates"), ("run_score", TEXT, "candidates"))
+# a run-file reranker (study.reranker_kind: run): its tables and JSON records in place of a cross-encoder's
+RUN_FILE_TABLES = {
+    "reranker_scores": (("qid", ID, "reranker_run"), ("doc_id", ID, "reranker_run"), ("r0", INT,
+                                                                                      "reranker_run"),
+                        ("score", FLOAT, "reranker_run")),
+}
 # a table whose columns follow the settings: (key, kind of its value columns, the check)
 PARAMETRIC_TABLES = {"per_query": (FLOAT, "per_query"), "grouped_indices": (INT, "bootstrap_indices"),
                      "query_indices": (INT, "bootstrap_indices"), "replicates": (FLOAT, "replicates")}
@@ -101,6 +111,44 @@ JSON_KEYS = {
     "calibration": _keys("calibration", "comparisons computable confirmation_n data methods metric primary "
                                         "reason settings simulations"),
 }
+RUN_FILE_JSON_KEYS = {
+    "manifest": JSON_KEYS["manifest"],
+    "groups_meta": JSON_KEYS["groups_meta"],
+    "calibration": JSON_KEYS["calibration"],
+    "reranker_run": _keys("reranker_run",
+                          "reranker file sha256 identity weights_sha256 queries pairs all_tied_queries",
+                          tie_rule=PROSE),
+    "report_measurements": {**{f"rule {r} seconds (snakemake benchmark)": PROVENANCE
+                               for r in ("reranker_scores", "evaluate", "analyse")}, "machine": PROSE,
+                               "_note": PROSE},
+}
+# the cross-study table of a multi-study invocation (results/cross-study/<a>+<b>/cross_study.tsv): one row per
+# study, every value copied from that study's audited run (summary.json, manifest.json, audit.json) and the
+# study file; the table is not a run artefact and no check of a run recomputes it
+CROSS_STUDY_SOURCE = "copied from the study's audited run"
+CROSS_STUDY = tuple((c, kind, CROSS_STUDY_SOURCE) for c, kind in (
+    ("study", TEXT), ("dataset", TEXT), ("reranker_kind", TEXT), ("reranker", TEXT), ("reranker_sha256",
+                                                                                      TEXT),
+    ("scorer", TEXT), ("run", TEXT), ("n_queries", INT), ("n_groups", INT), ("rrf_mean", FLOAT),
+    ("ce_mean", FLOAT), ("blend_mean", FLOAT), ("primary", TEXT), ("primary_delta", FLOAT),
+    ("primary_grouped_lo", FLOAT), ("primary_grouped_hi", FLOAT), ("audit", TEXT)))
+
+
+def tables_of(settings: dict) -> dict:
+    """The documented fixed tables of a run made with ``settings`` (its anchor's): the candidate table of its
+    candidate source, the scores of its reranker's kind."""
+    study = settings["study"]
+    out = {k: v for k, v in TABLES.items() if not (k == "pairs" and study["reranker_kind"] == "run")}
+    if study["candidates"] == "trec":
+        out["run_candidates"] = TREC_CANDIDATES
+    return {**out, **(RUN_FILE_TABLES if study["reranker_kind"] == "run" else {})}
+
+
+def json_keys_of(settings: dict) -> dict:
+    """The documented JSON records of a run made with ``settings``, by its reranker's kind."""
+    return RUN_FILE_JSON_KEYS if settings["study"]["reranker_kind"] == "run" else JSON_KEYS
+
+
 # the keys of scoring.json's settings record: the scoring contract's values, and two descriptions
 SCORING_SETTINGS = {"batch_size": "measurements", "dtype": "measurements", "max_length": "measurements",
                     "seed": "measurements", "truncation": "measurements", "batching": PROSE,
@@ -131,22 +179,15 @@ def canonical(kind: str, text: str, empty_allowed: bool = False) -> bool:
     return _CANONICAL[kind].fullmatch(text) is not None
 
 
-# a study whose candidates are a user's TREC run (study.candidates: trec, per the committed derived pins): its
-# candidate table keeps the run file's own score text
-TREC_CANDIDATES = (("qid", ID, "frozen_candidates"), ("split", TEXT, "candidates"),
-                   ("rank", INT, "candidates"), ("doc_id", ID, "frozen_candidates"),
-                   ("run_score", TEXT, "frozen_candidates"))
 EMPTY_ALLOWED = {("run_candidates", "bm25_rank"), ("run_candidates", "dense_rank")}  # in one list only
 EMPTY_ALLOWED_SUFFIX = "_first_rel_rank"  # per_query: no relevant document in the list
 
 
-def table_columns(key: str, settings: dict, n_groups: int, n_queries: int,
-                  trec_candidates: bool = False) -> list[tuple[str, str, str]]:
+def table_columns(key: str, settings: dict, n_groups: int, n_queries: int) -> list[tuple[str, str, str]]:
     """The documented (column, kind, check) of a table, the parametric ones named from the settings."""
-    if key == "run_candidates" and trec_candidates:
-        return list(TREC_CANDIDATES)
-    if key in TABLES:
-        return list(TABLES[key])
+    fixed = tables_of(settings) if "study" in settings else {**TABLES, **RUN_FILE_TABLES}
+    if key in fixed:
+        return list(fixed[key])
     kind, check = PARAMETRIC_TABLES[key]
     if key == "per_query":
         ms = settings["metrics"]
@@ -169,8 +210,6 @@ def markdown() -> str:
     lines = ["| file | column or key | written as | recomputed by (or declared as) |", "|---|---|---|---|"]
     for key, cols in TABLES.items():
         lines += [f"| `{key}` | `{c}` | {kind} | {check} |" for c, kind, check in cols]
-    lines += [f"| `run_candidates` (candidates: trec) | `{c}` | {kind} | {check} |" for c, kind, check in
-              TREC_CANDIDATES]
     for key, (kind, check) in PARAMETRIC_TABLES.items():
         lines.append(f"| `{key}` | every column (named from the settings) | {kind} (ids and counts: id, "
                      f"int) | {check} |")
@@ -180,4 +219,13 @@ def markdown() -> str:
         lines += [f"| `{key}` | `{k}` | JSON | {check} |" for k, check in keys.items()]
     lines += [f"| `scoring_measurements` | `settings.{k}` | JSON | {check} |"
               for k, check in SCORING_SETTINGS.items()]
+    trec = "`run_candidates` (candidates: trec)"
+    lines += [f"| {trec} | `{c}` | {kind} | {check} |" for c, kind, check in TREC_CANDIDATES]
+    for key, cols in RUN_FILE_TABLES.items():
+        lines += [f"| `{key}` (reranker_kind: run) | `{c}` | {kind} | {check} |" for c, kind, check in cols]
+    for key in ("reranker_run", "report_measurements"):
+        lines += [f"| `{key}` (reranker_kind: run) | `{k}` | JSON | {check} |"
+                  for k, check in RUN_FILE_JSON_KEYS[key].items()]
+    lines += [f"| `cross_study` (several studies) | `{c}` | {kind} | {check} |"
+              for c, kind, check in CROSS_STUDY]
     return "\n".join(lines) + "\n"

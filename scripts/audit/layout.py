@@ -41,7 +41,15 @@ RUN_ARTEFACTS = {
     "scoring_measurements": ("measurements/scoring.json", "measurements", False),
     "verification_measurements": ("measurements/verification.json", "measurements", False),
     "report_measurements": ("measurements/report.json", "measurements", False),
+    "reranker_scores": ("reranker_scores.tsv", "reranker_scores", True),
+    "reranker_run": ("reranker_run.json", "reranker_run", True),
 }
+# what depends on the reranker's kind (study.reranker_kind of the ANCHOR): a cross-encoder's scoring
+# artefacts, or a run-file reranker's scores of the analysed candidates and the record of its pinned run
+CROSS_ENCODER, RUN_FILE = "cross-encoder", "run"
+CROSS_ENCODER_ONLY = ("pairs", "shape_check", "verification", "scoring_measurements",
+                      "verification_measurements")
+RUN_FILE_ONLY = ("reranker_scores", "reranker_run")
 
 # the run's other files: the manifest and the audit themselves, conveniences, an opening's records, the
 # reproduction check, and the jobs' logs, benchmarks and intermediate shards
@@ -50,7 +58,8 @@ RUN_FILES = ("manifest.json", "audit.json", "pairs.parquet", "per_query.parquet"
 OPENING_FILES = ("OPENING_STARTED.json", "OPENING.json")
 # the rules whose log and benchmark files a run folder holds (a test holds this list equal to the rule files)
 RULES = ("analyse", "audit", "calibrate", "check_reproduction", "evaluate", "fetch_sealed_qrels", "groups",
-         "manifest", "parquet", "record_opening", "report", "run_inputs", "score", "shape_check",
+         "manifest", "parquet", "record_opening", "report", "reranker_scores", "run_inputs", "score",
+         "shape_check",
          "verify_scores")
 RULE = "(" + "|".join(RULES) + ")"
 OTHER_FILES = (
@@ -64,9 +73,17 @@ OTHER_FILES = (
 SEALED_FOLDER = "sealed"  # an opening only: sealed/<the sealed file's pinned name>
 
 
-def manifest_keys(kind: str) -> list[str]:
+def run_artefacts(reranker_kind: str = CROSS_ENCODER) -> list[str]:
+    """The run artefact keys of a study whose reranker is of ``reranker_kind``, in the pipeline's order."""
+    if reranker_kind not in (CROSS_ENCODER, RUN_FILE):
+        raise ValueError(f"unknown reranker kind {reranker_kind!r}")
+    left_out = RUN_FILE_ONLY if reranker_kind == CROSS_ENCODER else CROSS_ENCODER_ONLY
+    return [k for k in RUN_ARTEFACTS if k not in left_out]
+
+
+def manifest_keys(kind: str, reranker_kind: str = CROSS_ENCODER) -> list[str]:
     """Every key a manifest of a run of ``kind`` lists, in the pipeline's order."""
-    return [k for k, _ in INPUTS] + [QRELS_OF_KIND[kind]] + list(RUN_ARTEFACTS)
+    return [k for k, _ in INPUTS] + [QRELS_OF_KIND[kind]] + run_artefacts(reranker_kind)
 
 
 def role_of(key: str) -> str:
@@ -78,11 +95,11 @@ def role_of(key: str) -> str:
     return RUN_ARTEFACTS[key][1]
 
 
-def allowed_file(rel: str, kind: str, sealed_name: str | None) -> bool:
+def allowed_file(rel: str, kind: str, sealed_name: str | None, reranker_kind: str = CROSS_ENCODER) -> bool:
     """Whether a file of the run folder (posix path relative to it) is part of the documented layout."""
     if rel in OPENING_FILES:  # an opening's ledger lines: a development run opens nothing
         return kind == "confirmation"
-    if rel in RUN_FILES or any(rel == path for path, _, _ in RUN_ARTEFACTS.values()):
+    if rel in RUN_FILES or any(rel == RUN_ARTEFACTS[k][0] for k in run_artefacts(reranker_kind)):
         return True
     if kind == "confirmation" and sealed_name and rel == f"{SEALED_FOLDER}/{sealed_name}":
         return True

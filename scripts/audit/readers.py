@@ -49,6 +49,23 @@ def read_run(path: Path) -> dict[str, list[tuple[str, int, str]]]:
     return out
 
 
+def read_run_lines(path: Path) -> list[tuple[int, str, str, str]]:
+    """Every line of a user's TREC run (``qid Q0 docid rank score tag``) as (line number, qid, doc id, score
+    text), in file order, nothing merged: a line without six fields or an unterminated last line is
+    unreadable."""
+    text = path.read_text(encoding="utf-8")
+    if text and not text.endswith("\n"):
+        raise Unreadable(path, "the last line is not terminated (truncated file?)")
+    out = []
+    for i, line in enumerate(text.splitlines(), start=1):
+        fields = line.split()
+        if len(fields) != 6:
+            raise Unreadable(path,
+                             f"line {i}: {len(fields)} fields, 6 expected (qid Q0 docid rank score tag)")
+        out.append((i, fields[0], fields[2], fields[4]))
+    return out
+
+
 def read_run_scores(path: Path) -> dict[str, dict[str, str]]:
     """A user's TREC run (``qid Q0 docid rank score tag``): per query, each document's score as its text."""
     lines: dict[str, dict[str, str]] = {}

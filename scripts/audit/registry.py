@@ -14,6 +14,7 @@ import checks_provenance
 import checks_reference
 import checks_reinfer
 import checks_report_and_seal
+import checks_reranker_run
 import checks_scores
 import checks_statistics
 
@@ -27,6 +28,7 @@ CHECKS = (
     ("analysed_queries", checks_inputs.check_analysed_queries),
     ("candidates", checks_inputs.check_candidates),
     ("pairs", checks_scores.check_pairs),
+    ("reranker_run", checks_reranker_run.check_reranker_run),
     ("scorer_label", checks_scores.check_scorer_label),
     ("blend", checks_scores.check_rankings),
     ("runs", checks_scores.check_runs),

@@ -17,10 +17,11 @@ import re
 import report_prose as prose
 from checks_statistics import LIBRARY_P_KEYS, P_ULPS
 from expected_summary import expected_summary
+from layout import RUN_FILE
 from report_calibration import calibration_lines
 from report_confirmation import confirmation_lines, opened_rows, opening_record, title
 from report_lines import Free, Row
-from report_provenance import is_standin, measurement_rows, pin_rows
+from report_provenance import is_standin, measurement_rows, pin_rows, run_file_section
 from report_text import body_lines, evalstats_lines, figure_lines, head_lines
 
 CHECK = "report"
@@ -70,6 +71,8 @@ def expected_lines(run, want, au) -> list:
     out = head_lines(s, head, standin) + body_lines(s)
     if started:
         out += [""] + confirmation_lines(run, want, au, s, started)
+    if run.reranker_kind == RUN_FILE:
+        out += [""] + run_file_section(run, want)
     out += [""] + evalstats_lines(s) + [""] + calibration_lines(run, want, au) + figure_lines() + [""]
     out += prose.PINS_HEADING
     out += pin_rows(run, want, au, opened_rows(run, started) if started else [], standin)

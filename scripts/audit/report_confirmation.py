@@ -13,6 +13,7 @@ import re
 import report_prose as prose
 from anchors import pinned_role
 from definitions import mean, ndcg
+from layout import RUN_FILE
 from problems import Unreadable
 from readers import read_json, sha256_of
 from report_lines import Free, row
@@ -101,12 +102,28 @@ def completed_before(want, started) -> list:
     return out
 
 
-def opened_lines(run, want, au, started) -> list:
-    """What was opened, when, under which protocol; how the opening's scores were inferred."""
-    e, scoring = started["entry"], read_json(run.path("scoring_measurements"))
-    sf, n = str(run.path("scoring_measurements")), len(run.pair_rows)
+def scores_line(run, want, au) -> str:
+    """How the opening's scores were made: inferred fresh (a cross-encoder), or read from the run file frozen
+    in the protocol (a run-file reranker)."""
+    if run.reranker_kind == RUN_FILE:
+        pin = read_json(want.anchor.lockdir / "protocol.json")["model"]["confirmation_run"]
+        n = sum(len(run.cands.get(q, [])) for q in run.analysed)
+        return (f"- Scores read from the run file `{pin['file']}`, sha256 `{pin['sha256']}`: blind-submitted "
+                f"and pinned in the protocol when it was frozen, before any opening ({n} scores of "
+                f"{len(run.analysed)} queries; nothing was inferred).")
+    sf, n = str(run.path("scoring_measurements")), run.n_pairs
+    scoring = read_json(run.path("scoring_measurements"))
     au.check(CHECK, scoring.get("fresh_inference") is True, sf, "fresh_inference (the protocol: fresh at "
              "every opening)", True, scoring.get("fresh_inference"))
+    return (f"- Scores inferred fresh for this opening: {scoring.get('pairs_inferred')} of {n} pairs (the "
+            f"score cache was not read: fresh_inference {scoring.get('fresh_inference')}); "
+            f"{scoring.get('cache_entries_verified')} cached batches were re-inferred and found "
+            "byte-identical.")
+
+
+def opened_lines(run, want, au, started) -> list:
+    """What was opened, when, under which protocol; how the opening's scores were made."""
+    e = started["entry"]
     sealed = (f"- Sealed confirmation judgements **`{e['sealed_file']}`**, sha256 `{e['sealed_sha256']}` "
               "(its pin in data_pins.json; order-independent content sha256 "
               f"`{e['sealed_content_sha256']}`), from the BEIR archive <{e['data_url']}>; this "
@@ -117,11 +134,7 @@ def opened_lines(run, want, au, started) -> list:
             Free(sealed, ".", r".+", "where the copy came from (a local path)"),
             Free(opened, f"` line {started['line']}:", r"[^`]+", "the ledger's path as the opening wrote it"),
             "", "```json", json.dumps(e, sort_keys=True, ensure_ascii=True), "```", "",
-            earlier_openings(want, started),
-            f"- Scores inferred fresh for this opening: {scoring.get('pairs_inferred')} of {n} pairs (the "
-            f"score cache was not read: fresh_inference {scoring.get('fresh_inference')}); "
-            f"{scoring.get('cache_entries_verified')} cached batches were re-inferred and found "
-            "byte-identical.", ""]
+            earlier_openings(want, started), scores_line(run, want, au), ""]
 
 
 def decision_lines(s: dict, started) -> list[str]:

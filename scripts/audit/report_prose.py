@@ -68,6 +68,16 @@ PUBLISHED = {"BM25 (bm25s) top-100": ("BEIR paper, Anserini BM25", 0.665),
 TEST_ONLY_NOTE = "this opening was let through by test-only switches; it is not a confirmation result."
 FINAL_NOTE = "- This result is final for this protocol: no re-tuning and re-testing on these queries."
 
+# a run-file reranker (study.reranker_kind: run): the order its run is read in, the warning for a query whose
+# candidates all have one score, and its section's sentences
+RUN_FILE_ORDER = ("score descending, then document id as a string descending (trec_eval's order; the rank "
+                  "column is not read)")
+TIE_WARNING = ("every candidate of these queries has the same score: they are ranked by document id as a "
+               "string, descending (trec_eval's tie rule), so the reranker's ranking of them says nothing")
+RUN_FILE_HEADING = "## The reranker: a pinned run file"
+RUN_FILE_NOTHING_INFERRED = "No model was loaded, nothing was inferred."
+RUN_FILE_NO_TIES = "- No query has one score for all its candidates."
+
 # the scoring contract's two descriptions (the scoring record's settings; a confirmation protocol freezes
 # them)
 SCORING_BATCHING = ("per query: candidates sorted by truncated joint token length descending, ties by "

@@ -13,7 +13,9 @@ from __future__ import annotations
 import re
 
 import report_prose as prose
+from checks_reranker_run import run_file_pin
 from definitions import STANDIN
+from layout import RUN_FILE
 from readers import read_json, read_table, sha256_of
 from report_lines import Free, row
 
@@ -71,11 +73,43 @@ def is_standin(run, au) -> bool:
              "with the manifest's scorer", f"{'a' if standin else 'no'} {STANDIN} identity", identity)
     au.check(CHECK, run.summary.get("scorer") == run.scorer, str(run.path("summary")), "scorer: summary.json "
              "agrees with the manifest", run.scorer, run.summary.get("scorer"))
+    if run.reranker_kind == RUN_FILE:  # no pairs: the identity names the run file (check 'scorer_label')
+        return standin
     labels = {r["model"] for r in run.pair_rows}
     want_label = f"{identity} weights-sha256:{run.manifest.get('model_weights_sha256')}"
     au.check(CHECK, labels == {want_label}, str(run.path("pairs")), "scorer: every pair's model label is the "
              "manifest's identity and weights", want_label, sorted(labels)[:3])
     return standin
+
+
+def tied_queries(run) -> list[str]:
+    """The analysed queries whose candidates all have one reranker score (recomputed from the scores)."""
+    return [q for q in run.analysed if len(run.cands.get(q, [])) > 1
+            and len({run.logits.get(q, {}).get(d) for d in run.cands[q]}) == 1]
+
+
+def run_file_rows(run, want) -> list:
+    """A run-file reranker: the pinned file (the anchor's pin), its sha256, the order it is read in, the
+    ties."""
+    pin = run_file_pin(run, want)
+    return [row("reranker", f"{want.settings['study']['reranker']} run:{pin['file']}"),
+            row("reranker run sha256", pin["sha256"]), row("reranker run order", prose.RUN_FILE_ORDER),
+            row("reranker: queries with one score for all candidates",
+                ", ".join(tied_queries(run)) or "none")]
+
+
+def run_file_section(run, want) -> list[str]:
+    """The report's section on a run-file reranker (before the evaluation statistics)."""
+    pin, tied = run_file_pin(run, want), tied_queries(run)
+    n = sum(len(run.cands.get(q, [])) for q in run.analysed)
+    ident = f"{want.settings['study']['reranker']} run:{pin['file']}"
+    return [prose.RUN_FILE_HEADING, "",
+            f"- `{ident}`, sha256 `{pin['sha256']}`: {n} scores of {len(run.analysed)} queries, read in the "
+            f"order {prose.RUN_FILE_ORDER}. {prose.RUN_FILE_NOTHING_INFERRED}",
+            f"- **WARNING: {len(tied)} quer{'y' if len(tied) == 1 else 'ies'} ({', '.join(tied)}): "
+            f"{prose.TIE_WARNING}.**"
+            if tied
+            else prose.RUN_FILE_NO_TIES]
 
 
 def scorer_rows(run, want, au, pins: dict, standin: bool) -> list:
@@ -115,16 +149,23 @@ def scoring_contract(run, want, pins: dict) -> dict:
             "truncation": ce["truncation"]}
 
 
-def run_rows(run, want) -> list:
-    """The shape check (the shapes the anchor's architecture gives), the run tables' hashes, the libraries and
-    python (declared), and the library source hash (the manifest's)."""
+def shape_rows(run, want) -> list:
+    """A cross-encoder's shape check: the shapes the anchor's architecture gives."""
     arch = want.anchor.lock("model_pins.json")["cross_encoder"]["architecture"]
     n = min(want.anchor.config["ce"]["shape_check_pairs"], len(run.cands[run.analysed[0]]))
     length = want.settings["max_length"]
     shapes = f"{[n, length]} / {[n, length, arch['hidden_size']]} / {[n, arch['num_labels']]}"
-    versions = read_json(run.path("scoring_measurements")).get("versions", {})
-    out = [row("shape check (input_ids / last hidden / logits)", shapes),
-           row("pairs.tsv sha256", sha256_of(run.path("pairs"))),
+    return [row("shape check (input_ids / last hidden / logits)", shapes)]
+
+
+def run_rows(run, want) -> list:
+    """The shape check (a cross-encoder), the run tables' hashes, the libraries and python (declared), and the
+    library source hash (the manifest's)."""
+    run_file = run.reranker_kind == RUN_FILE
+    scores = "reranker_scores" if run_file else "pairs"
+    versions = {} if run_file else read_json(run.path("scoring_measurements")).get("versions", {})
+    out = ([] if run_file else shape_rows(run, want)) + [
+           row(f"{run.path(scores).name} sha256", sha256_of(run.path(scores))),
            row("per_query.tsv sha256", sha256_of(run.path("per_query"))),
            row("summary.json sha256", sha256_of(run.path("summary")))]
     # the scoring record's versions cross-check torch, transformers and tokenizers
@@ -139,14 +180,46 @@ def run_rows(run, want) -> list:
 def pin_rows(run, want, au, opened: list, standin: bool) -> list:
     """The whole pins-and-hashes table (``opened``: an opening's rows of what was opened, when)."""
     pins = pins_of(run, want)
-    return data_rows(run, want, pins, opened) + scorer_rows(run, want, au, pins,
-                                                            standin) + run_rows(run, want)
+    reranker = (run_file_rows(run, want) if run.reranker_kind == RUN_FILE
+                else scorer_rows(run, want, au, pins, standin))
+    return data_rows(run, want, pins, opened) + reranker + run_rows(run, want)
+
+
+def benchmark_seconds(run, rules) -> dict:
+    """The rules' seconds as their snakemake benchmarks recorded them (declared provenance)."""
+    return {f"rule {k} seconds (snakemake benchmark)":
+            float(read_table(run.rundir / "benchmarks" / f"{k}.tsv")[0]["s"]) for k in rules}
+
+
+def run_file_measurements(run, au) -> list:
+    """A run-file reranker's measurements: its rules' seconds and the machine, as measurements/report.json
+    says."""
+    values = benchmark_seconds(run, ("reranker_scores", "evaluate", "analyse"))
+    return recorded_rows(run, au, values)
+
+
+def recorded_rows(run, au, values: dict) -> list:
+    """The measurements table: ``values`` equal to measurements/report.json's, then its machine (declared)."""
+    recorded = read_json(run.path("report_measurements"))
+    rf = str(run.path("report_measurements"))
+    au.check(CHECK, sorted(recorded) == sorted([*values, "machine", "_note"]), rf, "measurement labels",
+             sorted([*values, "machine", "_note"]), sorted(recorded))
+    for label, val in values.items():
+        au.check(CHECK, recorded.get(label) == val, rf, label, val, recorded.get(label))
+    machine = recorded.get("machine")
+    au.check(CHECK, re.fullmatch(r"[\w.+\-]+, [\w.+\-]+", str(machine)) is not None, rf, "machine",
+             "<machine>, <system>", machine)
+    return ([row(label, val, code=False) for label, val in values.items()]
+            + [row("machine", machine, code=False, why="the executing machine, as "
+                                                       "measurements/report.json says")])
 
 
 def measurement_rows(run, want, au) -> list:
     """The measurements table: each value as measurements/scoring.json and the benchmarks recorded it, the
     pair counts and truncated pairs recomputed from pairs.tsv, and every value equal to
     measurements/report.json's."""
+    if run.reranker_kind == RUN_FILE:
+        return run_file_measurements(run, au)
     sf, scoring = str(run.path("scoring_measurements")), read_json(run.path("scoring_measurements"))
     n = len(run.pair_rows)
     truncated = sum(1 for r in run.pair_rows if int(r["total_tokens"]) > want.settings["max_length"])
@@ -164,20 +237,7 @@ def measurement_rows(run, want, au) -> list:
         "model-load seconds": scoring["model_load_seconds"],
         "model-inference seconds": scoring["inference_seconds"],
         "scoring stage seconds": scoring["stage_seconds"],
-        "pairs / second (inference)": scoring["pairs_per_second_inference"], "peak RSS of the scoring "
-        "process (MiB)": scoring["peak_rss_mib"],
-        **{f"rule {k} seconds "
-           "(snakemake benchmark)": float(read_table(run.rundir / "benchmarks" / f"{k}.tsv")[0]["s"])
-           for k in ("score", "evaluate", "analyse")}}
-    recorded = read_json(run.path("report_measurements"))
-    rf = str(run.path("report_measurements"))
-    au.check(CHECK, sorted(recorded) == sorted([*values, "machine", "_note"]), rf, "measurement labels",
-             sorted([*values, "machine", "_note"]), sorted(recorded))
-    for label, val in values.items():
-        au.check(CHECK, recorded.get(label) == val, rf, label, val, recorded.get(label))
-    machine = recorded.get("machine")
-    au.check(CHECK, re.fullmatch(r"[\w.+\-]+, [\w.+\-]+", str(machine)) is not None, rf, "machine",
-             "<machine>, <system>", machine)
-    return ([row(label, val, code=False) for label, val in values.items()]
-            + [row("machine", machine, code=False, why="the executing machine, as "
-                                                       "measurements/report.json says")])
+        "pairs / second (inference)": scoring["pairs_per_second_inference"],
+        "peak RSS of the scoring process (MiB)": scoring["peak_rss_mib"],
+        **benchmark_seconds(run, ("score", "evaluate", "analyse"))}
+    return recorded_rows(run, au, values)

@@ -29,6 +29,8 @@ class RunFiles:
         self.lockdir = lockdir
         self.kind = self.manifest.get("kind", "development")
         self.scorer = self.manifest.get("scorer")
+        # the ANCHOR's (audit_run sets it; never the run's own word)
+        self.reranker_kind = layout.CROSS_ENCODER
         self._trec_runs: dict[str, dict] = {}
 
     def path(self, key: str) -> Path:
@@ -74,10 +76,28 @@ class RunFiles:
         return read_table(self.path("pairs"))
 
     @cached_property
+    def score_rows(self):
+        """A run-file reranker's reranker_scores.tsv."""
+        return read_table(self.path("reranker_scores"))
+
+    @cached_property
+    def reranker_record(self) -> dict:
+        """A run-file reranker's reranker_run.json."""
+        return read_json(self.path("reranker_run"))
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.score_rows if self.reranker_kind == layout.RUN_FILE else self.pair_rows)
+
+    @cached_property
     def logits(self) -> dict[str, dict[str, float]]:
+        """The reranker's score of every pair: a cross-encoder's logits (pairs.tsv), or a run file's scores
+        (reranker_scores.tsv)."""
+        rows, col = (self.score_rows, "score") if self.reranker_kind == layout.RUN_FILE else (self.pair_rows,
+                                                                                              "logit")
         out: dict[str, dict[str, float]] = {}
-        for row in self.pair_rows:
-            out.setdefault(row["qid"], {})[row["doc_id"]] = float(row["logit"])
+        for row in rows:
+            out.setdefault(row["qid"], {})[row["doc_id"]] = float(row[col])
         return out
 
     @cached_property

@@ -21,6 +21,7 @@ def test_the_audit_layout_is_the_pipelines():
     assert audit_layout.SEALED_FOLDER == layout.SEALED_FOLDER
     for kind, qrels in audit_layout.QRELS_OF_KIND.items():
         assert audit_layout.manifest_keys(kind) == layout.manifest_keys(qrels)
+        assert audit_layout.manifest_keys(kind, "run") == layout.manifest_keys(qrels, "run")
         for key in audit_layout.manifest_keys(kind):
             assert audit_layout.role_of(key) == layout.role_of(key)[0]
 
@@ -35,6 +36,13 @@ def test_only_documented_files_belong_to_a_run_folder():
                 "logs/../report.md", "figures/other.png"):
         assert not allowed(rel, "development", None), rel
     assert allowed("sealed/qrels/test.tsv", "confirmation", "qrels/test.tsv")
+    # a run-file reranker's run folder: its scores and record, none of a cross-encoder's scoring artefacts
+    assert allowed("reranker_scores.tsv", "development", None, "run") and allowed("reranker_run.json",
+                                                                                  "development",
+                                                                                 None, "run")
+    assert not allowed("pairs.tsv", "development", None, "run") and not allowed("reranker_run.json",
+                                                                                "development",
+                                                                                None)
     assert not allowed("sealed/qrels/train.tsv", "confirmation", "qrels/test.tsv")
 
 
@@ -44,12 +52,20 @@ def test_the_documented_columns_are_the_audits():
     assert audit_module("columns").markdown() in doc
 
 
+def test_the_cross_study_table_is_declared_column_by_column():
+    from rerank_study.cross_table import CROSS_STUDY_COLUMNS
+
+    assert tuple(c for c, _, _ in audit_module("columns").CROSS_STUDY) == CROSS_STUDY_COLUMNS
+
+
 def test_every_table_and_json_artefact_has_its_columns_documented():
     """Every run artefact that is a table, a list or a JSON record is in the columns table (the figures and
     the report are checked by their own checks)."""
     columns, audit_layout = audit_module("columns"), audit_module("layout")
     covered = (set(columns.TABLES) | set(columns.PARAMETRIC_TABLES) | set(columns.JSON_KEYS)
                | set(columns.WHOLE_FILES))
+    # a run-file reranker's artefacts
+    covered |= set(columns.RUN_FILE_TABLES) | set(columns.RUN_FILE_JSON_KEYS)
     for key, (path, _role, _det) in audit_layout.RUN_ARTEFACTS.items():
         if path.endswith((".tsv", ".json", ".trec", ".txt")):
             assert key in covered, key

@@ -61,8 +61,9 @@ def test_the_checks_are_registered_once_by_name_in_order():
     registry = audit_module("registry")
     names = [name for name, _ in registry.CHECKS]
     assert names == ["layout", "columns", "settings", "manifest", "manifest_hashes", "lockfile_pins",
-                     "analysed_queries", "candidates", "pairs", "scorer_label", "blend", "runs", "qrels",
-                     "per_query", "groups", "bootstrap_indices", "replicates", "summary", "calibration",
+                     "analysed_queries", "candidates", "pairs", "reranker_run", "scorer_label", "blend",
+                     "runs", "qrels", "per_query", "groups", "bootstrap_indices", "replicates", "summary",
+                     "calibration",
                      "verification", "shape_check", "measurements", "reference", "frozen_candidates",
                      "report", "seal", "protocol", "reinfer"]
     assert len({fn for _, fn in registry.CHECKS}) == len(names)

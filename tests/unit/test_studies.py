@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, STUDY_DIR, SYNTH, audit_module, write_yaml
 
-from rerank_study import studies
+from rerank_study import cross_table, studies
 from rerank_study.config import load_config
 
 
@@ -58,13 +58,16 @@ def test_cross_study_row_reads_the_summary_it_is_given():
     summary = {"primary": "blend-ce", "metric": "ndcg@10", "scorer": "pinned", "n_queries": 7, "n_groups": 5,
                "methods": {"rrf": {"mean": 0.1}, "ce": {"mean": 0.2}, "blend": {"mean": 0.3}},
                "comparisons": {"blend-ce": {"mean": 0.1, "grouped_interval": [-0.05, 0.25]}}}
-    cfg = {"study": {"name": "s", "dataset": "d", "reranker": "m"}}
-    row = studies.cross_study_row(cfg, summary, {"ok": True}, "dev")
-    assert row == {"study": "s", "dataset": "d", "reranker": "m", "scorer": "pinned", "run": "dev",
-                   "n_queries": 7, "n_groups": 5, "rrf_mean": 0.1, "ce_mean": 0.2, "blend_mean": 0.3,
+    cfg = {"study": {"name": "s", "dataset": "d", "reranker": "m", "reranker_kind": "run"}}
+    manifest = {"model_identity": "m run:reranker/dev.trec", "model_weights_sha256": "ab" * 32}
+    row = cross_table.cross_study_row(cfg, summary, {"ok": True}, "dev", manifest)
+    assert row == {"study": "s", "dataset": "d", "reranker_kind": "run",
+                   "reranker": "m run:reranker/dev.trec",
+                   "reranker_sha256": "ab" * 32, "scorer": "pinned", "run": "dev", "n_queries": 7,
+                   "n_groups": 5, "rrf_mean": 0.1, "ce_mean": 0.2, "blend_mean": 0.3,
                    "primary": "blend-ce (ndcg@10)", "primary_delta": 0.1, "primary_grouped_lo": -0.05,
                    "primary_grouped_hi": 0.25, "audit": "PASSED"}
-    assert tuple(row) == studies.CROSS_STUDY_COLUMNS
+    assert tuple(row) == cross_table.CROSS_STUDY_COLUMNS
 
 
 def test_a_study_file_the_audit_cannot_read_stops_at_start(tmp_path):

@@ -144,7 +144,8 @@ def read_user_run(path) -> dict[str, list[tuple[str, str]]]:
         except ValueError:
             finite = False
         if not finite:
-            raise MalformedInputError(path, i, f"score {score!r} is not a finite number")
+            raise MalformedInputError(path, i,
+                                      f"query {qid}, document {doc}: score {score!r} is not a finite number")
         if (qid, doc) in seen:
             raise MalformedInputError(path, i, f"document {doc} appears twice for query {qid}")
         seen.add((qid, doc))

@@ -104,9 +104,9 @@ def _extract(archive: Path, top: str, names: list[str], dest: Path) -> None:
                 shutil.copyfileobj(src, out)
 
 
-def _check_parsed(dest: Path, qrels_names: list[str], top: str, archive: Path) -> dict[str, dict]:
-    """Parse every file with the strict readers; every judged query id must be in queries.jsonl."""
-    beir.read_corpus(dest / CORPUS)
+def judged_tables(dest: Path, qrels_names: list[str], where: str) -> dict[str, dict]:
+    """Parse queries.jsonl and the qrels files with the strict readers; every judged query id must be in
+    queries.jsonl (``where``: how a message names the files' origin, e.g. ``scifact/… in scifact.zip``)."""
     queries = beir.read_queries(dest / QUERIES)
     tables = {}
     for name in qrels_names:
@@ -114,10 +114,17 @@ def _check_parsed(dest: Path, qrels_names: list[str], top: str, archive: Path) -
         missing = sorted(set(tables[name]) - set(queries))
         if missing:
             raise PipelineError(
-                f"INCONSISTENT DATA: {top}/{name} in {archive} judges {len(missing)} query id(s) absent from "
-                f"{top}/{QUERIES}, e.g. {missing[:5]}. Nothing was pinned. Use another split, or record the "
-                "discrepancy and pin a corrected copy knowingly.")
+                f"INCONSISTENT DATA: {where.format(name)} judges {len(missing)} query id(s) absent from "
+                f"{where.format(QUERIES)}, e.g. {missing[:5]}.\n  expected: every judged query id in "
+                f"{QUERIES}\n  found: {missing[:10]} absent\n  fix: use another split, or record the "
+                "discrepancy and pin a corrected copy knowingly. Nothing was pinned.")
     return tables
+
+
+def _check_parsed(dest: Path, qrels_names: list[str], top: str, archive: Path) -> dict[str, dict]:
+    """Parse every file with the strict readers; every judged query id must be in queries.jsonl."""
+    beir.read_corpus(dest / CORPUS)
+    return judged_tables(dest, qrels_names, f"{top}/{{}} in {archive}")
 
 
 def _count_lines(path: Path) -> int:
@@ -198,12 +205,7 @@ def pin_first_acquisition(entry: dict, pins_path, *, dev_qrels: str, confirm_qre
         qrels_names = [n for n in (dev, confirm) if n]
         _extract(archive, top, [CORPUS, QUERIES] + qrels_names, Path(tmp) / "x")
         tables = _check_parsed(Path(tmp) / "x", qrels_names, top, archive)
-        if single:
-            files = _files_block(Path(tmp) / "x", dev, None, tables)
-            files[dev]["role"] = "qrels_source"  # never published: only its drawn parts are
-            files.update(drawn_parts(dev, tables[dev], split["seed"], split["confirm_size"], Path(tmp) / "x"))
-        else:
-            files = _files_block(Path(tmp) / "x", dev, confirm, tables)
+        files = _files_of(Path(tmp) / "x", dev, confirm, split if single else None, tables)
         pins = {"_comment": _comment(name, source), "dataset": name, "files": files,
                 "zip": dict(zip_block, top_folder=top, url=entry["url"])}
         if before_write is not None:
@@ -214,11 +216,86 @@ def pin_first_acquisition(entry: dict, pins_path, *, dev_qrels: str, confirm_qre
     return pins
 
 
+def _files_of(dest: Path, dev: str, confirm: str | None, split: dict | None, tables: dict) -> dict:
+    """The pins' files block: every file's size, lines and sha256, qrels content hashes, roles; ONE qrels file
+    (``split`` given): its two drawn parts, the source itself only as ``qrels_source``."""
+    if split is None:
+        return _files_block(dest, dev, confirm, tables)
+    files = _files_block(dest, dev, None, tables)
+    files[dev]["role"] = "qrels_source"  # never published: only its drawn parts are
+    files.update(drawn_parts(dev, tables[dev], split["seed"], split["confirm_size"], dest))
+    return files
+
+
+# ------------------------------------------------------------------ a local folder outside the catalogue --
+def local_members(dev_qrels: str, confirm_qrels: str | None) -> list[str]:
+    """The files repin=data reads from a ``data_dir`` folder (split names -> qrels/<split>.tsv)."""
+    qrels = [_qrels_member(dev_qrels)] + ([_qrels_member(confirm_qrels)]
+                                          if confirm_qrels and confirm_qrels != dev_qrels else [])
+    return [CORPUS, QUERIES] + qrels
+
+
+def check_local_folder(folder, pins_path, dev_qrels: str, confirm_qrels: str | None,
+                       split: dict | None) -> dict:
+    """A ``data_dir`` folder can be pinned: no pins yet, every file present, every judged query in
+    queries.jsonl (cheap enough for the parse-time check: the corpus is parsed by the job). Returns the parsed
+    qrels tables."""
+    folder, pins_path = Path(folder), Path(pins_path)
+    if pins_path.exists():
+        raise PipelineError(f"ALREADY PINNED: {pins_path} exists, so the data is already pinned.\n  "
+                            "expected: no pins (repin=data writes them once)\n  found: the file\n  fix: keep "
+                            "them (drop repin=data), or delete the file knowingly, in its own commit, to "
+                            "re-pin. Nothing was read or written.")
+    if confirm_qrels == dev_qrels and split is None:
+        raise ConfigError(f"dev_qrels and confirm_qrels are both {dev_qrels!r}: give the draw's seed and "
+                          "size.")
+    names = local_members(dev_qrels, confirm_qrels)
+    missing = [n for n in names if not (folder / n).is_file()]
+    if missing:
+        have = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())[:20]
+        raise MissingInputError(f"MISSING FILE in data_dir {folder}: {', '.join(missing)}\n  expected: "
+                                f"{', '.join(names)} (BEIR layout)\n  found: "
+                                f"{have or 'an empty or absent folder'}\n  fix: give the folder of the "
+                                "dataset in BEIR layout, or name the qrels files it holds in study.qrels_dev "
+                                "/ study.qrels_confirm. Nothing was written.")
+    return judged_tables(folder, names[2:], f"{{}} of {folder}")
+
+
+def pin_local_dataset(folder, name: str, pins_path, *, dev_qrels: str, confirm_qrels: str | None,
+                      split: dict | None = None, before_write=None) -> dict:
+    """The first pins of a dataset outside the catalogue, from a local BEIR-layout ``folder`` (copied into a
+    temporary folder, parsed strictly, hashed; no archive is pinned: the folder serves later runs as their
+    data_mirror). ``before_write`` as for ``pin_first_acquisition``. Returns the dict written to
+    ``pins_path``."""
+    folder = Path(folder)
+    single = split is not None and confirm_qrels == dev_qrels
+    check_local_folder(folder, pins_path, dev_qrels, confirm_qrels, split if single else None)
+    names = local_members(dev_qrels, confirm_qrels)
+    dev, confirm = names[2], (names[3] if len(names) > 3 else None)
+    with tempfile.TemporaryDirectory(prefix=f"pin-{name}-") as tmp:
+        dest = Path(tmp) / "x"
+        for member in names:
+            (dest / member).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(folder / member, dest / member)
+        beir.read_corpus(dest / CORPUS)
+        tables = judged_tables(dest, names[2:], f"{{}} of {folder}")
+        files = _files_of(dest, dev, confirm, split if single else None, tables)
+        pins = {"_comment": _comment(name, f"the local folder {folder} (not in the catalogue: no archive)"),
+                "dataset": name, "files": files}
+        if before_write is not None:
+            before_write(pins, dest)
+    if Path(pins_path).exists():
+        raise PipelineError(f"ALREADY PINNED: {pins_path} appeared while pinning; nothing was written.")
+    write_json(pins_path, pins)
+    return pins
+
+
 def _comment(name: str, source: str) -> str:
     today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
-    return (f"BEIR {name} pins, written by the first verified acquisition on {today} (UTC) from {source}: "
-            "zip size and md5 matched the catalogue entry (lockfiles/datasets/beir.json) before the zip was "
-            "opened; zip sha256 recorded then. Files are hashed as extracted bytes (no newline "
-            "normalisation) and were parsed with the strict readers; every qrels query id is in "
-            "queries.jsonl. content_sha256 = sha256 of the sorted 'qid\\tdocid\\tscore\\n' rows "
-            "(order-independent).")
+    local = "no archive" in source
+    archive = "" if local else ("zip size and md5 matched the catalogue entry (lockfiles/datasets/beir.json) "
+                                "before the zip was opened; zip sha256 recorded then. ")
+    return (f"{'' if local else 'BEIR '}{name} pins, written by the first verified acquisition on {today} "
+            f"(UTC) from {source}: {archive}Files are hashed as read (no newline normalisation) and were "
+            "parsed with the strict readers; every qrels query id is in queries.jsonl. content_sha256 = "
+            "sha256 of the sorted 'qid\\tdocid\\tscore\\n' rows (order-independent).")

@@ -10,7 +10,7 @@ import copy
 from pathlib import Path
 
 from .errors import ConfigError
-from .names import STAND_IN
+from .names import CROSS_ENCODER, STAND_IN
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 SCHEMA_PATH = PACKAGE_DIR.parent / "schemas" / "config.schema.yaml"
@@ -175,11 +175,14 @@ def run_settings(cfg: dict, confirmation: bool = False) -> dict:
     frozen into the confirmation protocol, and compared by the audit with its anchor."""
     n_queries, depth = run_shape(cfg, confirmation)
     b = cfg["bootstrap"]
+    # a cross-encoder's input length (a run-file reranker has none: nothing is tokenised here)
+    scoring = ({"max_length": cfg["ce"]["max_length"]} if cfg["study"]["reranker_kind"] == CROSS_ENCODER
+               else {})
     return {"study": cfg["study"], "n_queries": n_queries, "depth": depth, "blend_k": cfg["blend"]["k"],
             "metrics": cfg["metrics"],
             "bootstrap_B": b["B"], "bootstrap_seed": b["confirm_seed"] if confirmation else b["seed"],
             "percentiles": b["percentiles"], "threshold": cfg["threshold"], "comparisons": cfg["comparisons"],
-            "max_length": cfg["ce"]["max_length"], "evalstats": cfg["evalstats"],
+            **scoring, "evalstats": cfg["evalstats"],
             "verify_batches": None if confirmation else cfg["verify"]["batches"],
             "verify_seed": cfg["verify"]["seed"], "calibration": calibration_settings(cfg, confirmation)}
 

@@ -30,10 +30,17 @@ def shell_overrides(resource_settings) -> list[str]:
 
 
 def check_invocation(cfg: dict, repin: set, confirm: bool) -> None:
-    """The switches fit together: repin=data alone; an opening analyses the whole confirmation set."""
+    """The switches fit together: repin=data, repin=model and repin=reranker_run each alone; an opening
+    analyses the whole confirmation set."""
     if "data" in repin and repin != {"data"}:
         raise ConfigError(f"repin={cfg['repin']}: pin the data ALONE first (repin=data), commit it, then "
                           "re-pin the splits / candidates that are drawn from it in a second invocation.")
+    for alone, what in (("model", "the reranker's model files"),
+                        ("reranker_run", "the reranker's development run")):
+        if alone in repin and repin != {alone}:
+            raise ConfigError(f"repin={cfg['repin']}: repin={alone} pins {what} ALONE (an invocation of its "
+                              "own; data first; then splits, candidates, and the model or a run-file "
+                              "reranker's reranker_run).")
     if confirm and cfg["smoke"]:
         raise ConfigError("a confirmation opening analyses the whole confirmation set: drop smoke=true")
 
@@ -50,22 +57,23 @@ def check_committed_inputs(lockdir, repin: set) -> None:
     """The committed, pinned inputs are present before any job runs (unless this invocation re-pins them: data
     -> splits -> candidates, in that order)."""
     lock = Path(lockdir)
-    if "data" not in repin and "splits" not in repin:
+    if not repin & {"data", "model", "splits"}:
         for name in (layout.SPLIT_DEV, layout.SPLIT_CONFIRM):
             _require(lock / name, "QUERY SPLIT LIST", "splits", lockdir)
-    if not repin:
+    if not repin or repin == {"reranker_run"}:  # a reranker's run is checked against the frozen candidates
         _require(lock / layout.CANDIDATES, "FROZEN CANDIDATE TABLE", "candidates", lockdir)
         _require(lock / layout.DERIVED_PINS, "DERIVED PINS", "splits,candidates", lockdir)
 
 
 def development_inputs(cfg: dict) -> tuple:
-    """What a development side reads besides its lock folder: the verified data folder (else the mirror) and a
-    user's TREC run ({path: its query ids})."""
+    """What a development side reads besides its lock folder: the verified data folder (else the mirror) and
+    the user's TREC runs ({path: its query ids}): a first-stage run, a reranker's run (given, or pinned)."""
     from .trec import run_lines
 
     folder = Path(cfg["resources"]) / "data" / cfg["study"]["dataset"]
     data_dir = folder if (folder / "queries.jsonl").is_file() else (cfg["data_mirror"] or None)
     runs = {}
-    if cfg["trec_run"] and Path(cfg["trec_run"]).is_file():
-        runs[cfg["trec_run"]] = {fields[0] for _, fields in run_lines(cfg["trec_run"])}
+    for path in (cfg["trec_run"], cfg["run_file"], str(Path(cfg["lockdir"]) / layout.RERANKER_DEV_RUN)):
+        if path and Path(path).is_file():
+            runs[path] = {fields[0] for _, fields in run_lines(path)}
     return data_dir, runs

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .names import CROSS_ENCODER, RERANKER_KINDS
+
 # ------------------------------------------------------------------------------------- a lock folder --
 DATA_PINS = "data_pins.json"          # the dataset: archive, every file's sha256, qrels content hashes, roles
 MODEL_PINS = "model_pins.json"        # the reranker (and the bi-encoder of the candidate generator)
@@ -16,6 +18,9 @@ SPLIT_DEV = "splits/dev.txt"
 SPLIT_CONFIRM = "splits/confirm.txt"
 CANDIDATES = "candidates/candidates.tsv"  # the frozen candidate table every run reads
 TREC_RUN = "candidates/run.trec"          # a TREC-run study's own run (byte copy), the source of its table
+RERANKER_DEV_RUN = "reranker/dev.trec"    # a run-file reranker's development run (byte copy, pinned)
+# its confirmation run, blind-submitted at freeze (protocol pin)
+RERANKER_CONFIRM_RUN = "reranker/confirm.trec"
 # the retrievers' ranked lists behind the frozen RRF table (provenance)
 FROZEN_BM25 = "candidates/bm25.tsv.gz"
 FROZEN_DENSE = "candidates/dense.tsv.gz"
@@ -65,7 +70,14 @@ RUN_ARTEFACTS = (
     Artefact("scoring_measurements", "measurements/scoring.json", "measurements", False),
     Artefact("verification_measurements", "measurements/verification.json", "measurements", False),
     Artefact("report_measurements", "measurements/report.json", "measurements", False),
+    Artefact("reranker_scores", "reranker_scores.tsv", "reranker_scores", True),
+    Artefact("reranker_run", "reranker_run.json", "reranker_run", True),
 )
+# what depends on the reranker's kind (study.reranker_kind): a cross-encoder's scoring artefacts, or the
+# scores a run-file reranker's pinned run gives the analysed candidates and the record of that run
+CROSS_ENCODER_ONLY = frozenset({"pairs", "shape_check", "verification", "scoring_measurements",
+                                "verification_measurements"})
+RUN_FILE_ONLY = frozenset({"reranker_scores", "reranker_run"})
 
 # the run's other files: not in the manifest (the manifest and the audit themselves, conveniences, an
 # opening's records, the reproduction check)
@@ -92,9 +104,17 @@ def run_paths(rundir: str) -> dict[str, str]:
             **{k: f"{rundir}/{p}" for k, p in RUN_FILES.items()}}
 
 
-def manifest_keys(qrels_key: str) -> list[str]:
+def run_artefacts(reranker_kind: str = CROSS_ENCODER) -> tuple[Artefact, ...]:
+    """The run artefacts of a study whose reranker is of ``reranker_kind`` (``cross-encoder`` or ``run``)."""
+    if reranker_kind not in RERANKER_KINDS:
+        raise ValueError(f"unknown reranker kind {reranker_kind!r}; known: {RERANKER_KINDS}")
+    left_out = RUN_FILE_ONLY if reranker_kind == CROSS_ENCODER else CROSS_ENCODER_ONLY
+    return tuple(a for a in RUN_ARTEFACTS if a.key not in left_out)
+
+
+def manifest_keys(qrels_key: str, reranker_kind: str = CROSS_ENCODER) -> list[str]:
     """Every artefact key of a run's manifest, inputs first; ``qrels_key`` is qrels_dev or qrels_confirm."""
-    return [k for k, _ in INPUTS] + [qrels_key] + [a.key for a in RUN_ARTEFACTS]
+    return [k for k, _ in INPUTS] + [qrels_key] + [a.key for a in run_artefacts(reranker_kind)]
 
 
 def role_of(key: str) -> tuple[str, str]:

@@ -3,7 +3,8 @@
 * methods: the three rankings every run evaluates;
 * measures: a metric is one object (name + cut-off), parsed and printed in one place, as
   ir_measures does (``Measure.parse("ndcg@10")``, ``str(m) == "ndcg@10"``);
-* scorers: the config value of each scorer kind and the label its artefacts carry.
+* scorers: the config value of each scorer kind and the label its artefacts carry;
+* reranker kinds: what ``study.reranker_kind`` names as the reranker (the CE side of every study).
 """
 
 from __future__ import annotations
@@ -21,6 +22,11 @@ PINNED = "pinned"         # config value: the pinned cross-encoder
 STAND_IN = "stand-in"     # config value: the stand-in (explicit choice only)
 STANDIN_LABEL = "STAND-IN"  # the label every stand-in artefact carries
 SCORERS = (PINNED, STAND_IN)
+
+# ------------------------------------------------------------------------ reranker kinds --
+CROSS_ENCODER = "cross-encoder"  # a pinned Hugging Face sequence classifier, scored by this pipeline
+RUN_FILE = "run"                 # a pinned TREC run of the frozen candidates, made by any system
+RERANKER_KINDS = (CROSS_ENCODER, RUN_FILE)
 
 
 def scorer_label(scorer: str) -> str:

@@ -276,9 +276,41 @@ PUBLISHED = {"BM25 (bm25s) top-100": ("BEIR paper, Anserini BM25", 0.665),
              "dense all-MiniLM-L6-v2 top-100": ("MTEB leaderboard, all-MiniLM-L6-v2", 0.6451)}
 
 
-def opened_section(opening: Mapping, started: Mapping, scoring: Mapping) -> list[str]:
+def fresh_scores_line(scoring: Mapping) -> str:
+    """An opening's cross-encoder scores: inferred fresh (the scoring record's counts)."""
+    return (f"- Scores inferred fresh for this opening: {scoring.get('pairs_inferred')} of "
+            f"{scoring.get('pairs')} pairs (the score cache was not read: fresh_inference "
+            f"{scoring.get('fresh_inference')}); {scoring.get('cache_entries_verified')} cached batches were "
+            "re-inferred and found byte-identical.")
+
+
+def run_file_scores_line(record: Mapping) -> str:
+    """An opening's run-file reranker scores: read from the run submitted when the protocol was frozen."""
+    return (f"- Scores read from the run file `{record['file']}`, sha256 `{record['sha256']}`: "
+            "blind-submitted and pinned in the protocol when it was frozen, before any opening "
+            f"({record['pairs']} scores of {record['queries']} queries; nothing was inferred).")
+
+
+def reranker_run_section(record: Mapping) -> str:
+    """A run-file reranker: what it is (the pinned file, its sha256), how it is read, and the queries it ties
+    whole (a warning: those are ranked by document id)."""
+    from .reranker_run import TIE_WARNING
+
+    tied = record["all_tied_queries"]
+    return "\n".join([
+        "## The reranker: a pinned run file", "",
+        f"- `{record['identity']}`, sha256 `{record['sha256']}`: {record['pairs']} scores of "
+        f"{record['queries']} queries, read in the order {record['tie_rule']}. No model was loaded, nothing "
+        "was inferred.",
+        f"- **WARNING: {len(tied)} quer{'y' if len(tied) == 1 else 'ies'} ({', '.join(tied)}): "
+        f"{TIE_WARNING}.**" if tied
+        else "- No query has one score for all its candidates."]) + "\n"
+
+
+def opened_section(opening: Mapping, started: Mapping, scores_line: str) -> list[str]:
     """What was opened (the sealed file, its pinned hash, the data URL), when (the ledger's 'started'
-    line, written before the judgements were copied), the protocol, earlier openings, fresh scoring."""
+    line, written before the judgements were copied), the protocol, earlier openings, where the scores came
+    from."""
     import json
 
     e = started["entry"]
@@ -294,14 +326,11 @@ def opened_section(opening: Mapping, started: Mapping, scoring: Mapping) -> list
             "```json", json.dumps(e, sort_keys=True, ensure_ascii=True), "```", "",
             f"- Earlier openings of this protocol: completed {opening['completed'] or 'none'}; started and "
             f"never completed: {unfinished or 'none'}.",
-            f"- Scores inferred fresh for this opening: {scoring.get('pairs_inferred')} of "
-            f"{scoring.get('pairs')} pairs (the score cache was not read: fresh_inference "
-            f"{scoring.get('fresh_inference')}); {scoring.get('cache_entries_verified')} cached batches were "
-            "re-inferred and found byte-identical.", ""]
+            scores_line, ""]
 
 
 def confirmation_section(summary: Mapping, opening: Mapping, retrievers: Mapping[str, float],
-                         started: Mapping, scoring: Mapping) -> str:
+                         started: Mapping, scores_line: str) -> str:
     """What was opened and when, the decision under the frozen protocol, whatever the outcome, and the
     retrievers for context."""
     prim = summary["comparisons"][summary["primary"]]
@@ -310,7 +339,7 @@ def confirmation_section(summary: Mapping, opening: Mapping, retrievers: Mapping
     if opening["labels"]:
         out += [f"> **{' / '.join(opening['labels'])}** — this opening was let through by test-only "
                 "switches; it is not a confirmation result.", ""]
-    out += opened_section(opening, started, scoring)
+    out += opened_section(opening, started, scores_line)
     out += ["## Decision under the frozen protocol", "",
             f"Protocol sha256 `{opening['protocol_sha256']}`, opening {opening['opening']}. "
             f"Bootstrap seed {summary['bootstrap']['seed']}, B = {summary['bootstrap']['B']}.", "",

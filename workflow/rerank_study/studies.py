@@ -71,7 +71,8 @@ def _load_yaml(path):
 
 
 # relative to the study file's folder
-PATH_KEYS = ("lockdir", "data_mirror", "data_zip", "model_dir", "trec_run")
+PATH_KEYS = ("lockdir", "data_mirror", "data_zip", "data_dir", "model_dir", "hf_cache", "trec_run",
+             "run_file")
 
 
 def _resolve_paths(overrides: dict, folder: Path) -> dict:
@@ -206,38 +207,6 @@ def check_data_pins(cfg: dict, lockdir) -> dict:
     return pins
 
 
-def reranker_outputs(ce_pins: dict) -> int:
-    return int(ce_pins["architecture"]["num_labels"])
-
-
-def check_model_pins(cfg: dict, lockdir) -> dict:
-    """The study's reranker is pinned (repo, revision, every file), with one output logit or a declared
-    index."""
-    st, path = cfg["study"], Path(lockdir) / layout.MODEL_PINS
-    if not path.is_file():
-        _fail(st["name"], path, f"reranker {st['reranker']!r} has no pins in this study's lock folder.",
-              "write <lockdir>/model_pins.json: cross_encoder {repo, revision, files {name: {bytes, "
-              "sha256}}, weights, architecture (from the model's config.json)}.")
-    ce = read_json(path).get("cross_encoder")
-    if not ce or ce.get("repo") != st["reranker"]:
-        _fail(st["name"], path, f"study.reranker is {st['reranker']!r} but the pinned cross-encoder is "
-              f"{(ce or {}).get('repo')!r}.", "name the pinned model in study.reranker, or pin the "
-              "model you mean.")
-    for key in ("revision", "files", "weights", "architecture"):
-        if not ce.get(key):
-            _fail(st["name"], path, f"cross_encoder.{key} is missing.", "pin the model completely (repo, "
-                  "revision, the sha256 of each file, the weights file, the architecture from its "
-                  "config.json).")
-    n_out, idx = reranker_outputs(ce), st["label_index"]
-    if n_out > 1 and idx is None:
-        _fail(st["name"], path, f"the model has {n_out} output logits and study.label_index is not declared.",
-              f"declare which logit is the relevance score: study.label_index: <0..{n_out - 1}>.")
-    if idx is not None and not 0 <= idx < n_out:
-        _fail(st["name"], path, f"study.label_index {idx} is not one of the model's {n_out} outputs.",
-              f"use an index in 0..{n_out - 1} (or null for a one-logit model).")
-    return ce
-
-
 def check_candidate_source(cfg: dict, lockdir, repin: set) -> None:
     """The study's candidates exist where its source says (unless this invocation freezes them)."""
     st = cfg["study"]
@@ -278,18 +247,31 @@ def check_candidate_source(cfg: dict, lockdir, repin: set) -> None:
 
 
 def check_first_acquisition(cfg: dict, lockdir, catalogue_path) -> None:
-    """repin=data pins a dataset ONCE, from the catalogue: refused at start when pins exist or the dataset is
-    not listed."""
+    """repin=data pins a dataset ONCE, from the catalogue or a local ``data_dir`` folder: refused at start
+    when pins exist, the dataset is not listed (no data_dir), or the folder misses a file or judges an unknown
+    query."""
+    from .catalogue import check_local_folder
+
     st, path = cfg["study"], Path(lockdir) / layout.DATA_PINS
     if path.is_file():
         _fail(st["name"], path, f"dataset {st['dataset']!r} is already pinned; repin=data writes "
               "pins only once.",
               "keep the pins (drop repin=data), or delete the file knowingly, in its own commit, to re-pin.")
+    if cfg["data_dir"]:
+        split = {"seed": cfg["splits"]["seed"], "confirm_size": cfg["splits"]["confirm_size"]}
+        dev, confirm = (Path(st[k]).stem for k in ("qrels_dev", "qrels_confirm"))
+        try:
+            check_local_folder(cfg["data_dir"], path, dev, confirm, split if dev == confirm else None)
+        except PipelineError as exc:
+            raise StudyError(f"STUDY {st['name']!r}: repin=data data_dir={cfg['data_dir']}: {exc}") from None
+        return
     known = read_json(catalogue_path).get("datasets", {})
     if st["dataset"] not in known:
         _fail(st["name"], catalogue_path, f"dataset {st['dataset']!r} is not in the catalogue (known: "
-              f"{', '.join(sorted(known))}).", "name a catalogue dataset in study.dataset, or add an entry "
-              "with the archive's URL, size and md5 as its publisher gives them.")
+              f"{', '.join(sorted(known))}).",
+              "name a catalogue dataset in study.dataset, add an entry with the "
+              "archive's URL, size and md5 as its publisher gives them, or pin a local BEIR-layout folder of "
+              "it (repin=data data_dir=FOLDER).")
 
 
 def check_mirror(cfg: dict, pins: dict) -> None:
@@ -307,55 +289,17 @@ def check_mirror(cfg: dict, pins: dict) -> None:
               "does not set one).")
 
 
-def check_scorer(cfg: dict, ce: dict, default_ce: dict | None) -> None:
-    """The STAND-IN has all-MiniLM-L6-v2's shape: a study whose reranker has another shape must score with its
-    pinned model (a command-line scorer=stand-in applies to every study that does not set its own scorer)."""
-    if cfg["scorer"] != "stand-in" or default_ce is None:
-        return
-    mine, minilm = ce["architecture"], default_ce["architecture"]
-    differ = [k for k in ("hidden_size", "num_hidden_layers", "intermediate_size", "num_attention_heads",
-                          "vocab_size")
-              if mine.get(k) != minilm.get(k)]
-    if differ:
-        _fail(cfg["study"]["name"], cfg.get("study_file") or "config/config.yaml", "scorer is stand-in, but "
-              f"the STAND-IN has all-MiniLM-L6-v2's shape and {ce['repo']} differs in {', '.join(differ)}.",
-              "set scorer: pinned (and model_dir: <its files>) in this study's file.")
-
-
 def check_study(cfg: dict, lockdir, repin: set, catalogue_path=None, default_model_pins=None) -> None:
     """Every parse-time check of a study's inputs (before any job runs)."""
     if "data" in repin and catalogue_path is not None:
         check_first_acquisition(cfg, lockdir, catalogue_path)
     if "data" not in repin:
         check_mirror(cfg, check_data_pins(cfg, lockdir))
-    ce = check_model_pins(cfg, lockdir)
-    default = read_json(default_model_pins) if default_model_pins and Path(default_model_pins).is_file() \
-        else None
-    check_scorer(cfg, ce, (default or {}).get("cross_encoder"))
+    from .reranker_checks import check_reranker
+
+    check_reranker(cfg, lockdir, repin, default_model_pins)
     if not repin or "candidates" in repin:  # (splits are re-pinned before any candidates exist)
         check_candidate_source(cfg, lockdir, repin)
-
-
-# ------------------------------------------------------------------------ the cross-study table --
-CROSS_STUDY_COLUMNS = ("study", "dataset", "reranker", "scorer", "run", "n_queries", "n_groups",
-                       "rrf_mean", "ce_mean", "blend_mean", "primary", "primary_delta",
-                       "primary_grouped_lo", "primary_grouped_hi", "audit")
-
-
-def cross_study_row(cfg: dict, summary: dict, audit: dict, run: str) -> dict:
-    """One study's line of the cross-study table, read from its summary.json and audit.json."""
-    primary = summary["primary"]
-    comp = summary["comparisons"][primary]
-    lo, hi = comp["grouped_interval"]
-    methods = summary["methods"]
-    return {"study": cfg["study"]["name"], "dataset": cfg["study"]["dataset"],
-            "reranker": cfg["study"]["reranker"],
-            "scorer": summary["scorer"], "run": run, "n_queries": summary["n_queries"],
-            "n_groups": summary["n_groups"], "rrf_mean": methods["rrf"]["mean"],
-            "ce_mean": methods["ce"]["mean"], "blend_mean": methods["blend"]["mean"],
-            "primary": f"{primary} ({summary['metric']})", "primary_delta": comp["mean"],
-            "primary_grouped_lo": lo, "primary_grouped_hi": hi, "audit": "PASSED" if audit.get("ok") is True
-            else "FAILED"}
 
 
 def invocation_studies(config: dict, command_line: dict, root) -> dict[str, dict]:

@@ -7,11 +7,12 @@ from rerank_study import layout
 from rerank_study.config import candidate_params, run_name, run_settings, run_shape
 from rerank_study.fingerprint import library_sha256
 from rerank_study.layout import manifest_keys
-from rerank_study.names import STAND_IN
+from rerank_study.names import CROSS_ENCODER, RUN_FILE, STAND_IN
 from rerank_study.reference import reference_name
 from rerank_study.seal.method import method_sha256
 
 STUDY = config["study"]  # the dataset, reranker and candidate source of this invocation (rerank_study.studies)
+RERANKER_KIND = STUDY["reranker_kind"]  # a cross-encoder scored here, or a pinned run file (score.smk)
 QRELS_DEV, QRELS_SEALED = _studies.qrels_names(STUDY)  # a one-qrels dataset: its two pinned, drawn parts
 RES = config["resources"]
 OUT = config["results"]
@@ -38,8 +39,9 @@ N_QUERIES, DEPTH = run_shape(config, confirmation=CONFIRM)
 SETTINGS = run_settings(config, confirmation=CONFIRM)  # what the analysis uses: manifest, protocol, audit
 
 DATA_PINS = {"files": {}} if "data" in REPIN else json.loads(Path(f"{LOCK}/{layout.DATA_PINS}").read_text(encoding="utf-8"))
-with open(f"{LOCK}/{layout.MODEL_PINS}", encoding="utf-8") as _fh:
-    MODEL_PINS = json.load(_fh)
+# (none yet while repin=data / repin=model pins a study; a run-file reranker's study needs none)
+MODEL_PINS = json.loads(Path(f"{LOCK}/{layout.MODEL_PINS}").read_text(encoding="utf-8")) \
+    if Path(f"{LOCK}/{layout.MODEL_PINS}").is_file() else {}
 
 # sha256 of the library's source (workflow/rerank_study/*.py): a param of every computing rule, so a
 # change in the science reruns what depends on it (Snakemake tracks only the rule scripts themselves)
@@ -49,7 +51,7 @@ CODE = library_sha256(Path(workflow.basedir))
 METHOD_SHA = method_sha256(Path(workflow.basedir), LOCK, config["study_file"] or None, (OUT, RES))[0]
 
 MODEL_FOLDER = (f"standin-seed{config['standin']['head_seed']}" if config["scorer"] == STAND_IN
-                else f"ce-{MODEL_PINS['cross_encoder']['revision']}")
+                else f"ce-{MODEL_PINS.get('cross_encoder', {}).get('revision', 'unpinned')}")
 
 SHARDS = config["ce"]["shards"]  # scoring jobs: query i of the run's canonical order -> shard i mod SHARDS
 P = {
@@ -85,6 +87,11 @@ P = {
     "freeze_candidates": f"{RES}/freeze/candidates.json",
     "freeze_data": f"{RES}/freeze/data.json",
     "freeze_splits": f"{RES}/freeze/splits.json",
+    "freeze_model": f"{RES}/freeze/model.json",
+    "freeze_reranker_run": f"{RES}/freeze/reranker_run.json",
+    # a run-file reranker's pinned runs (study.reranker_kind: run): development, and the frozen confirmation's
+    "reranker_dev_run": f"{LOCK}/{layout.RERANKER_DEV_RUN}",
+    "reranker_confirm_run": f"{LOCK}/{layout.RERANKER_CONFIRM_RUN}",
     # the cross-encoder (pinned or stand-in)
     "model": f"{RES}/models/{MODEL_FOLDER}/MODEL.json",
     "score_cache": f"{RES}/cache/ce_scores",
@@ -95,12 +102,16 @@ P = {
     **layout.run_paths(RUNDIR),
 }
 SPLIT_LISTS = {"dev": f"{LOCK}/{layout.SPLIT_DEV}", "confirm": f"{LOCK}/{layout.SPLIT_CONFIRM}"}  # committed, pinned
+for _name in REPIN:  # an explicit re-pinning always runs its rule: an earlier invocation's receipt does not count
+    Path(P[f"freeze_{_name}"]).unlink(missing_ok=True)
 # the committed reference this run's shape and scorer compare with (snakemake check_reproduction)
 REFERENCE = None if CONFIRM else f"{LOCK}/reference/{reference_name(config['scorer'], config['smoke'])}"
 # what a run analyses: the development split and qrels, or (confirmation) the sealed ones
 RUN_SPLIT = P["split_confirm"] if CONFIRM else P["split_dev"]
 RUN_QRELS_KEY = "qrels_confirm" if CONFIRM else "qrels_dev"
 RUN_QRELS_PIN = QRELS_SEALED if CONFIRM else QRELS_DEV
+# the reranker's scores of the run's candidates: a cross-encoder's pairs.tsv, or a run file's reranker_scores.tsv
+SCORES = P["pairs"] if RERANKER_KIND == CROSS_ENCODER else P["reranker_scores"]
 
 
 def LOCK_OF(wildcards, input):

@@ -39,7 +39,8 @@ if CONFIRM:
             audit=P["audit"],
             summary=P["summary"],
             started=P["opening_started"],
-            scoring=P["scoring_measurements"],
+            # how the scores were made: a cross-encoder's scoring record, or a run file's record
+            scoring=P["scoring_measurements"] if RERANKER_KIND == CROSS_ENCODER else P["reranker_run"],
         output:
             P["opening"],
         params:

@@ -84,11 +84,13 @@ rule splits:
 rule freeze_data:
     """Explicit first acquisition (--config repin=data, alone): a BEIR public dataset of the catalogue
     (lockfiles/datasets/beir.json: url, size, md5 as BEIR publishes them) is acquired (data_zip, or the URL),
-    checked by size and md5 before it is opened, parsed strictly, and its pins (zip sha256, every file's
-    sha256, qrels content hashes; study.qrels_confirm marked sealed) written into the study's lock folder
-    (this changes the experiment: commit it). Refuses when the lock folder already pins data."""
+    checked by size and md5 before it is opened; or a local BEIR-layout folder outside the catalogue (data_dir) is
+    read. Either is parsed strictly, and its pins (zip sha256, every file's sha256, qrels content hashes;
+    study.qrels_confirm marked sealed) written into the study's lock folder (this changes the experiment: commit
+    it). Refuses when the lock folder already pins data."""
     input:
-        catalogue=str(Path(workflow.basedir) / config["data"]["catalogue"]) if "data" in REPIN else [],
+        catalogue=str(Path(workflow.basedir) / config["data"]["catalogue"]) if "data" in REPIN and not config["data_dir"]
+        else [],
     output:
         P["freeze_data"],
     params:

@@ -24,7 +24,7 @@ rule evaluate:
         groups=P["groups"],  # the group manifest exists before any score is merged with qrels
         queries=P["run_queries"],
         candidates=P["run_candidates"],
-        pairs=P["pairs"],
+        pairs=SCORES,  # the reranker's scores: a cross-encoder's pairs.tsv, or a run file's reranker_scores.tsv
         qrels=P["run_qrels"],
     output:
         rankings=P["rankings"],
@@ -36,6 +36,7 @@ rule evaluate:
         code=CODE,  # library source hash: a change in the science reruns the rule
         blend_k=SETTINGS["blend_k"],
         metrics=SETTINGS["metrics"],
+        score_column="logit" if RERANKER_KIND == CROSS_ENCODER else "score",
     log:
         log_of("evaluate"),
     benchmark:

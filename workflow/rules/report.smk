@@ -7,14 +7,14 @@ rule report:
         summary=P["summary"],
         calibration=P["calibration"],
         per_query=P["per_query"],
-        pairs=P["pairs"],
-        shape_check=P["shape_check"],
-        scoring=P["scoring_measurements"],
-        model=P["model"],
+        pairs=SCORES,
+        # the reranker: a cross-encoder's scoring record, shape check and model, or a run file's record
+        **({"shape_check": P["shape_check"], "scoring": P["scoring_measurements"], "model": P["model"],
+            "bench_score": bench_of("score")} if RERANKER_KIND == CROSS_ENCODER
+           else {"reranker": P["reranker_run"], "bench_reranker_scores": bench_of("reranker_scores")}),
         data_pins=P["data_pins"],
         derived=P["derived_pins"],
         groups_meta=P["groups_meta"],
-        bench_score=bench_of("score"),
         bench_evaluate=bench_of("evaluate"),
         bench_analyse=bench_of("analyse"),
         # the frozen RRF candidates' retriever lists (a TREC-run study has none: its run is the first stage)
@@ -32,6 +32,7 @@ rule report:
         kind=KIND,
         run=RUN,
         study=STUDY,
+        reranker_kind=RERANKER_KIND,
         opening=({"protocol_sha256": UNSEAL["sha256"], "opening": UNSEAL["opening"], "labels": UNSEAL["labels"],
                   "unfinished": UNSEAL["unfinished"], "completed": [e["opening"] for e in UNSEAL["previous"]]}
                  if CONFIRM else None),
@@ -46,8 +47,8 @@ rule report:
 rule manifest:
     """Every artefact of the run (declared here as an input) with its role, path and sha256."""
     input:
-        **{key: P[key] for key in manifest_keys(RUN_QRELS_KEY)},
-        model=P["model"],
+        **{key: P[key] for key in manifest_keys(RUN_QRELS_KEY, RERANKER_KIND)},
+        model=P["model"] if RERANKER_KIND == CROSS_ENCODER else P["reranker_run"],  # the reranker's identity
         data_pins=P["data_pins"],
     output:
         P["manifest"],
@@ -71,28 +72,31 @@ rule manifest:
 
 
 rule audit:
-    """The independent audit of the finished run (its inputs: everything the manifest lists), then its second stage:
-    the auditor's own re-inference of batches it draws with fresh randomness (audit.reinfer_batches; an opening:
-    every batch) with upstream sentence-transformers, in a child process that needs torch."""
+    """The independent audit of the finished run (its inputs: everything the manifest lists), then (a cross-encoder)
+    its second stage: the auditor's own re-inference of batches it draws with fresh randomness (audit.reinfer_batches;
+    an opening: every batch) with upstream sentence-transformers, in a child process that needs torch."""
     input:
         manifest=P["manifest"],
         data_pins=P["data_pins"],
-        model_pins=P["model_pins"],
+        model_pins=[P["model_pins"]] if RERANKER_KIND == CROSS_ENCODER else [],
         derived=P["derived_pins"],
-        model=P["model"],  # the scorer's folder (MODEL.json and the model files): what the auditor re-infers with
+        # a cross-encoder's folder (MODEL.json and the model files): what the auditor re-infers with; a run-file
+        # reranker has nothing to re-infer (the audit re-derives its scores from the pinned run)
+        model=[P["model"]] if RERANKER_KIND == CROSS_ENCODER else [],
     output:
         P["audit"],
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
         rundir=lambda w, input: os.path.dirname(input.manifest),
         lockdir=lambda w, input: os.path.dirname(input.data_pins),
-        model_dir=lambda w, input: os.path.dirname(input.model),
+        # the second stage: the auditor's own re-inference (audit.reinfer_batches; an opening: every batch)
+        reinfer=lambda w, input: (f"--reinfer {'all' if CONFIRM else config['audit']['reinfer_batches']} --model-dir "
+                                  f"{shlex.quote(os.path.dirname(input.model[0]))}" if input.model else ""),
         python=sys.executable,
         script=str(Path(workflow.basedir) / "scripts" / "audit"),  # a standard-library package: python -I -S <folder>
         study=f"--study {config['study_file']}" if config["study_file"] else "",  # the anchor of another study
         # the config files this invocation gave (snakemake --configfile): the audit merges them over config.yaml
         configfiles=" ".join(f"--configfile {shlex.quote(os.path.abspath(str(c)))}" for c in workflow.overwrite_configfiles),
-        reinfer="all" if CONFIRM else config["audit"]["reinfer_batches"],
     threads: config["ce"]["threads"]  # the re-inference stage's torch threads (speed only)
     log:
         log_of("audit"),
@@ -102,9 +106,8 @@ rule audit:
         # -B and a byte-code folder that cannot exist: the audit is compiled from its source (a .pyc beside it is never
         # read) and writes no cache into the checkout; its re-inference child runs with the same python (-I -B)
         "{params.python} -I -S -B -X pycache_prefix=/dev/null/pycache {params.script} {params.rundir} "
-        "--lockdir {params.lockdir} {params.study} {params.configfiles} --reinfer {params.reinfer} "
-        "--model-dir {params.model_dir} --reinfer-python {params.python} --reinfer-threads {threads} "
-        "--out {output} > {log} 2>&1"
+        "--lockdir {params.lockdir} {params.study} {params.configfiles} {params.reinfer} "
+        "--reinfer-python {params.python} --reinfer-threads {threads} --out {output} > {log} 2>&1"
 
 
 rule check_reproduction:
@@ -132,7 +135,7 @@ rule parquet:
     """Parquet copies of pairs.tsv and per_query.tsv (pandas; ids kept as strings, floats read back exactly).
     Conveniences only: the TSVs are the audited artefacts."""
     input:
-        pairs=P["pairs"],
+        pairs=SCORES,  # (a run-file reranker: its reranker_scores.tsv)
         per_query=P["per_query"],
     output:
         pairs=P["pairs_parquet"],

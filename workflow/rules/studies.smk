@@ -14,7 +14,8 @@ if config["repin"]:
                         f"{len(STUDY_CONFIGS)}. Fix: --config studies=[<the study>] repin={config['repin']}.")
 
 
-include: str(_studies.modules_file(STUDY_CONFIGS, Path(config["resources"]) / "studies"))
+# (an absolute path: Snakemake resolves a relative include against this file's folder, not the working directory)
+include: str(_studies.modules_file(STUDY_CONFIGS, Path(config["resources"]).resolve() / "studies"))
 
 
 STUDY_RUNS = {s: f"{c['results']}/{_run_name(c)}" for s, c in STUDY_CONFIGS.items()}  # study name -> its run folder
@@ -23,10 +24,11 @@ CROSS = f"{config['results']}/cross-study/{'+'.join(STUDY_CONFIGS)}/cross_study"
 
 rule cross_study:
     """One row per study: the three method means, the primary delta with its grouped interval, n queries,
-    n groups, the audit verdict (each study's run must have passed its audit)."""
+    n groups, the reranker (kind, identity, sha256), the audit verdict (each study's run must have passed its audit)."""
     input:
         summaries=[f"{r}/summary.json" for r in STUDY_RUNS.values()],
         audits=[f"{r}/audit.json" for r in STUDY_RUNS.values()],
+        manifests=[f"{r}/manifest.json" for r in STUDY_RUNS.values()],  # what each reranker is (identity, sha256)
     output:
         tsv=f"{CROSS}.tsv",
         parquet=f"{CROSS}.parquet",

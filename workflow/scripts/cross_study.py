@@ -2,23 +2,23 @@
 
 Every study's run must have passed its audit: a failed one stops the table, naming the study and its audit."""
 
+from rerank_study.cross_table import CROSS_STUDY_COLUMNS, cross_study_row
 from rerank_study.errors import PipelineError
 from rerank_study.fileio import atomic_path, atomic_write_text, read_json
 from rerank_study.rule import run
-from rerank_study.studies import CROSS_STUDY_COLUMNS, cross_study_row
 
 
 def main(sm):
     import pandas as pd
 
     rows = []
-    for cfg, run_name, summary, audit in zip(sm.params.studies, sm.params.runs, sm.input.summaries,
-                                             sm.input.audits):
+    for cfg, run_name, summary, audit, manifest in zip(sm.params.studies, sm.params.runs, sm.input.summaries,
+                                                       sm.input.audits, sm.input.manifests):
         verdict = read_json(audit)
         if verdict.get("ok") is not True:
             raise PipelineError(f"STUDY {cfg['study']['name']!r}: its audit {audit} did not pass "
                                 f"(failed: {verdict.get('failed_checks')}); no cross-study table is written.")
-        rows.append(cross_study_row(cfg, read_json(summary), verdict, run_name))
+        rows.append(cross_study_row(cfg, read_json(summary), verdict, run_name, read_json(manifest)))
     table = pd.DataFrame(rows, columns=list(CROSS_STUDY_COLUMNS))
     with atomic_path(sm.output.tsv) as tmp:
         table.to_csv(tmp, sep="\t", index=False, lineterminator="\n")  # floats as repr: shortest exact text

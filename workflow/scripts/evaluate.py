@@ -1,4 +1,7 @@
-"""Rule evaluate: CE ranks, the blend, three TREC runs and the per-query metric table."""
+"""Rule evaluate: CE ranks, the blend, three TREC runs and the per-query metric table. The CE side is the
+study's reranker: a cross-encoder's logits (pairs.tsv) or a run file's scores (reranker_scores.tsv), ranked
+alike (score descending, ties by document id string descending); rankings.tsv keeps them in its ``logit``
+column."""
 
 from rerank_study import beir, candidates, metrics, names, splits, trec
 from rerank_study.errors import PipelineError
@@ -9,13 +12,13 @@ from rerank_study.rule import run
 RANKING_HEADER = ("qid", "doc_id", "r0", "logit", "r1", "blend_score", "blend_rank")
 
 
-def read_logits(path) -> dict[str, dict[str, float]]:
+def read_logits(path, column: str = "logit") -> dict[str, dict[str, float]]:
     logits: dict[str, dict[str, float]] = {}
     for i, row in enumerate(read_tsv(path), start=2):
         q = logits.setdefault(row["qid"], {})
         if row["doc_id"] in q:
             raise PipelineError(f"{path} line {i}: duplicate pair ({row['qid']}, {row['doc_id']})")
-        q[row["doc_id"]] = float(row["logit"])
+        q[row["doc_id"]] = float(row[column])
     return logits
 
 
@@ -23,7 +26,7 @@ def main(sm):
     qids = splits.read_split(sm.input.queries)
     cands = candidates.read_candidates(sm.input.candidates)
     qrels = beir.read_qrels(sm.input.qrels)
-    logits = read_logits(sm.input.pairs)
+    logits = read_logits(sm.input.pairs, sm.params.score_column)
     if list(cands) != qids or set(logits) != set(qids):
         raise PipelineError("pairs / candidates / analysed queries disagree on the query set")
     m = sm.params.metrics

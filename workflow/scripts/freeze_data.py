@@ -1,6 +1,7 @@
-"""Rule freeze_data (only with --config repin=data): the first verified acquisition of a catalogue dataset
-writes <lockdir>/data_pins.json (rerank_study.catalogue). This changes the experiment: commit the lock
-folder."""
+"""Rule freeze_data (only with --config repin=data): the first verified acquisition of a catalogue dataset, or
+of a local BEIR-layout folder outside it (data_dir), writes <lockdir>/data_pins.json (rerank_study.catalogue)
+and the lock folder's sealed-set record, both checked against the seal registry first. This changes the
+experiment: commit the lock folder."""
 
 import logging
 from pathlib import Path
@@ -43,23 +44,31 @@ def seal_check(sm, records: dict):
     return check
 
 
+def pin(sm, records: dict) -> dict:
+    """The pins of a local data_dir folder (a dataset outside the catalogue), or of the catalogue's
+    archive."""
+    kw = dict(dev_qrels=split_of(sm.params.dev), confirm_qrels=split_of(sm.params.confirm),
+              split=sm.params.split if sm.params.dev == sm.params.confirm else None,
+              before_write=seal_check(sm, records))
+    if sm.config["data_dir"]:
+        return catalogue.pin_local_dataset(sm.config["data_dir"], sm.params.dataset, sm.params.pins, **kw)
+    entry = catalogue.load_entry(sm.input.catalogue, sm.params.dataset)
+    return catalogue.pin_first_acquisition(entry, sm.params.pins, zip_path=sm.config["data_zip"] or None,
+                                           timeout=sm.config["data"]["download_timeout_s"], **kw)
+
+
 def main(sm):
     if not sm.params.allowed:
         raise PipelineError("freeze_data pins a dataset (an input of the experiment). Ask for it explicitly: "
-                            "snakemake --config repin=data [data_zip=/path/to/<dataset>.zip]")
-    entry = catalogue.load_entry(sm.input.catalogue, sm.params.dataset)
+                            "snakemake --config repin=data [data_zip=/path/to/<dataset>.zip | "
+                            "data_dir=<folder>]")
     records = {}
-    pinned = catalogue.pin_first_acquisition(entry, sm.params.pins, dev_qrels=split_of(sm.params.dev),
-                                             confirm_qrels=split_of(sm.params.confirm),
-                                             zip_path=sm.config["data_zip"] or None,
-                                             split=sm.params.split if sm.params.dev == sm.params.confirm
-                                             else None,
-                                             timeout=sm.config["data"]["download_timeout_s"],
-                                             before_write=seal_check(sm, records))
+    pinned = pin(sm, records)
     pins.set_pin(sm.params.lockdir, "sealed_set", records["sealed_set"])
     write_json(sm.output[0], {"pinned": pinned, "pins_file": str(sm.params.pins)})
-    log.warning("PINNED dataset %s into %s (zip sha256 %s): commit it", sm.params.dataset, sm.params.pins,
-                pinned["zip"]["sha256"])
+    log.warning("PINNED dataset %s into %s (%s): commit it", sm.params.dataset, sm.params.pins,
+                f"zip sha256 {pinned['zip']['sha256']}" if "zip" in pinned else "from "
+                                                                                f"{sm.config['data_dir']}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ log = logging.getLogger("pinned_model")
 def main(sm):
     ce = read_json(sm.input.model_pins)["cross_encoder"]
     dest = Path(sm.output[0]).parent
-    meta = models.resolve_pinned_cross_encoder(ce, dest, model_dir=sm.config["model_dir"])
+    meta = models.resolve_pinned_cross_encoder(ce, dest, model_dir=sm.config["model_dir"],
+                                               hf_cache_dir=sm.config["hf_cache"] or None)
     models.check_architecture(ce, dest, ce["repo"])  # the pinned facts are the verified config.json's
     if sm.params.label_index is not None:
         meta = models.with_label_index(meta, sm.params.label_index)

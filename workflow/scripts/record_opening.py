@@ -14,6 +14,15 @@ from rerank_study.seal.locations import LEDGER
 log = logging.getLogger("confirm")
 
 
+def scoring_entry(scoring: dict) -> dict:
+    """How the opening's scores were made: a cross-encoder's fresh inference counts, or (a run-file
+    reranker's record) the frozen run file that was read, nothing inferred."""
+    if "identity" in scoring:
+        return {k: scoring[k] for k in ("file", "sha256", "pairs", "queries")}
+    return {k: scoring.get(k) for k in ("fresh_inference", "pairs", "pairs_inferred", "pairs_from_cache",
+                                        "cache_entries_verified")}
+
+
 def completed_entry(sm, u: dict, manifest: dict, summary: dict, started: dict, scoring: dict,
                     arte: dict) -> dict:
     """The ledger's 'completed' record of this opening: what ran, on what, and its primary result."""
@@ -40,8 +49,7 @@ def completed_entry(sm, u: dict, manifest: dict, summary: dict, started: dict, s
         "summary_sha256": sha256_file(sm.input.summary),
         "audit_sha256": sha256_file(sm.input.audit),
         "artefacts_sha256": arte,
-        "scoring": {k: scoring.get(k) for k in ("fresh_inference", "pairs", "pairs_inferred",
-                                                "pairs_from_cache", "cache_entries_verified")},
+        "scoring": scoring_entry(scoring),
         "primary": {"comparison": summary["primary"], "mean": prim["mean"],
                     "grouped_interval": prim["grouped_interval"], "query_interval": prim["query_interval"],
                     "reaches_threshold": prim["mean_reaches_threshold"], "threshold": summary["threshold"]},

@@ -71,10 +71,29 @@ def primary_deltas(summary: dict, rows: list[dict]) -> list[float]:
     return [float(r[column(a, metric)]) - float(r[column(b, metric)]) for r in rows]
 
 
-def provenance_rows(sm, data_pins: dict, derived: dict, model: dict, scoring: dict, shapes: dict,
-                    started) -> dict:
+def scorer_rows(model: dict, scoring: dict, shapes: dict) -> dict:
+    """A cross-encoder: its identity and weights, the scoring settings, the shape check."""
+    return {"scorer": model["identity"] + (f" ({names.STANDIN_LABEL})" if models.is_standin(model) else ""),
+            "scorer weights sha256": model["weights_sha256"],
+            "scoring settings": ", ".join(f"{k}={v}" for k, v in scoring["settings"].items()),
+            "shape check (input_ids / last hidden / logits)": f"{shapes['input_ids']} / "
+                                                             f"{shapes['last_hidden_state']} / "
+                                                             f"{shapes['logits']}"}
+
+
+def run_file_rows(record: dict) -> dict:
+    """A run-file reranker: the pinned file, its sha256, the order it is read in, the queries it ties
+    whole."""
+    return {"reranker": record["identity"], "reranker run sha256": record["sha256"],
+            "reranker run order": record["tie_rule"],
+            "reranker: queries with one score for all candidates": ", ".join(record["all_tied_queries"])
+                or "none"}
+
+
+def provenance_rows(sm, data_pins: dict, derived: dict, reranker: dict, started) -> dict:
     """What the run is made of, each with its hash or pin: study, data (a sealed file only when opened),
-    splits, candidates, scorer, settings, shapes, the run's tables, libraries, python, library source."""
+    splits, candidates, the reranker (``reranker``: its rows), the run's tables, libraries, python, library
+    source."""
     confirmation = sm.params.kind == "confirmation"
     return {
         "study": f"{sm.params.study['name']}: dataset {sm.params.study['dataset']}, reranker "
@@ -90,13 +109,8 @@ def provenance_rows(sm, data_pins: dict, derived: dict, model: dict, scoring: di
                               f"{derived['splits']['confirm_size']} confirm",
         "candidates sha256 (frozen pin)": derived["candidates"]["sha256"],
         "candidates params": candidate_params_text(derived["candidates"]),
-        "scorer": model["identity"] + (f" ({names.STANDIN_LABEL})" if models.is_standin(model) else ""),
-        "scorer weights sha256": model["weights_sha256"],
-        "scoring settings": ", ".join(f"{k}={v}" for k, v in scoring["settings"].items()),
-        "shape check (input_ids / last hidden / logits)": f"{shapes['input_ids']} / "
-                                                         f"{shapes['last_hidden_state']} / "
-                                                         f"{shapes['logits']}",
-        "pairs.tsv sha256": sha256_file(sm.input.pairs),
+        **reranker,
+        f"{Path(sm.input.pairs).name} sha256": sha256_file(sm.input.pairs),
         "per_query.tsv sha256": sha256_file(sm.input.per_query),
         "summary.json sha256": sha256_file(sm.input.summary),
         **{f"library {k}": v for k, v in lib_versions().items()},
@@ -105,8 +119,14 @@ def provenance_rows(sm, data_pins: dict, derived: dict, model: dict, scoring: di
     }
 
 
-def measurement_rows(sm, scoring: dict) -> dict:
-    """Measurements of this execution (threads, pair counts, timings, memory, machine): not reproducible."""
+def measurement_rows(sm, scoring: dict | None) -> dict:
+    """Measurements of this execution (threads, pair counts, timings, memory, machine): not reproducible. A
+    run-file reranker (``scoring`` None): the rules' seconds and the machine only (nothing was inferred)."""
+    if scoring is None:
+        return {**{f"rule {k} seconds (snakemake benchmark)": bench(getattr(sm.input,
+                                                                            f"bench_{k}"))["seconds"]
+                   for k in ("reranker_scores", "evaluate", "analyse")},
+                "machine": f"{platform.machine()}, {platform.system()}"}
     return {
         "torch threads (granted by the scheduler; speed only)": scoring["threads"],
         "pairs scored / inferred / from cache": f"{scoring['pairs']} / {scoring['pairs_inferred']} / "
@@ -130,26 +150,35 @@ def figure_links(sm) -> dict:
             "power curve": str(Path(sm.output.power).relative_to(Path(sm.output.report).parent))}
 
 
-def title_and_sections(sm, summary: dict, calibration: dict, started,
-                       scoring: dict) -> tuple[str, list[str]]:
-    """The report's title and extra sections: the evaluation statistics and the calibration; an opening's
-    section first."""
+def title_and_sections(sm, summary: dict, calibration: dict, started, scores_line: str,
+                       record: dict | None) -> tuple[str, list[str]]:
+    """The report's title and extra sections: the evaluation statistics and the calibration; a run-file
+    reranker's section before them; an opening's section first."""
     sections = [report.evalstats_section(summary), report_calibration.calibration_section(calibration)]
+    if record is not None:
+        sections.insert(0, report.reranker_run_section(record))
     title = "Development analysis"
     if sm.params.kind == "confirmation":
         op = sm.params.opening
         title = f"Confirmation analysis — opening {op['opening']} of protocol {op['protocol_sha256'][:12]}"
         context = (retriever_context(*sm.input.retrievers, summary) if sm.input.retrievers
                    else {"the study's own first-stage TREC run (r0)": summary["methods"]["rrf"]["mean"]})
-        sections.insert(0, report.confirmation_section(summary, op, context, started, scoring))
+        sections.insert(0, report.confirmation_section(summary, op, context, started, scores_line))
     return title, sections
+
+
+def reranker_inputs(sm) -> tuple:
+    """(provenance rows, scoring record or None, the opening's scores sentence, run-file record or None)."""
+    if sm.params.reranker_kind == names.RUN_FILE:
+        record = read_json(sm.input.reranker)
+        return run_file_rows(record), None, report.run_file_scores_line(record), record
+    scoring = read_json(sm.input.scoring)
+    rows = scorer_rows(read_json(sm.input.model), scoring, read_json(sm.input.shape_check))
+    return rows, scoring, report.fresh_scores_line(scoring), None
 
 
 def main(sm):
     summary = read_json(sm.input.summary)
-    scoring = read_json(sm.input.scoring)
-    shapes = read_json(sm.input.shape_check)
-    model = read_json(sm.input.model)
     data_pins = read_json(sm.input.data_pins)
     derived = read_json(sm.input.derived)
     rows = read_tsv(sm.input.per_query)
@@ -158,10 +187,11 @@ def main(sm):
     report_calibration.power_plot(calibration, summary.get("scorer"), sm.output.power)
 
     started = read_json(sm.input.started[0]) if sm.params.kind == "confirmation" else None
-    provenance = provenance_rows(sm, data_pins, derived, model, scoring, shapes, started)
+    reranker, scoring, scores_line, record = reranker_inputs(sm)
+    provenance = provenance_rows(sm, data_pins, derived, reranker, started)
     meas = measurement_rows(sm, scoring)
     figures = figure_links(sm)
-    title, sections = title_and_sections(sm, summary, calibration, started, scoring)
+    title, sections = title_and_sections(sm, summary, calibration, started, scores_line, record)
     text = report.render(summary, meas, provenance, extra_sections=sections, figures=figures, title=title,
                          run=sm.params.run)
     write_json(sm.output.measurements, {"_note": "measurements of this execution; not reproducible "

@@ -17,7 +17,13 @@ from . import method as meth
 from .protocol import diff_keys
 
 
-def _pinned_weights(lockdir) -> str:
+def _pinned_weights(lockdir, cfg: dict) -> str:
+    """The reranker's pinned sha256: a cross-encoder's weights, or a run-file reranker's development run."""
+    from ..names import RUN_FILE
+    from ..reranker_run import PIN_NAME
+
+    if cfg["study"]["reranker_kind"] == RUN_FILE:
+        return read_json(Path(lockdir) / layout.DERIVED_PINS)[PIN_NAME]["sha256"]
     ce = read_json(Path(lockdir) / layout.MODEL_PINS)["cross_encoder"]
     return ce["files"][ce["weights"]]["sha256"]
 
@@ -50,12 +56,12 @@ def _shape_problems(mpath: Path, manifest: dict, cfg: dict) -> list[str]:
             "rerun the development analysis with this config"] if changed else []
 
 
-def _scorer_problems(mpath: Path, manifest: dict, lockdir: Path, allow_standin: bool) -> list[str]:
-    scorer, pinned = manifest.get("scorer"), _pinned_weights(lockdir)
+def _scorer_problems(mpath: Path, manifest: dict, lockdir: Path, allow_standin: bool, cfg: dict) -> list[str]:
+    scorer, pinned = manifest.get("scorer"), _pinned_weights(lockdir, cfg)
     if scorer == PINNED:
         if manifest.get("model_weights_sha256") != pinned:
             return [f"{mpath}: model weights sha256 {manifest.get('model_weights_sha256')}, expected the "
-                    f"pinned {pinned} ({lockdir / 'model_pins.json'})"]
+                    f"pinned {pinned} ({lockdir})"]
         return []
     if scorer == STANDIN_LABEL:
         return [] if allow_standin else [
@@ -97,7 +103,7 @@ def evidence_problems(run_dir: Path, manifest: dict, audit: dict, cfg: dict, loc
     method = meth.method_sha256(root, lockdir, cfg.get("study_file") or None,
                                 (cfg["results"], cfg["resources"]))[0]
     problems = (_audit_problems(run_dir, audit) + _shape_problems(mpath, manifest, cfg)
-                + _scorer_problems(mpath, manifest, lockdir, allow_standin))
+                + _scorer_problems(mpath, manifest, lockdir, allow_standin, cfg))
     if manifest.get("method_sha256") != method:
         problems.append(f"{mpath}: made with other code (method sha256 {manifest.get('method_sha256')}; this "
                         f"checkout: {method}); rerun the development analysis with the code being frozen")

@@ -9,8 +9,10 @@ from __future__ import annotations
 import datetime as _dt
 from pathlib import Path
 
+from .. import layout, reranker_run
 from ..errors import SealError
-from ..names import PINNED, STAND_IN, STANDIN_LABEL
+from ..fileio import atomic_path
+from ..names import PINNED, RUN_FILE, STAND_IN, STANDIN_LABEL
 from . import guard, registry, tree
 from . import ledger as led
 from . import locations as loc
@@ -52,9 +54,33 @@ def _labels(fixture: bool, test_only: bool) -> list[str]:
     return ([led.FIXTURE_LABEL] if fixture else []) + ([led.PROTOCOL_LABEL] if test_only else [])
 
 
-def freeze(cfg: dict, lockdir, dev_run, root, allow_standin_for_testing: bool = False,
-           now: str | None = None) -> dict:
-    """Freeze the protocol from a finished, audited development run; refuse to overwrite one."""
+def submit_confirmation_run(cfg: dict, lockdir: Path, run_file) -> None:
+    """A run-file reranker's blind submission: its run over the confirmation queries' frozen candidates
+    (public: only the judgements are sealed), checked like the development run, copied into the lock folder
+    before the protocol that pins its sha256 is written. A cross-encoder study takes no run."""
+    if cfg["study"]["reranker_kind"] != RUN_FILE:
+        if run_file:
+            raise SealError(f"REFUSED: --reranker-run {run_file}: study {cfg['study']['name']!r} reranks "
+                            "with a cross-encoder (study.reranker_kind), whose confirmation scores are "
+                            "inferred at the opening. Drop --reranker-run.")
+        return
+    if not run_file:
+        raise SealError(f"REFUSED: study {cfg['study']['name']!r} reranks with a run file: its run over the "
+                        "confirmation queries' candidates must be pinned in the protocol NOW, before any "
+                        "opening (queries and candidates are public; only the judgements are sealed).\n  "
+                        f"file: {lockdir / layout.RERANKER_CONFIRM_RUN} (to be written)\n  expected: "
+                        "--reranker-run FILE\n  found: none\n  fix: python scripts/confirm.py freeze ... "
+                        "--reranker-run /path/to/confirm.run")
+    reranker_run.checked_run(cfg, lockdir, run_file, "confirmation", "nothing was frozen")
+    with atomic_path(lockdir / layout.RERANKER_CONFIRM_RUN) as tmp:
+        tmp.write_bytes(Path(run_file).read_bytes())
+
+
+def freeze(cfg: dict, lockdir, dev_run, root, allow_standin_for_testing: bool = False, now: str | None = None,
+           reranker_run_file=None) -> dict:
+    """Freeze the protocol from a finished, audited development run; refuse to overwrite one. A run-file
+    reranker (``reranker_run_file``): its confirmation run is pinned into the protocol here
+    (``submit_confirmation_run``)."""
     lockdir = Path(lockdir)
     fixture, sets = _location(cfg, lockdir, root, allow_standin_for_testing)
     if (lockdir / loc.PROTOCOL).exists():
@@ -65,6 +91,7 @@ def freeze(cfg: dict, lockdir, dev_run, root, allow_standin_for_testing: bool = 
     evidence, power = development_evidence(dev_run, cfg, lockdir, root, allow_standin_for_testing)
     test_only = evidence["scorer"] == STANDIN_LABEL
     fcfg = dict(cfg, scorer=STAND_IN if test_only else PINNED)
+    submit_confirmation_run(cfg, lockdir, reranker_run_file)
     protocol = build_protocol(fcfg, lockdir, root, evidence, power, test_only, now or _now())
     sha = write_protocol(lockdir, protocol)
     led.append_ledger(lockdir, {"event": led.FROZEN, "time": protocol["frozen_at"], "protocol_sha256": sha,

@@ -8,7 +8,9 @@ which carries no code:
 * a ledger (``confirmation_ledger.jsonl``) or a fixture's trace file whose every line is a JSON object;
 * a protocol (``protocol.json``) that is one JSON object, and its ``protocol.sha256`` line;
 * a preregistration note (``PREREGISTRATION.md``) that is exactly the note its lock folder's protocol
-  generates (``prereg.preregistration_note``).
+  generates (``prereg.preregistration_note``);
+* a run-file reranker's confirmation run (``reranker/confirm.trec``) whose sha256 is the one its lock
+  folder's protocol froze (it is pinned there, as data; the opening refuses any other bytes).
 
 Everything else - library, rule scripts, rules, Snakefile, schema, config, the user tools (the audit among
 them), the lock files, other studies' folders, the reference results, the tests and their data, and the
@@ -59,6 +61,15 @@ def _generated_note(path: Path) -> bool:
         return False
 
 
+def _frozen_run(path: Path) -> bool:
+    """A confirmation run the sibling protocol pins (model.confirmation_run.sha256 = its bytes' sha256)."""
+    if path.parent.name != "reranker" or path.name != "confirm.trec":
+        return False
+    protocol = _json_object(path.parent.parent / loc.PROTOCOL) or {}
+    pinned = ((protocol.get("model") or {}).get("confirmation_run") or {}).get("sha256")
+    return pinned is not None and pinned == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def excluded(root, rel: str) -> str | None:
     """Why a path is not part of the method (None: it is): a seal record in its record's format."""
     name, path = PurePosixPath(rel).name, Path(root) / rel
@@ -72,6 +83,8 @@ def excluded(root, rel: str) -> str | None:
         return "the protocol's sha256 line"
     if name == loc.PREREG and _generated_note(path):
         return "the note the protocol generates"
+    if _frozen_run(path):
+        return "the confirmation run the protocol pins"
     return None
 
 
@@ -130,4 +143,5 @@ def method_changes(frozen_files: dict, current_files: dict) -> list[str]:
 COVERS = ("every tracked file of the repository (a copy without git: every file outside "
           + ", ".join(sorted(tree.GENERATED)) + " and the output folders), from the bytes on disk, except "
           "the seal's own records in their record format (ledgers and traces of JSON lines, a protocol JSON "
-          "object and its sha256 line, the preregistration note its protocol generates)")
+          "object and its sha256 line, the preregistration note its protocol generates, a run-file "
+          "reranker's confirmation run with the sha256 its protocol pins)")

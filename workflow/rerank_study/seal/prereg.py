@@ -12,6 +12,16 @@ def _calibration_text(c) -> str:
     return (f"Calibration (reported beside the interval, decides nothing): seed {c['seed']}, S = {c['S']}, "
             f"B_inner = {c['B_inner']}, R = {c['R']}, S_power = {c['S_power']}, power sizes {c['power_n']}, "
             f"{c['n_audit']} simulations per stream recomputed by the audit.")
+def model_text(m: dict) -> str:
+    """What the frozen reranker is: a cross-encoder (repo, revision, weights) or a run file (both runs'
+    sha256)."""
+    if "confirmation_run" in m:
+        return (f"Reranker {m['reranker']}, a run file: development run {m['development_run']['file']} "
+                f"(sha256\n{m['development_run']['sha256']}), confirmation run "
+                f"{m['confirmation_run']['file']} (sha256\n{m['confirmation_run']['sha256']}, submitted at "
+                f"this freeze; scorer {m['scorer']})")
+    return (f"Model {m['repo']} @ {m['revision']} (weights sha256\n{m['files_sha256']['model.safetensors']}; "
+            f"scorer {m['scorer']})")
 
 
 def preregistration_note(p: dict, sha: str) -> str:
@@ -27,8 +37,7 @@ Unseal with: `snakemake confirm --cores 4 --config unseal={sha}`
 {refrozen}
 **Question.** {p['question']}
 
-**Frozen.** Model {p['model']['repo']} @ {p['model']['revision']} (weights sha256
-{p['model']['files_sha256']['model.safetensors']}; scorer {p['model']['scorer']}); data, split and candidate
+**Frozen.** {model_text(p['model'])}; data, split and candidate
 pins (candidate table `{p['candidates']['file']}` sha256 {p['candidates']['file_sha256']}); the method
 (every file that can run: {len(p['method']['files'])} files, combined sha256 {p['method']['sha256']}); text
 template `{p['text_template']}`; blend k = {p['blend']['k']}; tie rule: {p['tie_rule']};

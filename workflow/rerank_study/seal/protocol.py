@@ -10,18 +10,31 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .. import layout, scoring
+from .. import layout, reranker_run, scoring
 from ..config import calibration_settings
 from ..errors import SealError
 from ..fileio import atomic_write_text, canonical_json, read_json, sha256_file, sha256_text
-from ..names import STAND_IN
+from ..names import RUN_FILE, STAND_IN
 from ..ranking import TIE_RULE_TEXT
 from . import locations as loc
 from . import method as meth
 from .prereg import preregistration_note
 
 
+def _run_file_block(cfg: dict, lockdir: Path) -> dict:
+    """A run-file reranker: its pinned development run and the confirmation run submitted at freeze (its
+    sha256 from the lock folder's copy NOW: an opening whose copy differs stops)."""
+    dev = read_json(lockdir / layout.DERIVED_PINS)[reranker_run.PIN_NAME]
+    confirm = lockdir / layout.RERANKER_CONFIRM_RUN
+    return {"reranker": cfg["study"]["reranker"], "scorer": cfg["scorer"],
+            "development_run": {"file": dev["file"], "sha256": dev["sha256"]},
+            "confirmation_run": {"file": layout.RERANKER_CONFIRM_RUN,
+                                 "sha256": sha256_file(confirm) if confirm.is_file() else None}}
+
+
 def _model_block(cfg: dict, lockdir: Path) -> dict:
+    if cfg["study"]["reranker_kind"] == RUN_FILE:
+        return _run_file_block(cfg, lockdir)
     ce = read_json(lockdir / layout.MODEL_PINS)["cross_encoder"]
     model = {"repo": ce["repo"], "revision": ce["revision"],
              "files_sha256": {n: p["sha256"] for n, p in sorted(ce["files"].items())
@@ -44,13 +57,21 @@ def _pins_blocks(lockdir: Path) -> dict:
                            "file_sha256": sha256_file(lockdir / cand["file"])}}
 
 
+def _scoring_block(cfg: dict) -> dict:
+    """How the reranker's scores are made: a cross-encoder's scoring contract, or a run file's reading
+    rule."""
+    if cfg["study"]["reranker_kind"] == RUN_FILE:
+        return {"reranker": f"a pinned TREC run file, read in the order {reranker_run.TIE_RULE}",
+                "inference": "none: the confirmation queries' run was submitted when this protocol was "
+                             "frozen; an opening reads exactly that file"}
+    return scoring.contract(cfg["ce"]) | {  # settings, batching, numeric mode (threads/shards: speed only)
+        "inference": "fresh at every opening (the score cache is never read; existing entries must be equal)"}
+
+
 def _analysis_blocks(cfg: dict) -> dict:
     return {
         "text_template": 'query text as given; document (title + " " + text).strip()',
-        # settings, batching, numeric mode (threads/shards: speed only)
-        "scoring": scoring.contract(cfg["ce"])
-        | {"inference": "fresh at every opening (the score cache is never read; existing entries "
-                        "must be equal)"},
+        "scoring": _scoring_block(cfg),
         "blend": {"k": cfg["blend"]["k"], "formula": "s = 1/(k + r0) + 1/(k + r1), float64, in that order"},
         "tie_rule": TIE_RULE_TEXT,
         "grouping_rule": "queries linked by >= 1 shared judged relevant document (qrels only, documents "
@@ -143,8 +164,31 @@ def verified_protocol(lockdir, token: str | None = None) -> tuple[str, dict]:
     return actual, read_json(lockdir / loc.PROTOCOL)
 
 
+def check_frozen_run_file(cfg: dict, lockdir, protocol: dict) -> None:
+    """A run-file reranker's opening evaluates exactly the confirmation run frozen in the protocol: the lock
+    folder's copy, and a run_file the invocation names, must have its sha256."""
+    if (protocol.get("study") or {}).get("reranker_kind") != RUN_FILE:
+        return
+    pin = protocol["model"]["confirmation_run"]
+    copy = Path(lockdir) / pin["file"]
+    given = [(Path(cfg["run_file"]), f"run_file={cfg['run_file']}",
+              "drop run_file: the opening reads the lock "
+              f"folder's frozen copy {copy}")] if cfg.get("run_file") else []
+    for path, what, fix in [(copy, "the lock folder's confirmation run",
+                             f"restore {copy} from git (git checkout -- "
+                             f"{copy})"), *given]:
+        found = sha256_file(path) if path.is_file() else "missing"
+        if found != pin["sha256"]:
+            raise SealError(f"REFUSED: {what} is not the run frozen in the protocol (blind-submitted when it "
+                            "was frozen; an opening evaluates exactly that file). Nothing was opened.\n  "
+                            f"file: {path}\n  expected sha256: {pin['sha256']} "
+                            f"({Path(lockdir) / loc.PROTOCOL}, model.confirmation_run)\n  found: {found}\n  "
+                            f"fix: {fix}; another run is a new preregistration, frozen before any opening.")
+
+
 def check_frozen(cfg: dict, lockdir, root, protocol: dict) -> str:
     """Settings, pins and method equal the frozen ones; return the current method sha256."""
+    check_frozen_run_file(cfg, lockdir, protocol)
     current = frozen_fields(cfg, lockdir, root)
     changed = setting_changes(protocol, current)
     if changed:

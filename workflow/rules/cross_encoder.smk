@@ -1,0 +1,177 @@
+# The cross-encoder (pinned, or the STAND-IN only when chosen explicitly) and the scoring of every (query,
+# candidate) pair of the run; repin=model writes the pins of a study's cross-encoder.
+
+
+rule freeze_model:
+    """Explicit first pinning (--config repin=model, alone): the files of study.reranker from model_dir (pinned at
+    the named revision), a Hugging Face cache or a download at revision (resolved to its commit) are checked
+    (everything the scorer reads; a model it cannot run is refused, naming what is missing), hashed and written to
+    <lockdir>/model_pins.json with the architecture block of its config.json (this changes the experiment: commit
+    it). Refuses when the lock folder already pins a model. The receipt is the declared output."""
+    output:
+        P["freeze_model"],
+    params:
+        allowed="model" in REPIN,
+        pins=P["model_pins"],
+        lockdir=LOCK,
+        # model_dir / hf_cache / revision are read from the config in the script: the source of the files
+    log:
+        log_of("freeze_model", per_run=False),
+    script:
+        "../scripts/freeze_model.py"
+
+
+if config["scorer"] == STAND_IN:
+
+    rule standin_model:
+        input:
+            model_pins=P["model_pins"],
+        output:
+            P["model"],
+        params:
+            code=CODE,  # library source hash: a change in the science reruns the rule
+            head_seed=config["standin"]["head_seed"],
+            head_std=config["standin"]["head_std"],
+        log:
+            log_of("standin_model", per_run=False),
+        benchmark:
+            bench_of("standin_model", per_run=False)
+        script:
+            "../scripts/standin_model.py"
+
+else:
+
+    rule pinned_model:
+        input:
+            model_pins=P["model_pins"],
+        output:
+            P["model"],
+        params:
+            code=CODE,  # library source hash: a change in the science reruns the rule
+            label_index=STUDY["label_index"],  # the relevance logit of a several-output model (study.label_index)
+            # model_dir is read from the config in the script: a location, not a setting
+        log:
+            log_of("pinned_model", per_run=False),
+        benchmark:
+            bench_of("pinned_model", per_run=False)
+        script:
+            "../scripts/pinned_model.py"
+
+
+
+
+# Scoring is sharded: ce.shards jobs (rule score_shard), each scoring the queries at positions
+# shard, shard + N, shard + 2N, ... of the run's canonical query order (scoring.assign_shards), then
+# one gather (rule score) that writes the run's single pairs.tsv in canonical order. Batches are per
+# query, so the shard count moves no score: N = 1 and N = 4 give the same bytes (tested).
+# (SHARDS and the shard paths: common.smk)
+
+
+wildcard_constraints:
+    shard=r"\d+",
+
+
+rule score_shard:
+    """Cross-encoder logits of one shard of the run's queries (a Snakemake job of its own: any executor can place it)."""
+    input:
+        candidates=P["run_candidates"],
+        corpus=P["corpus"],
+        queries=P["queries"],
+        data_pins=P["data_pins"],
+        model=P["model"],
+    output:
+        pairs=P["score_shard_pairs"],
+        measurements=P["score_shard_measurements"],
+    params:
+        code=CODE,  # library source hash: a change in the science reruns the rule
+        ce=config["ce"],
+        cache=P["score_cache"],
+        shard=lambda w: int(w.shard),
+        shards=SHARDS,
+        fresh=CONFIRM,  # a confirmation opening infers every pair and proves equality with existing cache entries
+    # speed only: torch uses the threads Snakemake (or the cluster) grants; scores are the same bits at any
+    # thread count in oneMKL's strict CNR mode (numerics.py)
+    threads: config["ce"]["threads"]
+    resources:
+        mem_mb=1536,  # measured peak RSS ~0.7 GiB for 5000 pairs (docs/scoring.md); a cluster reserves this
+    log:
+        f"{RUNDIR}/logs/score_shard/{{shard}}-of-{SHARDS}.log",
+    benchmark:
+        f"{RUNDIR}/benchmarks/score_shard/{{shard}}-of-{SHARDS}.tsv"
+    script:
+        "../scripts/score_shard.py"
+
+
+rule shape_check:
+    """One forward of the first pairs padded to max_length: the tensor shapes must be the pinned architecture's."""
+    input:
+        candidates=P["run_candidates"],
+        corpus=P["corpus"],
+        queries=P["queries"],
+        data_pins=P["data_pins"],
+        model_pins=P["model_pins"],
+        model=P["model"],
+    output:
+        P["shape_check"],
+    params:
+        code=CODE,  # library source hash: a change in the science reruns the rule
+        ce=config["ce"],
+        cache=P["score_cache"],
+    threads: 1  # one forward of 2 pairs
+    log:
+        log_of("shape_check"),
+    benchmark:
+        bench_of("shape_check")
+    script:
+        "../scripts/shape_check.py"
+
+
+rule score:
+    """Gather the shards into pairs.tsv (canonical order) once the shape check passed; sum the measurements."""
+    input:
+        shards=expand(P["score_shard_pairs"], shard=range(SHARDS)),
+        shard_measurements=expand(P["score_shard_measurements"], shard=range(SHARDS)),
+        candidates=P["run_candidates"],
+        model=P["model"],
+        shape_check=P["shape_check"],
+    output:
+        pairs=P["pairs"],
+        measurements=P["scoring_measurements"],
+    params:
+        code=CODE,  # library source hash: a change in the science reruns the rule
+        ce=config["ce"],
+    log:
+        log_of("score"),
+    benchmark:
+        bench_of("score")
+    script:
+        "../scripts/score.py"
+
+
+rule verify_scores:
+    """Re-infer a seeded sample of the run's batches from scratch (no cache) and require bit equality
+    with pairs.tsv (every batch in a confirmation opening)."""
+    input:
+        pairs=P["pairs"],
+        candidates=P["run_candidates"],
+        corpus=P["corpus"],
+        queries=P["queries"],
+        data_pins=P["data_pins"],
+        model=P["model"],
+    output:
+        record=P["verification"],
+        measurements=P["verification_measurements"],
+    params:
+        code=CODE,  # library source hash: a change in the science reruns the rule
+        ce=config["ce"],
+        batches=config["verify"]["batches"],
+        seed=config["verify"]["seed"],
+        every_batch=CONFIRM,
+        cache=P["score_cache"],
+    threads: config["ce"]["threads"]
+    log:
+        log_of("verify_scores"),
+    benchmark:
+        bench_of("verify_scores")
+    script:
+        "../scripts/verify_scores.py"
