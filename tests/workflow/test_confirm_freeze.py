@@ -166,18 +166,32 @@ def test_changed_code_stops_an_opening_and_a_refactor_is_refrozen_only_before_an
     assert guard.check_unseal(fixture_cfg(out["sha256"]), lock, repo)["opening"] == 1
     with pytest.raises(SealError, match="nothing to re-freeze"):
         seal_freeze.refreeze(cfg, lock, repo, "no change", dev)
-    # a change that alters results yet passes the audit (another stand-in head: other logits, which the audit
-    # cannot recompute without a model) is not a refactor: the development evidence is not reproduced
+    # another stand-in head is no refactor either: the built stand-in no longer matches its pins, and the
+    # build stops (the stand-in is pinned in model_pins.json 'standin')
     mod = repo / "workflow/rerank_study/models.py"
     original = mod.read_text()
     head = "(torch.randn(arch[\"num_labels\"], hidden, generator=gen) * head_std)"
     assert head in original
     mod.write_text(original.replace(head, "(torch.randn(arch[\"num_labels\"], hidden, generator=gen) * "
                                     "head_std * 2)"))
-    run_snakemake(wd, "--forcerun", "standin_model", snakefile=repo / "Snakefile")
+    proc = run_snakemake(wd, "--forcerun", "standin_model", snakefile=repo / "Snakefile", check=False)
+    assert proc.returncode != 0 and "the STAND-IN's files" in proc.stdout + proc.stderr, proc.stdout[-2000:]
+    mod.write_text(original)
+    # a change that alters results yet passes the audit (the report's wording, changed in the pipeline and in
+    # the audit's own renderer alike) is not a refactor: the development evidence is not reproduced
+    edited = []
+    for rel in ("workflow/rerank_study/report_calibration.py", "scripts/audit/report_calibration.py"):
+        path = repo / rel
+        edited.append((path, path.read_text()))
+        assert edited[-1][1].count("How far to trust these intervals here\"") == 1, rel
+        path.write_text(edited[-1][1].replace("How far to trust these intervals here\"",
+                                              "How far these intervals can be trusted here\""))
+    run_snakemake(wd, "--forcerun", "report", snakefile=repo / "Snakefile")
     assert read_json(dev / "audit.json")["ok"] is True
-    with pytest.raises(SealError, match="does not reproduce the frozen development evidence: .*pairs"):
-        seal_freeze.refreeze(cfg, lock, repo, "tidy the stand-in", dev)
+    with pytest.raises(SealError, match="does not reproduce the frozen development evidence: .*report"):
+        seal_freeze.refreeze(cfg, lock, repo, "reword a heading", dev)
+    for path, text in edited:
+        path.write_text(text)
     # never after an opening started
     mod.write_text(original)
     seal_ledger.append_ledger(lock, {"event": "started", "protocol_sha256": out["sha256"], "opening": 1,
