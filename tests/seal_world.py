@@ -9,6 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import yaml
 from conftest import DATA, FIXTURE, ROOT, make_lockdir, run_snakemake
 
 from rerank_study.config import load_config
@@ -16,7 +17,9 @@ from rerank_study.seal import ledger, locations
 from rerank_study.seal import protocol as seal_protocol
 
 GIT = ["git", "-c", "user.email=t@t", "-c", "user.name=t", "-c", "commit.gpgsign=false"]
-FIXTURE_SPLITS = {"splits": {"dev_size": 8, "confirm_size": 6, "seed": 110}}
+# the fixture runs' overrides (tests/data/fixture_config.yaml, which the DAG runs of the tests are given):
+# the fixture's split sizes and the calibration's small sizes
+FIXTURE_SPLITS = yaml.safe_load((DATA / "fixture_config.yaml").read_text(encoding="utf-8"))
 HARNESS_POWER = {"alpha": 0.05, "power": 0.8, "n_development": 100, "n_confirmation": 300, "sd_eff": 0.17,
                  "grouped_variance_of_mean": 0.000289, "mde_confirmation": 0.0275, "formula": "harness"}
 HARNESS_EVIDENCE = {"run": "dev", "scorer": "pinned", "manifest_sha256": "0" * 64, "artefacts_sha256": {}}
