@@ -56,7 +56,10 @@ def description(value) -> bool:
 
 
 def measurement(value) -> bool:
-    """A timing/memory/count figure, or a list/record of them: finite numbers >= 0 all the way down."""
+    """A timing/memory/count figure, or a list/record of them: finite numbers >= 0 all the way down; null
+    where nothing was measured (the rate of a stage that inferred no pair: every score from the cache)."""
+    if value is None:
+        return True
     if isinstance(value, bool):
         return False
     if isinstance(value, (int, float)):
@@ -66,7 +69,7 @@ def measurement(value) -> bool:
     return False
 
 
-DECLARED_KIND = {PROVENANCE: (measurement, "finite numbers >= 0 (a measurement)"),
+DECLARED_KIND = {PROVENANCE: (measurement, "finite numbers >= 0, or null: not measured (a measurement)"),
                  PROSE: (lambda v: isinstance(v, str), "a description (text)"),
                  FLAG: (lambda v: isinstance(v, bool), "true or false"),
                  MACHINE: (lambda v: isinstance(v, dict) and description(v), "a record of texts and numbers")}

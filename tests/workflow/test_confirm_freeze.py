@@ -170,10 +170,9 @@ def test_changed_code_stops_an_opening_and_a_refactor_is_refrozen_only_before_an
     # build stops (the stand-in is pinned in model_pins.json 'standin')
     mod = repo / "workflow/rerank_study/models.py"
     original = mod.read_text()
-    head = "(torch.randn(arch[\"num_labels\"], hidden, generator=gen) * head_std)"
-    assert head in original
-    mod.write_text(original.replace(head, "(torch.randn(arch[\"num_labels\"], hidden, generator=gen) * "
-                                    "head_std * 2)"))
+    head = "generator=gen) * head_std).contiguous()"  # the classifier head's weights
+    assert original.count(head) == 1
+    mod.write_text(original.replace(head, "generator=gen) * head_std * 2).contiguous()"))
     proc = run_snakemake(wd, "--forcerun", "standin_model", snakefile=repo / "Snakefile", check=False)
     assert proc.returncode != 0 and "the STAND-IN's files" in proc.stdout + proc.stderr, proc.stdout[-2000:]
     mod.write_text(original)
@@ -183,9 +182,10 @@ def test_changed_code_stops_an_opening_and_a_refactor_is_refrozen_only_before_an
     for rel in ("workflow/rerank_study/report_calibration.py", "scripts/audit/report_calibration.py"):
         path = repo / rel
         edited.append((path, path.read_text()))
-        assert edited[-1][1].count("How far to trust these intervals here\"") == 1, rel
-        path.write_text(edited[-1][1].replace("How far to trust these intervals here\"",
-                                              "How far these intervals can be trusted here\""))
+        heading = 'HEADING = "## How far to trust these intervals here"'
+        assert edited[-1][1].count(heading) == 1, rel
+        path.write_text(edited[-1][1].replace(heading,
+                                              'HEADING = "## How far these intervals can be trusted"'))
     run_snakemake(wd, "--forcerun", "report", snakefile=repo / "Snakefile")
     assert read_json(dev / "audit.json")["ok"] is True
     with pytest.raises(SealError, match="does not reproduce the frozen development evidence: .*report"):
