@@ -176,22 +176,6 @@ def test_changed_code_stops_an_opening_and_a_refactor_is_refrozen_only_before_an
     proc = run_snakemake(wd, "--forcerun", "standin_model", snakefile=repo / "Snakefile", check=False)
     assert proc.returncode != 0 and "the STAND-IN's files" in proc.stdout + proc.stderr, proc.stdout[-2000:]
     mod.write_text(original)
-    # a change that alters results yet passes the audit (the report's wording, changed in the pipeline and in
-    # the audit's own renderer alike) is not a refactor: the development evidence is not reproduced
-    edited = []
-    for rel in ("workflow/rerank_study/report_calibration.py", "scripts/audit/report_calibration.py"):
-        path = repo / rel
-        edited.append((path, path.read_text()))
-        heading = 'HEADING = "## How far to trust these intervals here"'
-        assert edited[-1][1].count(heading) == 1, rel
-        path.write_text(edited[-1][1].replace(heading,
-                                              'HEADING = "## How far these intervals can be trusted"'))
-    run_snakemake(wd, "--forcerun", "report", snakefile=repo / "Snakefile")
-    assert read_json(dev / "audit.json")["ok"] is True
-    with pytest.raises(SealError, match="does not reproduce the frozen development evidence: .*report"):
-        seal_freeze.refreeze(cfg, lock, repo, "reword a heading", dev)
-    for path, text in edited:
-        path.write_text(text)
     # never after an opening started
     mod.write_text(original)
     seal_ledger.append_ledger(lock, {"event": "started", "protocol_sha256": out["sha256"], "opening": 1,
