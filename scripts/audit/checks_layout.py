@@ -77,6 +77,8 @@ def check_layout(run, want, au) -> None:
     given = "the committed config" + (" + --configfile " + ", ".join(map(str, want.anchor.config_files))
                                       if want.anchor.config_files else " (a run made with --configfile: "
                                       "pass it too)")
+    if run.kind == "confirmation":  # an opening's anchor is its frozen protocol
+        splits, given = want.anchor.lock("protocol.json")["splits"], "the frozen protocol"
     for name, ids, key in (("split_dev", run.split_dev, "dev_size"), ("split_confirm", run.split_confirm,
                                                                       "confirm_size")):
         au.check("layout", len(ids) == splits[key], str(run.path(name)),
