@@ -2,9 +2,10 @@
 
 The data are trec_eval's test files (usnistgov/trec_eval @ f4253652c8efd0d86ddffd0d163cc0a0f813111a,
 tag v10.0, folder ``test/``); where they come from, their sha256s, their licence and the command
-line behind each expected output: ``tests/data/trec_eval/PROVENANCE.md``. They are not committed:
-they live in ``../shared/data/trec_eval/`` (or ``$TREC_EVAL_TEST_DATA``); tests that need them skip,
-naming where they looked, when they are absent, and FAIL when a file is present with another sha256.
+line behind each expected output: ``tests/data/trec_eval/PROVENANCE.md``. They are committed there,
+with trec_eval's LICENSE.md (NIST's notice permits copying when the notice is kept); ``$TREC_EVAL_TEST_DATA``
+may name another copy. Every sha256 of SHA256SUMS is verified before anything is read; a missing or
+different file FAILS the tests (never a skip).
 
 Implementations under test, each on an explicitly ordered list of doc ids:
 * the pipeline: ``metrics.ndcg_at`` / ``recall_at`` / ``mrr_at`` (trec_eval's C code through pytrec_eval);
@@ -60,7 +61,7 @@ from conftest import audit_module
 from rerank_study import metrics, ranking
 
 ROOT = Path(__file__).resolve().parents[2]
-# PROVENANCE.md + SHA256SUMS (committed); the data: see data_dir()
+# PROVENANCE.md, SHA256SUMS and the data files (committed); another copy: $TREC_EVAL_TEST_DATA
 MANIFEST = ROOT / "tests" / "data" / "trec_eval"
 DATA_ENV = "TREC_EVAL_TEST_DATA"
 
@@ -83,7 +84,7 @@ def pinned_sums() -> dict[str, str]:
 
 def data_candidates() -> list[Path]:
     env = os.environ.get(DATA_ENV)
-    return ([Path(env)] if env else []) + [ROOT.parent / "shared" / "data" / "trec_eval", MANIFEST]
+    return ([Path(env)] if env else []) + [MANIFEST]
 
 
 @functools.cache
@@ -99,7 +100,7 @@ def data_dir() -> Path | None:
 def need_data() -> Path:
     folder = data_dir()
     if folder is None:
-        pytest.skip(f"trec_eval's test files not found in any of {[str(p) for p in data_candidates()]} "
+        pytest.fail(f"trec_eval's test files not found in any of {[str(p) for p in data_candidates()]} "
                     f"(see {MANIFEST / 'PROVENANCE.md'}; set {DATA_ENV} to their folder)")
     return folder
 

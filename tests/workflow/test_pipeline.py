@@ -147,7 +147,8 @@ def test_groups_are_the_fixtures_documented_groups_made_from_qrels_only_before_s
 
 def test_audit_runs_without_site_packages_on_the_smoke_result(smoke_run, fixture_workdir):
     proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(ROOT / "scripts/audit"), str(smoke_run),
-                           "--lockdir", str(fixture_workdir / "lockfiles"), "--out",
+                           "--lockdir", str(fixture_workdir / "lockfiles"), "--configfile",
+                           str(DATA / "fixture_config.yaml"), "--out",
                            str(smoke_run.parent / "audit-isolated.json")],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
