@@ -62,7 +62,7 @@ from anchors import DEFAULT_CONFIG, Anchor, committed_lockdir  # noqa: E402
 from bookkeeping import MAX_FAILURES_SHOWN, Audit  # noqa: E402
 from expected import Expected  # noqa: E402
 from problems import Unauditable, Unreadable  # noqa: E402
-from readers import sha256_of  # noqa: E402
+from readers import one_read_per_file, sha256_of  # noqa: E402
 from registry import run_checks  # noqa: E402
 from run_files import RunFiles  # noqa: E402
 from yamlsubset import canonical_json  # noqa: E402
@@ -70,7 +70,13 @@ from yamlsubset import canonical_json  # noqa: E402
 
 def audit_run(rundir: Path, lockdir: Path | None, au: Audit, config_anchor: Path = DEFAULT_CONFIG,
               study_anchor: Path | None = None, config_files: tuple = ()) -> dict:
-    """Every check on the run folder (recorded in ``au``); returns audit.json's ``info``."""
+    """Every check on the run folder (recorded in ``au``), each file read once (its hash and every parse see
+    the same bytes); returns audit.json's ``info``."""
+    with one_read_per_file():
+        return _checked_run(rundir, lockdir, au, config_anchor, study_anchor, config_files)
+
+
+def _checked_run(rundir, lockdir, au, config_anchor, study_anchor, config_files) -> dict:
     t0 = time.perf_counter()
     source = "--lockdir"
     if lockdir is None:  # the committed lock folder, never the one the run names

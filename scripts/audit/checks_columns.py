@@ -5,6 +5,7 @@ believed. Signature: see checks_provenance."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 
@@ -22,12 +23,11 @@ from columns import (
     table_columns,
     tables_of,
 )
-from readers import read_json, read_table
+from readers import bytes_of, read_json, read_table, text_of
 
 
 def _header(path) -> list[str]:
-    with open(path, encoding="utf-8", newline="") as fh:
-        return fh.readline().rstrip("\n").split("\t")
+    return io.StringIO(text_of(path, newline=""), newline="").readline().rstrip("\n").split("\t")
 
 
 def _check_table(run, want, au, key: str) -> None:
@@ -105,7 +105,7 @@ def _check_json_texts(run, au) -> None:
         rel = path.relative_to(run.rundir)
         if rel.parts[0] == "logs" or path.is_symlink() or not path.is_file():
             continue
-        text = path.read_bytes().decode("utf-8", errors="replace")
+        text = bytes_of(path).decode("utf-8", errors="replace")
         try:
             want = canonical_json(read_json(path))
         except Exception as exc:  # unreadable: named here, failed by every check that reads it

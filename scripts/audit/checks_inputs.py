@@ -4,8 +4,10 @@ the pinned qrels file's judgements of exactly the analysed queries. Signature: s
 
 from __future__ import annotations
 
+import math
+
 from definitions import tie_rule_order
-from readers import read_run_scores, read_table, rows_by_query, sha256_of
+from readers import plain_number, read_run_scores, read_table, rows_by_query, sha256_of, text_of
 
 
 def check_analysed_queries(run, want, au) -> None:
@@ -14,7 +16,7 @@ def check_analysed_queries(run, want, au) -> None:
     au.check("analysed_queries", run.analysed == pool[:n], str(run.path("run_queries")), "query list",
              f"first {n} of the pinned {run.kind} split",
              "same" if run.analysed == pool[:n] else f"{len(run.analysed)} other ids")
-    text = run.path("run_queries").read_text(encoding="utf-8")
+    text = text_of(run.path("run_queries"))
     au.check("analysed_queries", text == "".join(f"{q}\n" for q in pool[:n]), str(run.path("run_queries")),
              "the file's text", "one id per line, nothing else", f"{len(text.splitlines())} lines")
 
@@ -102,7 +104,10 @@ def check_trec_candidates(run, want, au) -> None:
     depth = pin["params"]["depth"]
     for q, rows in by_q.items():
         scores = lines.get(q, {})
-        order = tie_rule_order({d: float(sc) for d, sc in scores.items()})[:depth]
+        order = tie_rule_order({d: plain_number(sc) for d, sc in scores.items()})[:depth]
+        au.check("frozen_candidates", all(math.isfinite(plain_number(sc)) for sc in scores.values()),
+                 str(run_path), f"qid {q} scores", "finite plain decimal numbers",
+                 [sc for sc in scores.values() if not math.isfinite(plain_number(sc))][:5])
         got = [r["doc_id"] for r in sorted(rows, key=lambda r: int(r["rank"]))]
         au.check("frozen_candidates", got == order, f, f"qid {q} rank order (the run's)", order[:5], got[:5])
         for r in rows:

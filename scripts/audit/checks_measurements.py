@@ -14,7 +14,7 @@ from checks_scores import absent_for_a_run_file, scorer_label, shard_tables
 from columns import DTYPE, NUMERICS
 from definitions import STANDIN
 from layout import RUN_FILE
-from readers import read_json, read_table
+from readers import read_json, read_table, text_of
 
 LOCKS = (REPO / "lockfiles" / "requirements.lock", REPO / "lockfiles" / "torch.txt")
 RECORDED_LIBRARIES = ("tokenizers", "torch", "transformers")
@@ -30,7 +30,7 @@ def locked_versions() -> dict[str, str]:
     """{package: version} of the committed locks (``name==version`` lines)."""
     out = {}
     for path in LOCKS:
-        for line in path.read_text(encoding="utf-8").splitlines():
+        for line in text_of(path).splitlines():
             m = re.match(r"([A-Za-z0-9_.-]+)==([^\s\\;]+)", line)
             if m:
                 out[m.group(1).lower()] = m.group(2)

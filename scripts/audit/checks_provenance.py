@@ -13,7 +13,7 @@ from anchors import pinned_role
 from checks_reranker_run import run_file_pin
 from definitions import STANDIN
 from layout import RUN_FILE
-from readers import read_json, sha256_of
+from readers import read_json, sha256_of, text_of
 
 
 def check_settings(run, want, au) -> None:
@@ -86,7 +86,7 @@ def check_lockfile_pins(run, want, au) -> None:
              derived["candidates"]["sha256"], found)
     if run.kind == "confirmation":
         sha_file = anchor.lockdir / "protocol.sha256"
-        frozen = sha_file.read_text(encoding="utf-8").split()[0]
+        frozen = text_of(sha_file).split()[0]
         au.check("lockfile_pins", frozen == run.manifest.get("protocol_sha256"), str(sha_file),
                  "frozen protocol", frozen, run.manifest.get("protocol_sha256"))
         protocol = anchor.lockdir / "protocol.json"

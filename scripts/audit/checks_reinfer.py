@@ -28,6 +28,7 @@ the last bits; check 'reference' holds a run to a committed reference within a m
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import random
@@ -38,7 +39,7 @@ import sys
 import time
 from pathlib import Path
 
-from readers import read_json, rows_by_query, sha256_of
+from readers import read_json, rows_by_query, sha256_of, text_of
 
 CHECK = "reinfer"
 CHILD = Path(__file__).resolve().parent / "reinfer.py"
@@ -104,7 +105,7 @@ def read_texts(run, au, rows: dict):
     docs = {r["doc_id"] for batch in rows.values() for r in batch}
     queries, corpus = {}, {}
     for key, wanted, out in (("queries", qids, queries), ("corpus", docs, corpus)):
-        with open(run.path(key), encoding="utf-8") as fh:
+        with io.StringIO(text_of(run.path(key))) as fh:
             for line in fh:
                 rec = json.loads(line) if line.strip() else {}
                 if rec.get("_id") in wanted:

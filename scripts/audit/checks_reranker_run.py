@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from layout import RUN_FILE, RUN_FILE_ONLY
-from readers import read_json, read_run_lines, sha256_of
+from readers import plain_number, read_json, read_run_lines, sha256_of
 
 CHECK = "reranker_run"
 
@@ -37,13 +37,9 @@ def file_scores(au, path, lines) -> dict[str, dict[str, float]]:
     """{qid: {doc: score}} of the run's lines; a repeated (query, document) or a non-finite score fails."""
     out: dict[str, dict[str, float]] = {}
     for i, q, d, text in lines:
-        try:
-            score = float(text)
-        except ValueError:
-            score = math.nan
+        score = plain_number(text)
         au.check(CHECK, math.isfinite(score), str(path), f"line {i} query {q} document {d} score",
-                 "a finite number",
-                 text)
+                 "a finite plain decimal number (ASCII digits: read alike by trec_eval's atof)", text)
         au.check(CHECK, d not in out.get(q, {}), str(path), f"line {i} query {q} document {d}",
                  "one line per (query, document)", "a repeated document")
         out.setdefault(q, {})[d] = score

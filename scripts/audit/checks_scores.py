@@ -12,7 +12,7 @@ from checks_reranker_run import run_file_pin
 from columns import PAIR_SPECIAL_TOKENS, TREC_RUNS
 from definitions import STANDIN
 from layout import RUN_FILE
-from readers import rows_by_query
+from readers import rows_by_query, text_of
 
 NOTHING_INFERRED = ("a run-file reranker (study.reranker_kind: run): nothing was inferred, so the run holds "
                     "no {}; check 'reranker_run' re-derives every score from the pinned run file")
@@ -75,13 +75,13 @@ def _check_shards(run, want, au) -> None:
     found = sorted(p.relative_to(run.rundir).as_posix() for p in run.rundir.glob("shards/**/*")
                    if not p.is_dir())
     au.check("pairs", found == sorted(names), where, "shard tables (ce.shards)", names, found)
-    header, *body = run.path("pairs").read_text(encoding="utf-8").split("\n")
+    header, *body = text_of(run.path("pairs")).split("\n")
     rows = []
     for name in names:
         path = run.rundir / name
         if not path.is_file():
             continue
-        first, *rest = path.read_text(encoding="utf-8").split("\n")
+        first, *rest = text_of(path).split("\n")
         au.check("pairs", first == header, str(path), "header", header, first)
         rows += [line for line in rest if line]
     want_rows = sorted(line for line in body if line)
@@ -208,7 +208,7 @@ def check_runs(run, want, au) -> None:
     """Each TREC run, re-rendered whole from the recomputed orders and compared byte for byte."""
     for key, method in TREC_RUNS.items():
         path = run.path(key)
-        found, expect = path.read_text(encoding="utf-8"), expected_trec_run(run, want, method)
+        found, expect = text_of(path), expected_trec_run(run, want, method)
         found_lines, expect_lines = found.splitlines(keepends=True), expect.splitlines(keepends=True)
         i = next((i for i, (a, b) in enumerate(zip(expect_lines, found_lines)) if a != b),
                  min(len(expect_lines), len(found_lines)))

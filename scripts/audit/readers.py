@@ -1,27 +1,72 @@
 """Readers of the run's file formats, written from the formats themselves (nothing shared with the
 pipeline): tab-separated tables with a header, id lists, TREC runs, BEIR qrels, JSON, and sha256 of a
-file."""
+file.
+
+One read per file: within one audit (``one_read_per_file``) every file is read once, from a regular file
+(a FIFO, socket, device or folder is unreadable), and its sha256 and every parse of it use those bytes. A
+file that changes while the audit runs cannot show one check the pinned bytes and another check others."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import math
+import os
+import re
+import stat
 from pathlib import Path
 
 from problems import Unreadable
 
+_READ: dict[str, bytes] | None = None  # the bytes of every file read in the current audit, by absolute path
+
+
+@contextlib.contextmanager
+def one_read_per_file():
+    """The scope of one audit: a file read twice inside it gives the bytes of its first read."""
+    global _READ
+    outer, _READ = _READ, {}
+    try:
+        yield
+    finally:
+        _READ = outer
+
+
+def bytes_of(path: Path) -> bytes:
+    """A regular file's bytes (the audit's first read of it, inside ``one_read_per_file``)."""
+    key = os.path.abspath(path)
+    if _READ is not None and key in _READ:
+        return _READ[key]
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO with no writer must not block the audit
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise Unreadable(path, "not a regular file (a FIFO, socket, device or folder): two reads of it could "
+                         "differ, so it is not read")
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read()
+    if _READ is not None:
+        _READ[key] = data
+    return data
+
+
+def text_of(path: Path, newline: str | None = None) -> str:
+    """A file's UTF-8 text (``bytes_of``), line ends as ``open(path, newline=newline)`` gives them: None turns
+    CRLF and CR into LF (as ``Path.read_text``), "" keeps them. A byte that is not UTF-8: unreadable."""
+    data = bytes_of(path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Unreadable(path, f"byte {exc.start} is not UTF-8") from None
+    return text if newline == "" else text.replace("\r\n", "\n").replace("\r", "\n")
+
 
 def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return hashlib.sha256(bytes_of(path)).hexdigest()
 
 
 def read_table(path: Path) -> list[dict]:
-    with open(path, encoding="utf-8", newline="") as fh:
-        lines = fh.read().split("\n")
+    lines = text_of(path, newline="").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     if not lines:
@@ -37,13 +82,13 @@ def read_table(path: Path) -> list[dict]:
 
 
 def read_ids(path: Path) -> list[str]:
-    return [l for l in path.read_text(encoding="utf-8").split("\n") if l]
+    return [l for l in text_of(path).split("\n") if l]
 
 
 def read_run(path: Path) -> dict[str, list[tuple[str, int, str]]]:
     """A TREC run written by the pipeline: per query, (doc id, rank, score text) in file order."""
     out: dict[str, list] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in text_of(path).splitlines():
         q, _q0, d, r, s, _tag = line.split()
         out.setdefault(q, []).append((d, int(r), s))
     return out
@@ -53,7 +98,7 @@ def read_run_lines(path: Path) -> list[tuple[int, str, str, str]]:
     """Every line of a user's TREC run (``qid Q0 docid rank score tag``) as (line number, qid, doc id, score
     text), in file order, nothing merged: a line without six fields or an unterminated last line is
     unreadable."""
-    text = path.read_text(encoding="utf-8")
+    text = text_of(path)
     if text and not text.endswith("\n"):
         raise Unreadable(path, "the last line is not terminated (truncated file?)")
     out = []
@@ -69,10 +114,19 @@ def read_run_lines(path: Path) -> list[tuple[int, str, str, str]]:
 def read_run_scores(path: Path) -> dict[str, dict[str, str]]:
     """A user's TREC run (``qid Q0 docid rank score tag``): per query, each document's score as its text."""
     lines: dict[str, dict[str, str]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in text_of(path).splitlines():
         q, _q0, d, _r, score, _tag = line.split()
         lines.setdefault(q, {})[d] = score
     return lines
+
+
+_PLAIN = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+
+
+def plain_number(text: str) -> float:
+    """A run's score text as a number when it is a plain ASCII decimal (what C's atof, trec_eval's reader,
+    reads as the same value), else NaN: float() alone also takes "1_000", full-width digits and "inf"."""
+    return float(text) if _PLAIN.fullmatch(text) else math.nan
 
 
 def read_qrels(path: Path) -> dict[str, dict[str, int]]:
@@ -99,7 +153,7 @@ def read_json(path: Path):
     """A JSON file as strict JSON: a repeated key in any object, NaN or Infinity is refused (naming the
     file)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_no_repeated_keys,
+        return json.loads(text_of(path), object_pairs_hook=_no_repeated_keys,
                           parse_constant=_no_constant)
     except ValueError as exc:  # json.JSONDecodeError is one
         raise Unreadable(path, f"not strict JSON: {exc}") from None

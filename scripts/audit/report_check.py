@@ -18,6 +18,7 @@ import report_prose as prose
 from checks_statistics import LIBRARY_P_KEYS, P_ULPS
 from expected_summary import expected_summary
 from layout import RUN_FILE
+from readers import text_of
 from report_calibration import calibration_lines
 from report_confirmation import confirmation_lines, opened_rows, opening_record, title
 from report_lines import Free, Row
@@ -144,4 +145,4 @@ def check(run, want, au) -> None:
     au.note(CHECK, "report.md compared line by line with the report the audit renders from its own "
             "recomputation; declared provenance (library versions, python, the machine, local paths of an "
             "opening's record, earlier openings outside the lock folder's ledger) compared by form")
-    compare_report(au, f, expected_lines(run, want, au), run.path("report").read_text(encoding="utf-8"))
+    compare_report(au, f, expected_lines(run, want, au), text_of(run.path("report")))

@@ -15,7 +15,7 @@ from anchors import pinned_role
 from definitions import mean, ndcg
 from layout import RUN_FILE
 from problems import Unreadable
-from readers import read_json, sha256_of
+from readers import bytes_of, read_json, sha256_of, text_of
 from report_lines import Free, row
 from report_text import f6, interval_text, yn
 
@@ -26,7 +26,7 @@ RETRIEVERS = (("BM25 (bm25s) top-100", "bm25"), ("dense all-MiniLM-L6-v2 top-100
 
 
 def ledger_line(lockdir, number: int) -> dict:
-    lines = (lockdir / LEDGER).read_text(encoding="utf-8").split("\n")
+    lines = text_of(lockdir / LEDGER).split("\n")
     if not 1 <= number <= len(lines) or not lines[number - 1].strip():
         raise Unreadable(lockdir / LEDGER, f"has no line {number}")
     return json.loads(lines[number - 1])
@@ -95,7 +95,7 @@ def earlier_openings(want, started) -> Free:
 def completed_before(want, started) -> list:
     """Openings of this protocol the lock folder's ledger records as completed before this opening started."""
     e, out = started["entry"], []
-    for line in (want.anchor.lockdir / LEDGER).read_text(encoding="utf-8").split("\n")[: started["line"] - 1]:
+    for line in text_of(want.anchor.lockdir / LEDGER).split("\n")[: started["line"] - 1]:
         entry = json.loads(line) if line.strip() else {}
         if entry.get("event") == "completed" and entry.get("protocol_sha256") == e["protocol_sha256"]:
             out.append(entry.get("opening"))
@@ -180,8 +180,7 @@ def retriever_lines(run, want, au, s: dict) -> list[str]:
 
 def ranked_lists(path) -> dict[str, list[str]]:
     """A frozen retriever table (gzip; header qid, rank, doc_id; ranks 1.. in order per query)."""
-    with gzip.open(path, "rt", encoding="utf-8", newline="") as fh:
-        lines = fh.read().split("\n")
+    lines = gzip.decompress(bytes_of(path)).decode("utf-8").split("\n")
     if lines[0].split("\t") != ["qid", "rank", "doc_id"] or lines[-1] != "":
         raise Unreadable(path, "not a ranked-list table (header qid, rank, doc_id; a final newline)")
     out: dict[str, list[str]] = {}

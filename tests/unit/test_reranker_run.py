@@ -13,7 +13,7 @@ import shutil
 import pytest
 from conftest import STUDY_DIR
 
-from rerank_study import ranking, reranker_run
+from rerank_study import candidates, ranking, reranker_run
 
 LOCK = STUDY_DIR / "synthetic" / "lockfiles"
 CFG = {"study": {"name": "runfile-test"}, "candidates": {"depth": 20}}
@@ -95,7 +95,20 @@ def test_a_repeated_candidate_and_a_non_finite_score_are_refused_naming_the_line
     assert "line 6: document d045 appears twice for query q01" in msg and "fix: rerank exactly" in msg
     for bad in ("nan", "inf", "-inf", "high"):
         msg = refusal(tmp_path, rows[:2] + [f"q01 Q0 d065 3 {bad} sys\n"] + rows[3:])
-        assert f"line 3: query q01, document d065: score '{bad}' is not a finite number" in msg, bad
+        assert f"line 3: query q01, document d065: score '{bad}' is not a finite plain decimal number" in msg
+
+
+def test_a_score_python_reads_but_trec_eval_reads_otherwise_is_refused(tmp_path):
+    """Python's float takes digit separators, full-width and Arabic-Indic digits and words ("infinity") that
+    C's atof (trec_eval's reader) reads as another value, and atof reads "0x1p3" where float refuses it:
+    float("1_000") == 1000.0 where atof gives 1.0; float("\uff11\uff12") == 12.0 where atof gives 0.0. Each
+    is refused; plain decimals with sign, point and exponent are read."""
+    rows = lines(frozen("dev"))
+    for bad in ("1_000", "\uff11\uff12", "\u0661\u0662", "infinity", "0x1p3", "1e", "."):
+        msg = refusal(tmp_path, rows[:2] + [f"q01 Q0 d065 3 {bad} sys\n"] + rows[3:])
+        assert f"line 3: query q01, document d065: score {bad!r} is not a finite plain decimal number" in msg
+    for good in ("+1.5", "-.5", "7.", "1E-3", "2e+10"):
+        assert candidates.PLAIN_NUMBER.fullmatch(good), good
 
 
 def test_the_confirmation_split_takes_only_confirmation_queries(tmp_path):

@@ -24,15 +24,16 @@ from pathlib import Path
 
 from . import beir
 from .errors import MissingInputError, PinMismatchError
-from .fileio import atomic_path, sha256_file
+from .fileio import VerifiedFile, atomic_path, input_bytes, sha256_file
 from .pins import DataPins, verify_archive
 from .pins import download as fetch
 
 log = logging.getLogger(__name__)
 
 
-def check_file(path, name: str, pins: DataPins, source: str) -> str:
-    """Verify one file against its sha256 pin (and nothing weaker); return ``"sha256"``.
+def check_file(path, name: str, pins: DataPins, source: str) -> VerifiedFile:
+    """Verify one file against its sha256 pin (and nothing weaker); return it with the bytes that were checked
+    (read once: a reader given the result parses exactly those bytes).
 
     qrels files also carry an order-independent ``content_sha256`` pin. It never replaces the
     file hash; when the file hash fails but the content hash matches, the error says so (the
@@ -40,14 +41,15 @@ def check_file(path, name: str, pins: DataPins, source: str) -> str:
     from BEIR's own file), so a maintainer can re-pin knowingly instead of guessing.
     """
     pin = pins.pin(name)
-    actual = sha256_file(path)
+    verified = VerifiedFile(path, input_bytes(path))
+    actual = sha256_file(verified)
     if actual == pin["sha256"]:
-        _check_content(path, name, pin, source)
-        return "sha256"
+        _check_content(verified, name, pin, source)
+        return verified
     fix = "Remove or replace the bad copy (the verified cache was not touched)."
     if "content_sha256" in pin:
         try:
-            content = beir.qrels_content_sha256(beir.read_qrels(path))
+            content = beir.qrels_content_sha256(beir.read_qrels(verified))
         except Exception:  # malformed: report the hash mismatch, which is the primary fact
             content = None
         if content == pin["content_sha256"]:
@@ -74,8 +76,8 @@ def _copy_verified(src: Path, dest: Path, name: str, pins: DataPins, source: str
     """Copy ``src`` to a temporary sibling of ``dest``, verify it, then rename into place."""
     with atomic_path(dest) as tmp:
         shutil.copyfile(src, tmp)
-        how = check_file(tmp, name, pins, source)
-    return how
+        check_file(tmp, name, pins, source)
+    return "sha256"
 
 
 def verify_zip(path, pins: DataPins, source: str) -> None:
@@ -194,8 +196,8 @@ def _extract_verified(archive: Path, archive_source: str, missing: list[str], pi
             with atomic_path(cached) as tmp:
                 with zf.open(info) as src, open(tmp, "wb") as out:
                     shutil.copyfileobj(src, out)
-                how = check_file(tmp, name, pins, f"{archive_source} member {member}")
-            provenance[name] = {"source": f"{archive_source} member {member}", "verified_by": how,
+                check_file(tmp, name, pins, f"{archive_source} member {member}")
+            provenance[name] = {"source": f"{archive_source} member {member}", "verified_by": "sha256",
                                 "sha256": sha256_file(cached)}
     return provenance
 
@@ -253,7 +255,7 @@ def publish_verified(names, outputs, pins: DataPins, cache_dir, mirror=None, zip
     return prov
 
 
-def verified_path(path, name: str, pins: DataPins) -> Path:
-    """Return ``path`` after checking it against its pin: call this before reading any data file."""
-    check_file(path, name, pins, f"file {path}")
-    return Path(path)
+def verified_path(path, name: str, pins: DataPins) -> VerifiedFile:
+    """``path`` checked against its pin, with the checked bytes: call this before reading any data file, and
+    give its result to the reader (which then parses those bytes, never the file again)."""
+    return check_file(path, name, pins, f"file {path}")

@@ -14,7 +14,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import MalformedInputError, MissingInputError
+from .errors import MalformedInputError
+from .fileio import input_lines
 
 QRELS_HEADER = ("query-id", "corpus-id", "score")
 
@@ -36,10 +37,7 @@ def doc_text(title: str, text: str) -> str:
 
 
 def _jsonl_records(path):
-    path = Path(path)
-    if not path.exists():
-        raise MissingInputError(f"MISSING FILE: {path} does not exist")
-    with open(path, encoding="utf-8", newline="") as fh:
+    with input_lines(path) as fh:
         for line_no, line in enumerate(fh, start=1):
             if not line.endswith("\n"):
                 raise MalformedInputError(path, line_no, "last line is not terminated by a newline "
@@ -94,11 +92,8 @@ def read_queries(path) -> dict[str, str]:
 
 def read_qrels(path) -> dict[str, dict[str, int]]:
     """qrels/*.tsv (BEIR header, CRLF or LF) -> {query_id: {doc_id: relevance}}."""
-    path = Path(path)
-    if not path.exists():
-        raise MissingInputError(f"MISSING FILE: {path} does not exist")
     qrels: dict[str, dict[str, int]] = {}
-    with open(path, encoding="utf-8", newline="") as fh:
+    with input_lines(path) as fh:
         for line_no, line in enumerate(fh, start=1):
             if not line.endswith("\n"):
                 raise MalformedInputError(path, line_no, "last line is not terminated by a newline "

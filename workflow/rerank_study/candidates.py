@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import gzip
 import io
+import math
+import re
 from collections.abc import Mapping, Sequence
 
 from .errors import MalformedInputError
-from .fileio import atomic_open, read_tsv, write_tsv
+from .fileio import atomic_open, input_lines, read_tsv, write_tsv
 from .ranking import ranks_from_order, rrf_scores, top_k
 from .trec import run_lines
 
@@ -109,7 +111,7 @@ def write_candidates(path, rows, header: Sequence[str] = CANDIDATE_HEADER) -> No
 
 def candidate_header(path) -> tuple[str, ...]:
     """The header of a candidate table: the RRF table's or a TREC-run table's (anything else is an error)."""
-    with open(path, encoding="utf-8", newline="") as fh:
+    with input_lines(path) as fh:
         header = tuple(fh.readline().rstrip("\r\n").split("\t"))
     if header not in CANDIDATE_HEADERS:
         raise MalformedInputError(path, 1, f"header {list(header)} is neither {list(CANDIDATE_HEADER)} (RRF) "
@@ -131,21 +133,22 @@ TREC_CANDIDATE_HEADER = ("qid", "split", "rank", "doc_id", "run_score")
 CANDIDATE_HEADERS = (CANDIDATE_HEADER, TREC_CANDIDATE_HEADER)
 
 
+# A score is a plain decimal number in ASCII: what C's atof (trec_eval) and Python's float read as the same
+# value. float alone also takes "1_000", "１２" (full-width digits), " 1", "inf"; atof reads "1_000" as 1.
+PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+
+
 def read_user_run(path) -> dict[str, list[tuple[str, str]]]:
     """A TREC run ``qid Q0 docid rank score tag`` -> {qid: [(docid, score text), ...] in file order}.
-    Strict: 6 fields, a finite score, no document twice for a query, a terminated last line."""
-    import math
-
+    Strict: 6 fields, a finite plain decimal score (PLAIN_NUMBER), no document twice for a query, a terminated
+    last line."""
     out: dict[str, list[tuple[str, str]]] = {}
     seen: set[tuple[str, str]] = set()
     for i, (qid, _q0, doc, _rank, score, _tag) in run_lines(path):
-        try:
-            finite = math.isfinite(float(score))
-        except ValueError:
-            finite = False
-        if not finite:
-            raise MalformedInputError(path, i,
-                                      f"query {qid}, document {doc}: score {score!r} is not a finite number")
+        if not (PLAIN_NUMBER.fullmatch(score) and math.isfinite(float(score))):
+            raise MalformedInputError(path, i, f"query {qid}, document {doc}: score {score!r} is not a "
+                                      "finite plain decimal number (ASCII digits, optional sign, point and "
+                                      "exponent: what trec_eval's atof reads as the same value)")
         if (qid, doc) in seen:
             raise MalformedInputError(path, i, f"document {doc} appears twice for query {qid}")
         seen.add((qid, doc))

@@ -13,28 +13,92 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import math
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from .errors import MalformedInputError, MissingInputError
+from .errors import MalformedInputError, MissingInputError, NotRegularFileError
 
 CHUNK = 1 << 20
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
 
 
-def _hash_file(path, algo: str) -> str:
-    h = hashlib.new(algo)
+# ------------------------------------------------------------------ reading inputs: once, regular files --
+# An input's bytes are read through one descriptor of a regular file. A FIFO, socket, device or folder could
+# give one reader the pinned bytes and the next other bytes, so it is refused, whatever it is named. A file
+# whose hash is checked is parsed from the same bytes (VerifiedFile), never read a second time.
+class VerifiedFile(os.PathLike):
+    """A file's path with the bytes whose hash was checked: every reader of this module (and of beir, trec,
+    splits, candidates) given one parses these bytes and never opens the file again."""
+
+    def __init__(self, path, data: bytes):
+        self.path, self.data = Path(path), data
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+@contextlib.contextmanager
+def open_regular(path) -> Iterator:
+    """A binary file object of ``path``, opened once and refused unless it is a regular file."""
     try:
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(CHUNK), b""):
-                h.update(block)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO without a writer must not block
     except FileNotFoundError:
         raise MissingInputError(f"MISSING FILE: {path} does not exist") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotRegularFileError(path, file_kind(mode))
+    with os.fdopen(fd, "rb") as fh:
+        yield fh
+
+
+def file_kind(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "folder"), (stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"),
+             (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"))
+    return next((name for test, name in kinds if test(mode)), "special file")
+
+
+def input_bytes(source) -> bytes:
+    """The bytes of an input: a VerifiedFile's own, else the regular file's, read once."""
+    if isinstance(source, VerifiedFile):
+        return source.data
+    with open_regular(source) as fh:
+        return fh.read()
+
+
+def input_text(source) -> str:
+    """An input's UTF-8 text (a byte that is not UTF-8 is an error naming the line)."""
+    data = input_bytes(source)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedInputError(source, data[:exc.start].count(b"\n") + 1,
+                                  f"byte {exc.start} is not UTF-8 ({exc.reason})") from None
+
+
+def input_lines(source) -> io.StringIO:
+    """An input's text as lines with their line ends kept (as ``open(..., newline="")`` gives them)."""
+    return io.StringIO(input_text(source), newline="")
+
+
+def _hash_file(path, algo: str) -> str:
+    h = hashlib.new(algo)
+    if isinstance(path, VerifiedFile):
+        h.update(path.data)
+        return h.hexdigest()
+    with open_regular(path) as fh:
+        for block in iter(lambda: fh.read(CHUNK), b""):
+            h.update(block)
     return h.hexdigest()
 
 
@@ -103,10 +167,7 @@ def write_json(path, obj) -> None:
 
 def read_json(path):
     try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except FileNotFoundError:
-        raise MissingInputError(f"MISSING FILE: {path} does not exist") from None
+        return json.loads(input_text(path))
     except json.JSONDecodeError as exc:
         raise MalformedInputError(path, exc.lineno, f"invalid JSON ({exc.msg})") from None
 
@@ -147,11 +208,8 @@ def write_tsv(path, header: Sequence[str], rows: Iterable[Sequence]) -> int:
 
 def read_tsv(path, expected_header: Sequence[str] | None = None) -> list[dict[str, str]]:
     """Read a tab-separated table with a header line; every row must have the header's width."""
-    path = Path(path)
-    if not path.exists():
-        raise MissingInputError(f"MISSING FILE: {path} does not exist")
     rows: list[dict[str, str]] = []
-    with open(path, encoding="utf-8", newline="") as fh:
+    with input_lines(path) as fh:
         header_line = fh.readline()
         if not header_line.endswith("\n"):
             raise MalformedInputError(path, 1, "missing or unterminated header line")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from . import layout
 from .errors import MissingInputError, PinMismatchError
-from .fileio import canonical_json, read_json, sha256_file, write_json
+from .fileio import VerifiedFile, canonical_json, input_bytes, read_json, sha256_file, write_json
 
 log = logging.getLogger(__name__)
 DERIVED = layout.DERIVED_PINS
@@ -78,26 +78,28 @@ def set_pin(lockdir, name: str, value: dict) -> None:
 
 
 
-def verify_against(path, expected_sha256: str, what: str, fix: str) -> str:
-    actual = sha256_file(path)
+def verify_against(path, expected_sha256: str, what: str, fix: str) -> VerifiedFile:
+    """``path`` read once and checked against its pin; the result carries the checked bytes for the reader."""
+    verified = VerifiedFile(path, input_bytes(path))
+    actual = sha256_file(verified)
     if actual != expected_sha256:
         raise PinMismatchError(what, path, "sha256", expected_sha256, actual, None, fix)
-    return actual
+    return verified
 
 
-def verify_frozen_candidates(derived_pins_path, table_path) -> dict:
-    """Check the committed candidate table against its pin; return the pin."""
+def verify_frozen_candidates(derived_pins_path, table_path) -> tuple[dict, VerifiedFile]:
+    """Check the committed candidate table against its pin; return the pin and the checked table."""
     derived = read_json(derived_pins_path)
     pin = derived.get("candidates")
     if pin is None:
         raise MissingInputError(
             f"NO CANDIDATE PIN in {derived_pins_path}. The candidates are a committed, frozen input: restore "
             "lockfiles/ from git, or freeze them knowingly with: snakemake --config repin=candidates")
-    verify_against(table_path, pin["sha256"], "the frozen candidate table",
-                   "It must be the committed file: restore it from git (git checkout -- "
-                   "lockfiles/candidates), or re-freeze knowingly with: snakemake --config repin=candidates "
-                   "(this changes the experiment).")
-    return pin
+    table = verify_against(table_path, pin["sha256"], "the frozen candidate table",
+                           "It must be the committed file: restore it from git (git checkout -- "
+                           "lockfiles/candidates), or re-freeze knowingly with: snakemake --config "
+                           "repin=candidates (this changes the experiment).")
+    return pin, table
 
 
 # ---------------------------------------------------------------------------------------- archives --

@@ -155,12 +155,19 @@ def config_arg(cfg: dict) -> str:
 
 
 def frozen_and_splits(lockdir) -> tuple[dict, list[str], list[str]]:
-    """The frozen candidate table ({qid: docs}) and the development and confirmation split lists."""
+    """The frozen candidate table ({qid: docs}) and the development and confirmation split lists, each checked
+    against its pin in derived_pins.json and parsed from the checked bytes."""
     from . import splits
+    from .fileio import read_json
+    from .pins import verify_against, verify_frozen_candidates
 
     lock = Path(lockdir)
-    return (candidates.read_candidates(lock / layout.CANDIDATES), splits.read_split(lock / layout.SPLIT_DEV),
-            splits.read_split(lock / layout.SPLIT_CONFIRM))
+    split_pins = read_json(lock / layout.DERIVED_PINS)["splits"]
+    lists = [splits.read_split(verify_against(lock / rel, split_pins[name]["sha256"], f"the {name} split list",
+                                              "Restore it from git; never edit it."))
+             for name, rel in (("dev", layout.SPLIT_DEV), ("confirm", layout.SPLIT_CONFIRM))]
+    _, table = verify_frozen_candidates(lock / layout.DERIVED_PINS, lock / layout.CANDIDATES)
+    return candidates.read_candidates(table), lists[0], lists[1]
 
 
 def checked_run(cfg: dict, lockdir, path, split: str, action: str) -> dict:

@@ -14,9 +14,9 @@ integer, else the id string.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
-from .errors import MalformedInputError, MissingInputError
+from .errors import MalformedInputError
+from .fileio import input_text
 
 
 def query_sort_key(qid: str):
@@ -58,10 +58,7 @@ def split_text(qids: Sequence[str]) -> str:
 
 
 def read_split(path) -> list[str]:
-    path = Path(path)
-    if not path.exists():
-        raise MissingInputError(f"MISSING FILE: split list {path} does not exist")
-    text = path.read_text(encoding="utf-8")
+    text = input_text(path)
     if text and not text.endswith("\n"):
         raise MalformedInputError(path, text.count("\n") + 1, "last line is not terminated (truncated file?)")
     qids = text.splitlines()

@@ -8,10 +8,9 @@ tie. Raw model scores live in their own tables.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
-from .errors import MalformedInputError, MissingInputError
-from .fileio import atomic_open
+from .errors import MalformedInputError
+from .fileio import atomic_open, input_lines
 from .ranking import rank_derived_scores
 
 
@@ -33,10 +32,7 @@ def write_run(path, ranked: Mapping[str, Sequence[str]], tag: str,
 def run_lines(path):
     """(line number, the 6 fields) of every line of a TREC run file; a missing file, an unterminated last line
     or a line without exactly 6 fields is an error naming the file and line."""
-    path = Path(path)
-    if not path.exists():
-        raise MissingInputError(f"MISSING FILE: {path} does not exist")
-    with open(path, encoding="utf-8", newline="") as fh:
+    with input_lines(path) as fh:
         for line_no, line in enumerate(fh, start=1):
             if not line.endswith("\n"):
                 raise MalformedInputError(path, line_no, "last line is not terminated (truncated file?)")
@@ -49,7 +45,6 @@ def run_lines(path):
 
 def read_run(path) -> dict[str, list[tuple[str, int, float]]]:
     """-> {qid: [(docid, rank, score), ...] in file order}. Checks ranks are 1..n in order."""
-    path = Path(path)
     out: dict[str, list[tuple[str, int, float]]] = {}
     for line_no, (qid, _q0, doc, rank, score, _tag) in run_lines(path):
         try:

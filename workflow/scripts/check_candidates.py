@@ -15,10 +15,10 @@ log = logging.getLogger("check_candidates")
 
 
 def main(sm):
-    pin = pins.verify_frozen_candidates(sm.input.derived, sm.input.frozen)
-    frozen_rows = candidates.read_candidate_rows(sm.input.frozen)
+    pin, table = pins.verify_frozen_candidates(sm.input.derived, sm.input.frozen)
+    frozen_rows = candidates.read_candidate_rows(table)
     split_of = {r["qid"]: r["split"] for r in frozen_rows}
-    frozen = candidates.read_candidates(sm.input.frozen)
+    frozen = candidates.read_candidates(table)
     regenerated = candidates.read_candidates(sm.input.regenerated)
     rows = candidates.drift_table(frozen, regenerated, split_of)
     meta = read_json(sm.input.meta)

@@ -25,10 +25,11 @@ def pinned(sm) -> dict:
 def main(sm):
     cfg, lockdir = sm.config, Path(sm.params.lockdir)
     pin = pinned(sm)
-    verify_against(sm.input.run, pin["sha256"], f"the reranker run of study {cfg['study']['name']!r}",
-                   "It must be the pinned run (the development run's pin, or the protocol's frozen "
-                   "confirmation run): restore it from git; nothing was read from it.")
-    user_run = reranker_run.checked_run(cfg, lockdir, sm.input.run, sm.params.kind, "before scoring")
+    what = f"the reranker run of study {cfg['study']['name']!r}"
+    checked = verify_against(sm.input.run, pin["sha256"], what,
+                             "It must be the pinned run (the development run's pin, or the protocol's "
+                             "frozen confirmation run): restore it from git; nothing was read from it.")
+    user_run = reranker_run.checked_run(cfg, lockdir, checked, sm.params.kind, "before scoring")
     qids = splits.read_split(sm.input.queries)
     cands = candidates.read_candidates(sm.input.candidates)
     rows = reranker_run.score_rows(user_run, cands, qids)

@@ -10,9 +10,10 @@ from rerank_study.pins import DataPins
 from rerank_study.rule import run
 
 
-def check_frozen_candidates(sm) -> None:
-    """The committed table is the pinned one, and the config still describes how it was made."""
-    pin = pins.verify_frozen_candidates(sm.input.derived, sm.input.candidates)
+def check_frozen_candidates(sm):
+    """The committed table is the pinned one, and the config still describes how it was made; return the
+    checked table (the bytes whose hash matched: the one thing read below)."""
+    pin, table = pins.verify_frozen_candidates(sm.input.derived, sm.input.candidates)
     for key, value in sm.params.candidate_params.items():
         if pin["params"].get(key) != value:
             raise PinMismatchError(
@@ -20,21 +21,22 @@ def check_frozen_candidates(sm) -> None:
                 "config", "The frozen candidates were made with the pinned value. Restore it in "
                 "config/config.yaml, or re-freeze knowingly: snakemake --config repin=candidates (this "
                 "changes the experiment).")
+    return table
 
 
 def main(sm):
-    check_frozen_candidates(sm)
+    table = check_frozen_candidates(sm)
     split = splits.read_split(sm.input.split)
     qids = split[: sm.params.n_queries] if sm.params.n_queries else split
     depth = sm.params.depth
     by_q = {q: [] for q in qids}
-    for r in candidates.read_candidate_rows(sm.input.candidates):
+    for r in candidates.read_candidate_rows(table):
         if r["qid"] in by_q and int(r["rank"]) <= depth:
             by_q[r["qid"]].append(r)
     label = sm.params.split_label
     bad = [q for q, lst in by_q.items() if len(lst) != depth or any(r["split"] != label for r in lst)]
     if bad:
-        raise PipelineError(f"STUDY {sm.params.study!r}: {sm.input.candidates} has fewer than {depth} "
+        raise PipelineError(f"STUDY {sm.params.study!r}: {table} has fewer than {depth} "
                             f"{label} candidates (or another split) for queries {bad[:10]}. Fix: freeze "
                             f"candidates at least {depth} deep (snakemake --config repin=candidates ...), or "
                             "lower candidates.depth knowingly.")
@@ -47,7 +49,7 @@ def main(sm):
                             "documents: fix the qrels or re-draw the splits from queries that have one "
                             "(snakemake --config repin=splits).")
     atomic_write_text(sm.output.queries, splits.split_text(qids))
-    header = candidates.candidate_header(sm.input.candidates)  # the frozen RRF table's, or a TREC run's
+    header = candidates.candidate_header(table)  # the frozen RRF table's, or a TREC run's
     candidates.write_candidates(sm.output.candidates,
                                 [tuple(r[c] for c in header) for q in qids for r in by_q[q]], header)
     write_tsv(sm.output.qrels, beir.QRELS_HEADER,

@@ -49,9 +49,8 @@ def main(sm):
     lists = {}
     for name in ("dev", "confirm"):
         path = sm.params.lists[name]
-        pins.verify_against(path, pin[name]["sha256"], f"{name} split list", "Restore it from git; "
-                            "never edit it.")
-        lists[name] = splits.read_split(path)
+        lists[name] = splits.read_split(pins.verify_against(path, pin[name]["sha256"], f"{name} split list",
+                                                            "Restore it from git; never edit it."))
     dev, conf = lists["dev"], lists["confirm"]
     if conf != confirm:
         raise PipelineError(f"STUDY {sm.params.study!r}: the pinned confirmation list differs from the "
