@@ -1,7 +1,7 @@
-"""The audit reads every file once, from a regular file: a file's sha256 and every parse of it in one audit are
-of the same bytes (readers.one_read_per_file), and a FIFO, socket, device or folder is unreadable (a check that
-needs it fails, naming it). Without this a named pipe in the lock folder gave the hash check the pinned run and
-the score check another."""
+"""The audit reads every file once, from a regular file: a file's sha256 and every parse of it in one audit
+are of the same bytes (readers.one_read_per_file), and a FIFO, socket, device or folder is unreadable (a check
+that needs it fails, naming it). Without this a named pipe in the lock folder gave the hash check the pinned
+run and the score check another."""
 
 import os
 

@@ -1,9 +1,9 @@
 """Inputs are read once, from regular files: the bytes a pin check hashed are the bytes every reader parses.
 
-The attack this closes: a named pipe (FIFO) in place of a pinned file gives the hash check the pinned bytes and
-the parser, which opened the file a second time, other bytes; a file swapped between the check and the parse
-does the same without a FIFO. Every reader of the pipeline goes through ``fileio.input_bytes`` (a regular file
-only, one descriptor), and a check returns a ``VerifiedFile`` whose bytes the readers parse."""
+The attack this closes: a named pipe (FIFO) in place of a pinned file gives the hash check the pinned bytes
+and the parser, which opened the file a second time, other bytes; a file swapped between the check and the
+parse does the same without a FIFO. Every reader of the pipeline goes through ``fileio.input_bytes`` (a
+regular file only, one descriptor), and a check returns a ``VerifiedFile`` whose bytes the readers parse."""
 
 import os
 
@@ -32,7 +32,8 @@ def test_every_reader_refuses_a_fifo_without_blocking_and_names_it(tmp_path, nam
     os.mkfifo(fifo)  # no writer: an open without O_NONBLOCK would hang here
     with pytest.raises(NotRegularFileError) as exc:
         READERS[name](fifo)
-    assert f"NOT A REGULAR FILE: {fifo} is a FIFO" in str(exc.value) and "fix: put the file itself" in str(exc.value)
+    msg = str(exc.value)
+    assert f"NOT A REGULAR FILE: {fifo} is a FIFO" in msg and "fix: put the file itself" in msg
 
 
 @pytest.mark.parametrize("name", sorted(READERS))
@@ -41,7 +42,7 @@ def test_every_reader_refuses_a_folder(tmp_path, name):
         READERS[name](tmp_path)
 
 
-def test_a_checked_split_is_parsed_from_the_checked_bytes_even_when_the_file_changes_after_the_check(tmp_path):
+def test_a_checked_split_is_parsed_from_the_checked_bytes_even_when_the_file_changes_afterwards(tmp_path):
     path = tmp_path / "dev.txt"
     path.write_text("1\n2\n3\n")
     checked = pins.verify_against(path, fileio.sha256_bytes(b"1\n2\n3\n"), "dev split list", "restore it")

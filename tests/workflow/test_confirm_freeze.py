@@ -166,6 +166,20 @@ def test_changed_code_stops_an_opening_and_a_refactor_is_refrozen_only_before_an
     assert guard.check_unseal(fixture_cfg(out["sha256"]), lock, repo)["opening"] == 1
     with pytest.raises(SealError, match="nothing to re-freeze"):
         seal_freeze.refreeze(cfg, lock, repo, "no change", dev)
+    # a change the audit cannot see (the grouping rule's prose in groups.json is read for its form only) that
+    # alters a deterministic artefact: the development run under it passes its audit, and the re-freeze is
+    # refused because the evidence differs, naming the artefact; nothing is rewritten
+    grp = repo / "workflow/scripts/groups.py"
+    g_orig = grp.read_text()
+    assert g_orig.count('"rule": "queries linked') == 1
+    grp.write_text(g_orig.replace('"rule": "queries linked', '"rule": "reworded: queries linked'))
+    run_snakemake(wd, "--forcerun", "groups", snakefile=repo / "Snakefile")
+    assert read_json(dev / "audit.json")["ok"] is True and "reworded" in (dev / "groups.json").read_text()
+    protocol_before = (lock / "protocol.json").read_bytes()
+    with pytest.raises(SealError, match=r"does not reproduce the frozen development evidence: .*\bgroups"):
+        seal_freeze.refreeze(cfg, lock, repo, "reworded the grouping rule", dev)
+    assert (lock / "protocol.json").read_bytes() == protocol_before
+    grp.write_text(g_orig)
     # another stand-in head is no refactor either: the built stand-in no longer matches its pins, and the
     # build stops (the stand-in is pinned in model_pins.json 'standin')
     mod = repo / "workflow/rerank_study/models.py"

@@ -31,10 +31,10 @@ class NotRegularFileError(PipelineError):
 
     def __init__(self, path, kind: str):
         self.path, self.kind = str(path), kind
-        super().__init__(f"NOT A REGULAR FILE: {path} is a {kind}\n  expected: a regular file (an input is read "
-                         "once, from a regular file, so every reader sees the bytes whose hash was checked)\n"
-                         f"  found: a {kind}\n  fix: put the file itself at {path} (cp, not mkfifo, a device "
-                         "or a folder)")
+        super().__init__(f"NOT A REGULAR FILE: {path} is a {kind}\n  expected: a regular file (an input is "
+                         "read once, from a regular file, so every reader sees the bytes whose hash was "
+                         f"checked)\n  found: a {kind}\n  fix: put the file itself at {path} (cp, not "
+                         "mkfifo, a device or a folder)")
 
 
 class MalformedInputError(PipelineError):

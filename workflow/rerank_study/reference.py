@@ -9,10 +9,11 @@ A reference is a finished run's fingerprint committed under ``lockfiles/referenc
   artefacts that carry floats, so a difference can be measured, not only detected.
 
 ``compare`` reads a user's finished run and says IDENTICAL (every deterministic artefact has
-the reference's bytes), DIFFERENT (per artefact what differs and by how much: largest |Δ logit|,
-pairs whose CE rank moves, per-query metric changes, the primary mean and interval), or
-NOT-COMPARABLE (other inputs, model or shape: there is nothing to compare). A missing
-reference is its own verdict, NO-REFERENCE, never a pass.
+the reference's bytes); where bytes differ, REPRODUCED or DIFFERENT in the reproducibility measures of
+``repro_run`` (every mean within Pyserini's OK/OKish bands and the primary interval verdicts unchanged, or
+what failed), with per artefact what differs and by how much (largest |Δ logit|, pairs whose CE rank
+moves, per-query metric changes, the primary mean and interval); or NOT-COMPARABLE (other inputs, model or
+shape: there is nothing to compare). A missing reference is its own verdict, NO-REFERENCE, never a pass.
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from . import repro_run
 from .errors import MissingInputError
 from .fileio import read_json, read_tsv, write_json, write_tsv
 from .names import PINNED, STAND_IN
 from .ranking import order_by_score
 
-VERDICTS = ("IDENTICAL", "DIFFERENT", "NOT-COMPARABLE", "NO-REFERENCE")
+VERDICTS = ("IDENTICAL", repro_run.REPRODUCED, repro_run.DIFFERENT, "NOT-COMPARABLE", "NO-REFERENCE")
 INPUT_ROLES = ("corpus", "queries", "qrels_dev", "qrels_confirm", "split_dev", "split_confirm", "candidates")
 LOGIT_HEADER = ("qid", "doc_id", "logit")
 
@@ -125,8 +127,9 @@ def compare_per_query(run: Mapping, ref: Mapping) -> dict:
             "largest_abs_change_by_column": dict(sorted(largest.items()))}
 
 
-def compare(rundir, refdir) -> dict:
-    """Compare the finished run ``rundir`` with the reference folder ``refdir`` (reads only)."""
+def compare(rundir, refdir, blend_k: int) -> dict:
+    """Compare the finished run ``rundir`` with the reference folder ``refdir`` (reads only); ``blend_k`` is
+    the run's blend constant (the rankings of both sides are made with it)."""
     rundir, refdir = Path(rundir), Path(refdir)
     manifest = read_json(rundir / "manifest.json")
     if not (refdir / "reference.json").exists():
@@ -147,18 +150,29 @@ def compare(rundir, refdir) -> dict:
             for k, v in sorted(expected.items())]
     rows += [{"artefact": k, "identical": False, "reference_sha256": None, "run_sha256": v}
              for k, v in sorted(hashes.items()) if k not in expected]
-    out = {"verdict": "IDENTICAL" if all(r["identical"] for r in rows) else "DIFFERENT",
-           "reference": str(refdir), "artefacts": rows, "reference_machine": ref["machine"]}
-    if out["verdict"] == "DIFFERENT":
-        out["logits"] = compare_logits(read_logits(rundir / "pairs.tsv"), read_logits(refdir / "logits.tsv"))
-        out["per_query"] = compare_per_query(read_per_query(rundir / "per_query.tsv"),
-                                             read_per_query(refdir / "per_query.tsv"))
-        summary = read_json(rundir / "summary.json")
-        prim = summary["comparisons"][summary["primary"]]
-        out["primary"] = {"reference": ref["primary"],
-                          "run": {"mean": prim["mean"], "grouped_interval": prim["grouped_interval"],
-                                  "query_interval": prim["query_interval"]}}
+    out = {"verdict": "IDENTICAL", "reference": str(refdir), "artefacts": rows,
+           "reference_machine": ref["machine"]}
+    if not all(r["identical"] for r in rows):
+        out.update(measured_difference(rundir, refdir, ref, blend_k))
     return out
+
+
+def measured_difference(rundir: Path, refdir: Path, ref: Mapping, blend_k: int) -> dict:
+    """Where bytes differ: by how much (logits, per-query cells, the primary numbers) and whether the
+    experiment reproduced (``repro_run``): the verdict, what failed, every measure."""
+    run_logits, ref_logits = read_logits(rundir / "pairs.tsv"), read_logits(refdir / "logits.tsv")
+    run_pq, ref_pq = read_per_query(rundir / "per_query.tsv"), read_per_query(refdir / "per_query.tsv")
+    summary = read_json(rundir / "summary.json")
+    prim = summary["comparisons"][summary["primary"]]
+    primary = {"reference": ref["primary"],
+               "run": {"mean": prim["mean"], "grouped_interval": prim["grouped_interval"],
+                       "query_interval": prim["query_interval"]}, "threshold": summary["threshold"]}
+    primary["verdicts"] = repro_run.primary_verdicts(ref["primary"], primary["run"], summary["threshold"])
+    measures = repro_run.measures(run_pq, ref_pq, run_logits, ref_logits, rundir / "inputs/candidates.tsv",
+                                  summary, blend_k)
+    verdict, failed = repro_run.verdict(measures, primary["verdicts"])
+    return {"verdict": verdict, "failed": failed, "logits": compare_logits(run_logits, ref_logits),
+            "per_query": compare_per_query(run_pq, ref_pq), "primary": primary, "measures": measures}
 
 
 def render(result: Mapping, run: str) -> str:
@@ -175,7 +189,7 @@ def render(result: Mapping, run: str) -> str:
     lines += [f"| {r['artefact']} | {'yes' if r['identical'] else 'NO'} | "
               f"`{(r['reference_sha256'] or '-')[:16]}` | `{(r['run_sha256'] or '-')[:16]}` |"
               for r in result["artefacts"]]
-    if v == "DIFFERENT":
+    if v in (repro_run.REPRODUCED, repro_run.DIFFERENT):
         lg, pq, pr = result["logits"], result["per_query"], result["primary"]
         lines += ["", "## By how much", "",
                   f"- logits: {lg['pairs_with_different_logit']} of {lg['pairs_compared']} pairs differ; "
@@ -187,6 +201,7 @@ def render(result: Mapping, run: str) -> str:
                   f"- primary mean: reference {pr['reference']['mean']!r}, run {pr['run']['mean']!r}; "
                   f"grouped interval: reference {pr['reference']['grouped_interval']}, run "
                   f"{pr['run']['grouped_interval']}"]
+        lines += repro_run.render_measures(result)
     m = result["reference_machine"]
     lines += ["", f"Reference machine: {m['cpu']['model']}, {m['machine']}, torch "
                   f"{m.get('torch', {}).get('torch')}, MKL {m.get('torch', {}).get('mkl')}, CPU capability "

@@ -163,8 +163,9 @@ def frozen_and_splits(lockdir) -> tuple[dict, list[str], list[str]]:
 
     lock = Path(lockdir)
     split_pins = read_json(lock / layout.DERIVED_PINS)["splits"]
-    lists = [splits.read_split(verify_against(lock / rel, split_pins[name]["sha256"], f"the {name} split list",
-                                              "Restore it from git; never edit it."))
+    lists = [splits.read_split(verify_against(lock / rel, split_pins[name]["sha256"],
+                                              f"the {name} split list", "Restore it from git; "
+                                              "never edit it."))
              for name, rel in (("dev", layout.SPLIT_DEV), ("confirm", layout.SPLIT_CONFIRM))]
     _, table = verify_frozen_candidates(lock / layout.DERIVED_PINS, lock / layout.CANDIDATES)
     return candidates.read_candidates(table), lists[0], lists[1]

@@ -125,6 +125,7 @@ rule check_reproduction:
         refdir=lambda w, input: (os.path.dirname(input.reference[0]) if input.reference
                                  else REFERENCE or "(no reference applies to a confirmation opening)"),
         run=RUN,
+        blend_k=SETTINGS["blend_k"],
     log:
         log_of("check_reproduction"),
     script:
