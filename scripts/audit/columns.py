@@ -50,7 +50,9 @@ TREC_RUNS = {f"run_{m}": m for m in METHODS}  # re-rendered whole (check 'runs')
 WHOLE_FILES = {"run_queries": ("one analysed query id per line", "analysed_queries"),
                "summary": ("every leaf recomputed or taken from the anchor; an unknown key fails",
                            "summary, evalstats"),
-               **{k: (f"`qid Q0 doc rank n+1-rank {m}`", "runs") for k, m in TREC_RUNS.items()}}
+               **{k: (f"`qid Q0 doc rank n+1-rank {m}`", "runs") for k, m in TREC_RUNS.items()},
+               **{f"table_{t}_{x}": (f"the {t} table rendered from the recomputed summary", "tables")
+                  for t in ("methods", "comparisons") for x in ("csv", "tex")}}
 
 # the special tokens of the BERT pair template [CLS] query [SEP] document [SEP]
 PAIR_SPECIAL_TOKENS = 3

@@ -37,6 +37,10 @@ RUN_ARTEFACTS = {
     "forest_plot": ("figures/forest.png", "figure", True),
     "delta_plot": ("figures/primary_delta.png", "figure", True),
     "power_plot": ("figures/power_curve.png", "figure", True),
+    "table_methods_csv": ("tables/methods.csv", "paper_table", True),
+    "table_methods_tex": ("tables/methods.tex", "paper_table", True),
+    "table_comparisons_csv": ("tables/comparisons.csv", "paper_table", True),
+    "table_comparisons_tex": ("tables/comparisons.tex", "paper_table", True),
     "report": ("report.md", "report", False),
     "scoring_measurements": ("measurements/scoring.json", "measurements", False),
     "verification_measurements": ("measurements/verification.json", "measurements", False),
@@ -59,8 +63,7 @@ OPENING_FILES = ("OPENING_STARTED.json", "OPENING.json")
 # the rules whose log and benchmark files a run folder holds (a test holds this list equal to the rule files)
 RULES = ("analyse", "audit", "calibrate", "check_reproduction", "evaluate", "fetch_sealed_qrels", "groups",
          "manifest", "parquet", "record_opening", "report", "reranker_scores", "run_inputs", "score",
-         "shape_check",
-         "verify_scores")
+         "shape_check", "tables", "verify_scores")
 RULE = "(" + "|".join(RULES) + ")"
 OTHER_FILES = (
     re.compile(rf"logs/{RULE}\.(log|job\.json)"),

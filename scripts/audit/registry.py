@@ -17,6 +17,7 @@ import checks_report_and_seal
 import checks_reranker_run
 import checks_scores
 import checks_statistics
+import checks_tables
 
 CHECKS = (
     ("layout", checks_layout.check_layout),
@@ -45,6 +46,7 @@ CHECKS = (
     ("reference", checks_reference.check_reference),
     ("frozen_candidates", checks_inputs.check_frozen_candidates),
     ("report", checks_report_and_seal.check_report),
+    ("tables", checks_tables.check_tables),
     ("seal", checks_report_and_seal.check_seal),
     ("protocol", checks_provenance.check_protocol),
     ("reinfer", checks_reinfer.check_reinfer),  # the second stage (--reinfer N): after every other check

@@ -9,13 +9,14 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import os
 import shutil
 
 import pytest
 from conftest import STUDY_DIR
 
 from rerank_study import reranker_run
-from rerank_study.errors import SealError
+from rerank_study.errors import NotRegularFileError, SealError
 from rerank_study.seal import freeze, method, protocol
 
 LOCK = STUDY_DIR / "synthetic" / "lockfiles"
@@ -117,3 +118,52 @@ def test_the_method_excludes_the_frozen_copy_only_with_its_pinned_bytes(tmp_path
     assert method.excluded(tmp_path, rel) is None  # then it is part of the method: a changed method
     (lock / "reranker" / "dev.trec").write_bytes(run.read_bytes())
     assert method.excluded(tmp_path, f"{lock.name}/reranker/dev.trec") is None
+
+
+def test_the_frozen_copy_is_the_checked_bytes_even_when_the_file_is_swapped_after_the_check(tmp_path, lock,
+                                                                                           monkeypatch):
+    """The red team's freeze attack: the run is swapped for another (here: one line dropped) right after the
+    check; the copy and the returned pin are still the checked run's bytes (one read: check, copy, pin)."""
+    run = confirmation_run(tmp_path / "confirm.run")
+    checked_bytes = run.read_bytes()
+    real_check = reranker_run.checked_run
+
+    def check_then_swap(*args, **kwargs):
+        out = real_check(*args, **kwargs)
+        confirmation_run(run, drop=("q03", "d030"))  # what a concurrent writer did between check and copy
+        return out
+
+    monkeypatch.setattr(reranker_run, "checked_run", check_then_swap)
+    pinned = freeze.submit_confirmation_run(cfg(), lock, run)
+    assert run.read_bytes() != checked_bytes
+    assert (lock / "reranker" / "confirm.trec").read_bytes() == checked_bytes
+    assert pinned == hashlib.sha256(checked_bytes).hexdigest()
+
+
+def test_the_protocol_is_parsed_from_the_bytes_whose_sha256_was_checked(tmp_path, monkeypatch):
+    """The red team's opening attack: while the guard read protocol.sha256 (a FIFO that blocked),
+    protocol.json was replaced by another protocol; the guard then parsed the replacement. Now the file is
+    read once, and a FIFO in place of protocol.sha256 is refused without blocking."""
+    lockdir = tmp_path / "lock"
+    lockdir.mkdir()
+    frozen = json.dumps({"model": {"confirmation_run": {"sha256": "a" * 64}}}, sort_keys=True) + "\n"
+    (lockdir / "protocol.json").write_text(frozen)
+    sha = hashlib.sha256(frozen.encode()).hexdigest()
+    (lockdir / "protocol.sha256").write_text(f"{sha}  protocol.json\n")
+    real_text = protocol.input_text
+
+    def swap_while_reading_the_sha(path):
+        if path.name == "protocol.sha256":
+            (lockdir / "protocol.json").write_text(json.dumps({"model": {"confirmation_run": {"sha256":
+                                                                                              "b" * 64}}}))
+        return real_text(path)
+
+    monkeypatch.setattr(protocol, "input_text", swap_while_reading_the_sha)
+    got_sha, got = protocol.verified_protocol(lockdir)
+    assert got_sha == sha and got["model"]["confirmation_run"]["sha256"] == "a" * 64
+    monkeypatch.undo()
+    (lockdir / "protocol.json").write_text(frozen)
+    (lockdir / "protocol.sha256").unlink()
+    os.mkfifo(lockdir / "protocol.sha256")
+    with pytest.raises(NotRegularFileError, match="protocol.sha256 is a FIFO"):
+        protocol.verified_protocol(lockdir)

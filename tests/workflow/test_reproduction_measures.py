@@ -35,6 +35,13 @@ def tsv(path):
         return list(csv.DictReader(fh, delimiter="\t"))
 
 
+def write_tsv(path, rows):
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]), delimiter="\t", lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+
+
 def tie_rule_order(scores):
     """Score descending, then document id as a string descending (trec_eval's order)."""
     return [d for d, _ in sorted(scores.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)]
@@ -57,10 +64,7 @@ def perturbed_copy(smoke_run, dest, change):
     pairs = tsv(dest / "pairs.tsv")
     for r in pairs:
         r["logit"] = repr(change(float(r["logit"])))
-    with open(dest / "pairs.tsv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(pairs[0]), delimiter="\t", lineterminator="\n")
-        w.writeheader()
-        w.writerows(pairs)
+    write_tsv(dest / "pairs.tsv", pairs)
     cands = {}
     for r in tsv(dest / "inputs/candidates.tsv"):
         cands.setdefault(r["qid"], []).append(r["doc_id"])
@@ -75,10 +79,7 @@ def perturbed_copy(smoke_run, dest, change):
         got = ev.evaluate(run)
         for r in rows:
             r[f"{m}_ndcg@10"] = repr(got[r["qid"]]["ndcg_cut_10"])
-    with open(dest / "per_query.tsv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]), delimiter="\t", lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
+    write_tsv(dest / "per_query.tsv", rows)
     manifest = json.loads((dest / "manifest.json").read_text())
     for a in manifest["artefacts"]:
         if a["key"] in ("pairs", "per_query"):

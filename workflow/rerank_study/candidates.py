@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from .errors import MalformedInputError
-from .fileio import atomic_open, input_lines, read_tsv, write_tsv
+from .fileio import VerifiedFile, atomic_open, input_bytes, input_lines, read_tsv, write_tsv
 from .ranking import ranks_from_order, rrf_scores, top_k
 from .trec import run_lines
 
@@ -120,7 +120,9 @@ def candidate_header(path) -> tuple[str, ...]:
 
 
 def read_candidate_rows(path) -> list[dict[str, str]]:
-    return read_tsv(path, candidate_header(path))
+    """The rows of a candidate table, its header and rows from one read of the file."""
+    table = path if isinstance(path, VerifiedFile) else VerifiedFile(path, input_bytes(path))
+    return read_tsv(table, candidate_header(table))
 
 
 # ------------------------------------------------------------ a user's TREC run as candidates --

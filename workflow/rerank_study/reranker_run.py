@@ -22,7 +22,12 @@ from pathlib import Path
 
 from . import candidates, layout
 from .errors import MalformedInputError, PipelineError
-from .fileio import sha256_file
+from .fileio import VerifiedFile, input_bytes, sha256_bytes
+
+
+def read_once(path) -> VerifiedFile:
+    """A user's run file read once (a regular file): its checks, its copy and its pin all use these bytes."""
+    return VerifiedFile(path, input_bytes(path))
 
 SCORES_HEADER = ("qid", "doc_id", "r0", "score")
 PIN_NAME = "reranker_run"  # its key in derived_pins.json
@@ -121,10 +126,9 @@ def score_rows(run: Mapping, cands: Mapping[str, Sequence[str]], queries: Sequen
     return rows
 
 
-def pin(lockdir, rel: str, given_as: str, n_queries: int, depth: int) -> dict:
-    """The pin of a run file copied into the lock folder at ``rel``."""
-    path = Path(lockdir) / rel
-    return {"file": rel, "sha256": sha256_file(path), "bytes": path.stat().st_size, "given_as": given_as,
+def pin(rel: str, data: bytes, given_as: str, n_queries: int, depth: int) -> dict:
+    """The pin of a run file whose checked bytes ``data`` are copied into the lock folder at ``rel``."""
+    return {"file": rel, "sha256": sha256_bytes(data), "bytes": len(data), "given_as": given_as,
             "queries": n_queries, "depth": depth, "order": TIE_RULE}
 
 
@@ -194,8 +198,9 @@ def checked_run(cfg: dict, lockdir, path, split: str, action: str) -> dict:
     return run
 
 
-def check_pinned(cfg: dict, lockdir) -> dict:
-    """A development run is pinned in the lock folder and its copy is the pinned one; return the pin."""
+def check_pinned(cfg: dict, lockdir) -> VerifiedFile:
+    """A development run is pinned in the lock folder and its copy is the pinned one; return the copy with the
+    checked bytes."""
     from .fileio import read_json
     from .pins import verify_against
 
@@ -208,11 +213,10 @@ def check_pinned(cfg: dict, lockdir) -> dict:
             f"is pinned.\n  file: {path} (pin: {derived} -> {PIN_NAME})\n  expected: the copied run and its "
             f"pin\n  found: {'no file' if not path.is_file() else 'no pin'}\n  fix: snakemake --config "
             f"{config_arg(cfg)}repin=reranker_run run_file=/path/to/your.run, then commit the lock folder.")
-    verify_against(path, run_pin["sha256"], f"study {study!r}'s reranker run",
-                   f"It must be the run pinned in {derived}: restore it from git, or pin another knowingly "
-                   f"(delete {path} and its pin in a commit that says why, then repin=reranker_run "
-                   "run_file=...).")
-    return run_pin
+    return verify_against(path, run_pin["sha256"], f"study {study!r}'s reranker run",
+                          f"It must be the run pinned in {derived}: restore it from git, or pin another "
+                          f"knowingly (delete {path} and its pin in a commit that says why, then "
+                          "repin=reranker_run run_file=...).")
 
 
 def check_study(cfg: dict, lockdir, repin: set) -> None:
@@ -242,7 +246,6 @@ def check_study(cfg: dict, lockdir, repin: set) -> None:
             raise RunFileError(f"STUDY {st['name']!r}: repin=reranker_run needs the run to pin.\n  file: "
                                "(run_file not set)\n  fix: add --config run_file=/path/to/your.run (TREC "
                                "format).")
-        checked_run(cfg, lockdir, cfg["run_file"], "development", "nothing was frozen")
+        checked_run(cfg, lockdir, read_once(cfg["run_file"]), "development", "nothing was frozen")
     elif not repin and (Path(lockdir) / layout.CANDIDATES).is_file():
-        check_pinned(cfg, lockdir)
-        checked_run(cfg, lockdir, lock_path(lockdir, "development"), "development", "before any job")
+        checked_run(cfg, lockdir, check_pinned(cfg, lockdir), "development", "before any job")

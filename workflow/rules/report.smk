@@ -44,6 +44,25 @@ rule report:
         "../scripts/report.py"
 
 
+rule tables:
+    """Paper-ready tables of the methods and comparisons (CSV and LaTeX with booktabs), from summary.json only."""
+    input:
+        summary=P["summary"],
+    output:
+        methods_csv=P["table_methods_csv"],
+        methods_tex=P["table_methods_tex"],
+        comparisons_csv=P["table_comparisons_csv"],
+        comparisons_tex=P["table_comparisons_tex"],
+    params:
+        code=CODE,  # library source hash: a change in the science reruns the rule
+    log:
+        log_of("tables"),
+    benchmark:
+        bench_of("tables")
+    script:
+        "../scripts/tables.py"
+
+
 rule manifest:
     """Every artefact of the run (declared here as an input) with its role, path and sha256."""
     input:

@@ -19,12 +19,13 @@ def main(sm):
                             "experiment). Ask for it explicitly: snakemake --config repin=reranker_run "
                             "run_file=/path/to/your.run")
     cfg, lockdir, source = sm.config, Path(sm.params.lockdir), Path(sm.input.run_file)
-    user_run = reranker_run.checked_run(cfg, lockdir, source, "development", "nothing was frozen")
+    submitted = reranker_run.read_once(source)  # checked, copied and pinned: these bytes
+    user_run = reranker_run.checked_run(cfg, lockdir, submitted, "development", "nothing was frozen")
     frozen, dev, _ = reranker_run.frozen_and_splits(lockdir)
     depth = cfg["candidates"]["depth"]
     with atomic_path(lockdir / layout.RERANKER_DEV_RUN) as tmp:
-        tmp.write_bytes(source.read_bytes())
-    pin = reranker_run.pin(lockdir, layout.RERANKER_DEV_RUN, source.name, len(dev), depth)
+        tmp.write_bytes(submitted.data)
+    pin = reranker_run.pin(layout.RERANKER_DEV_RUN, submitted.data, source.name, len(dev), depth)
     pins.set_pin(lockdir, reranker_run.PIN_NAME, pin)
     tied = reranker_run.tied_queries(user_run, {q: frozen[q][:depth] for q in dev}, dev)
     if tied:

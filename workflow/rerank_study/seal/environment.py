@@ -32,6 +32,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from ..errors import MissingInputError, NotRegularFileError
+from ..fileio import input_bytes, input_text
 from .tree import GENERATED
 
 HOOKS = ("sitecustomize.py", "usercustomize.py")
@@ -59,7 +61,7 @@ def normalise(name: str) -> str:
 
 def _pinned(path: Path) -> dict[str, str]:
     out = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in input_text(path).splitlines():
         m = re.match(r"^([A-Za-z0-9_.\-]+)==([^\s;\\]+)", line)
         if m:
             out[normalise(m[1])] = m[2]
@@ -78,7 +80,7 @@ def lock_versions(root) -> dict[str, str]:
     for name in ("requirements.lock", "torch.txt"):
         out.update(_pinned(Path(root) / "lockfiles" / name))
     project = re.search(r'(?m)^name = "([^"]+)"\s*\nversion = "([^"]+)"',
-                        (Path(root) / "pyproject.toml").read_text())
+                        input_text(Path(root) / "pyproject.toml"))
     if project:
         out[normalise(project[1])] = project[2]
     return out
@@ -93,7 +95,7 @@ def _venv_problems() -> list[str]:
     if sys.prefix == sys.base_prefix or not cfg.is_file():
         return [f"{sys.executable} is not a virtual environment: an opening runs in the project's .venv "
                 "(python3.11 scripts/setup_env.py)"]
-    if re.search(r"(?mi)^include-system-site-packages\s*=\s*true", cfg.read_text()):
+    if re.search(r"(?mi)^include-system-site-packages\s*=\s*true", input_text(cfg)):
         return [f"{cfg}: include-system-site-packages = true (the system's packages would be importable)"]
     return []
 
@@ -126,9 +128,10 @@ def _record_problems(dist, site: Path, listed: set) -> list[str]:
             continue
         algo, want = parts[1].split("=", 1)
         try:
-            data = Path(path).read_bytes()
-        except OSError:
-            out.append(f"{path} (listed by {dist.metadata['Name']}'s RECORD) is missing")
+            data = input_bytes(Path(path))
+        except (OSError, MissingInputError, NotRegularFileError) as exc:
+            what = "is missing" if isinstance(exc, (OSError, MissingInputError)) else "is not a regular file"
+            out.append(f"{path} (listed by {dist.metadata['Name']}'s RECORD) {what}")
             continue
         if base64.urlsafe_b64encode(hashlib.new(algo, data).digest()).rstrip(b"=").decode() != want:
             out.append(f"{path} differs from {dist.metadata['Name']}'s RECORD")
@@ -179,7 +182,7 @@ def _pth_paths(site: Path) -> set[Path]:
     """The folders the .pth files of site-packages add to sys.path (their plain-path lines)."""
     out = set()
     for pth in site.glob("*.pth"):
-        for line in pth.read_text(encoding="utf-8", errors="replace").splitlines():
+        for line in input_bytes(pth).decode("utf-8", errors="replace").splitlines():
             if line.strip() and not line.startswith(("#", "import ", "import\t")):
                 out.add(Path(line.strip()).resolve())
     return out

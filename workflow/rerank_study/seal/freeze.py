@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .. import layout, reranker_run
 from ..errors import SealError
-from ..fileio import atomic_path
+from ..fileio import atomic_path, sha256_bytes
 from ..names import PINNED, RUN_FILE, STAND_IN, STANDIN_LABEL
 from . import guard, registry, tree
 from . import ledger as led
@@ -54,7 +54,7 @@ def _labels(fixture: bool, test_only: bool) -> list[str]:
     return ([led.FIXTURE_LABEL] if fixture else []) + ([led.PROTOCOL_LABEL] if test_only else [])
 
 
-def submit_confirmation_run(cfg: dict, lockdir: Path, run_file) -> None:
+def submit_confirmation_run(cfg: dict, lockdir: Path, run_file) -> str | None:
     """A run-file reranker's blind submission: its run over the confirmation queries' frozen candidates
     (public: only the judgements are sealed), checked like the development run, copied into the lock folder
     before the protocol that pins its sha256 is written. A cross-encoder study takes no run."""
@@ -71,9 +71,11 @@ def submit_confirmation_run(cfg: dict, lockdir: Path, run_file) -> None:
                         f"file: {lockdir / layout.RERANKER_CONFIRM_RUN} (to be written)\n  expected: "
                         "--reranker-run FILE\n  found: none\n  fix: python scripts/confirm.py freeze ... "
                         "--reranker-run /path/to/confirm.run")
-    reranker_run.checked_run(cfg, lockdir, run_file, "confirmation", "nothing was frozen")
+    submitted = reranker_run.read_once(run_file)  # checked, copied and pinned: these bytes
+    reranker_run.checked_run(cfg, lockdir, submitted, "confirmation", "nothing was frozen")
     with atomic_path(lockdir / layout.RERANKER_CONFIRM_RUN) as tmp:
-        tmp.write_bytes(Path(run_file).read_bytes())
+        tmp.write_bytes(submitted.data)
+    return sha256_bytes(submitted.data)
 
 
 def freeze(cfg: dict, lockdir, dev_run, root, allow_standin_for_testing: bool = False, now: str | None = None,
@@ -91,8 +93,13 @@ def freeze(cfg: dict, lockdir, dev_run, root, allow_standin_for_testing: bool = 
     evidence, power = development_evidence(dev_run, cfg, lockdir, root, allow_standin_for_testing)
     test_only = evidence["scorer"] == STANDIN_LABEL
     fcfg = dict(cfg, scorer=STAND_IN if test_only else PINNED)
-    submit_confirmation_run(cfg, lockdir, reranker_run_file)
+    submitted = submit_confirmation_run(cfg, lockdir, reranker_run_file)
     protocol = build_protocol(fcfg, lockdir, root, evidence, power, test_only, now or _now())
+    pinned = (protocol["model"].get("confirmation_run") or {}).get("sha256")
+    if submitted is not None and pinned != submitted:
+        raise SealError(f"REFUSED: the copy {lockdir / layout.RERANKER_CONFIRM_RUN} changed while freezing "
+                        f"(its sha256 {pinned}, the checked run's {submitted}). Nothing was frozen: "
+                        "freeze again.")
     sha = write_protocol(lockdir, protocol)
     led.append_ledger(lockdir, {"event": led.FROZEN, "time": protocol["frozen_at"], "protocol_sha256": sha,
                                 "method_sha256": protocol["method"]["sha256"],

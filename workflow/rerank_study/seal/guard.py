@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import SealError
+from ..fileio import input_bytes
 from ..names import PINNED
 from . import environment, registry, traces, tree
 from . import ledger as led
@@ -94,7 +95,7 @@ def labels_for(cfg: dict, protocol: dict, fixture: bool) -> list[str]:
 
 def ledger_history_problems(root, rel: str) -> list[str]:
     """Every committed version of the ledger must be a prefix of the current one (append-only)."""
-    current = (Path(root) / rel).read_bytes() if (Path(root) / rel).exists() else b""
+    current = input_bytes(Path(root) / rel) if (Path(root) / rel).exists() else b""
     problems = []
     for commit in tree.git(root, "log", "--format=%H", "--", rel).stdout.split():
         old = tree.git(root, "show", f"{commit}:{rel}", text=False)

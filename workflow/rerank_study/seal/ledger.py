@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SealError
+from ..fileio import input_text
 from .locations import LEDGER
 
 FROZEN, REFROZEN, STARTED, COMPLETED = "frozen", "re-frozen", "started", "completed"
@@ -80,7 +81,7 @@ def parse(text: str, path) -> list[tuple[int, dict]]:
 
 def ledger_lines(lockdir) -> list[tuple[int, dict]]:
     p = Path(lockdir) / LEDGER
-    return parse(p.read_text(encoding="utf-8"), p) if p.exists() else []
+    return parse(input_text(p), p) if p.exists() else []
 
 
 def read_ledger(lockdir) -> list[dict]:

@@ -24,6 +24,8 @@ import json
 import re
 from pathlib import Path, PurePosixPath
 
+from ..errors import PipelineError
+from ..fileio import input_bytes, input_text
 from . import locations as loc
 from . import tree
 from .prereg import preregistration_note
@@ -34,16 +36,16 @@ SHA_LINE = re.compile(r"^[0-9a-f]{64}  protocol\.json\n$")
 def _json_lines(path: Path) -> bool:
     try:
         return all(isinstance(json.loads(line), dict)
-                   for line in path.read_text(encoding="utf-8").splitlines()
+                   for line in input_text(path).splitlines()
                    if line.strip())
-    except (OSError, ValueError, UnicodeDecodeError):
+    except (OSError, ValueError, PipelineError):
         return False
 
 
 def _json_object(path: Path):
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
+        value = json.loads(input_text(path))
+    except (OSError, ValueError, PipelineError):
         return None
     return value if isinstance(value, dict) else None
 
@@ -55,9 +57,8 @@ def _generated_note(path: Path) -> bool:
     if protocol is None or not sha_file.is_file():
         return False
     try:
-        return path.read_text(encoding="utf-8") == preregistration_note(protocol,
-                                                                        sha_file.read_text().split()[0])
-    except (KeyError, TypeError, IndexError, ValueError):
+        return input_text(path) == preregistration_note(protocol, input_text(sha_file).split()[0])
+    except (KeyError, TypeError, IndexError, ValueError, PipelineError):
         return False
 
 
@@ -67,7 +68,7 @@ def _frozen_run(path: Path) -> bool:
         return False
     protocol = _json_object(path.parent.parent / loc.PROTOCOL) or {}
     pinned = ((protocol.get("model") or {}).get("confirmation_run") or {}).get("sha256")
-    return pinned is not None and pinned == hashlib.sha256(path.read_bytes()).hexdigest()
+    return pinned is not None and pinned == hashlib.sha256(input_bytes(path)).hexdigest()
 
 
 def excluded(root, rel: str) -> str | None:
@@ -79,7 +80,7 @@ def excluded(root, rel: str) -> str | None:
         return "a ledger of JSON lines"
     if name == loc.PROTOCOL and _json_object(path) is not None:
         return "a protocol (one JSON object)"
-    if name == loc.PROTOCOL_SHA and SHA_LINE.match(path.read_text(encoding="utf-8", errors="replace")):
+    if name == loc.PROTOCOL_SHA and SHA_LINE.match(input_bytes(path).decode("utf-8", errors="replace")):
         return "the protocol's sha256 line"
     if name == loc.PREREG and _generated_note(path):
         return "the note the protocol generates"
@@ -108,7 +109,7 @@ def method_files(root, lockdir=None, study_file=None, output_folders=()) -> dict
             path = root / rel
             # (a symbolic link: the bytes it points to; the opening refuses the link itself)
             if path.is_file():
-                out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+                out[rel] = hashlib.sha256(input_bytes(path)).hexdigest()
             else:
                 out[rel] = "missing"
     return out

@@ -13,7 +13,17 @@ from pathlib import Path
 from .. import layout, reranker_run, scoring
 from ..config import calibration_settings
 from ..errors import SealError
-from ..fileio import atomic_write_text, canonical_json, read_json, sha256_file, sha256_text
+from ..fileio import (
+    VerifiedFile,
+    atomic_write_text,
+    canonical_json,
+    input_bytes,
+    input_text,
+    read_json,
+    sha256_bytes,
+    sha256_file,
+    sha256_text,
+)
 from ..names import RUN_FILE, STAND_IN
 from ..ranking import TIE_RULE_TEXT
 from . import locations as loc
@@ -145,15 +155,17 @@ def write_protocol(lockdir, protocol: dict) -> str:
 
 
 def verified_protocol(lockdir, token: str | None = None) -> tuple[str, dict]:
-    """(sha256, protocol) after checking protocol.json against protocol.sha256 (and the token)."""
+    """(sha256, protocol) after checking protocol.json against protocol.sha256 (and the token); the file is
+    read once: the protocol returned is parsed from the bytes whose sha256 was checked."""
     lockdir = Path(lockdir)
     how = "Unseal with: snakemake confirm --cores 4 --config unseal=<sha256 in lockfiles/protocol.sha256>"
     if not (lockdir / loc.PROTOCOL).exists():
         raise SealError(f"THE CONFIRMATION IS SEALED: no frozen protocol at {lockdir / loc.PROTOCOL}. Freeze "
                         "one first: python scripts/confirm.py freeze --dev-run results/dev (another study: "
                         "add --study <its name or file> and use its run, results/<study>/dev)")
-    actual = sha256_file(lockdir / loc.PROTOCOL)
-    recorded = (lockdir / loc.PROTOCOL_SHA).read_text().split()[0] if (lockdir / loc.PROTOCOL_SHA).exists() \
+    data = input_bytes(lockdir / loc.PROTOCOL)
+    actual = sha256_bytes(data)
+    recorded = input_text(lockdir / loc.PROTOCOL_SHA).split()[0] if (lockdir / loc.PROTOCOL_SHA).exists() \
         else None
     if recorded != actual:
         raise SealError(f"REFUSED: {lockdir / loc.PROTOCOL} changed since it was frozen (sha256 now "
@@ -161,7 +173,7 @@ def verified_protocol(lockdir, token: str | None = None) -> tuple[str, dict]:
     if token is not None and token != actual:
         raise SealError(f"REFUSED: the unseal token {token!r} is not the frozen protocol's sha256 "
                         f"{actual}. {how}")
-    return actual, read_json(lockdir / loc.PROTOCOL)
+    return actual, read_json(VerifiedFile(lockdir / loc.PROTOCOL, data))
 
 
 def check_frozen_run_file(cfg: dict, lockdir, protocol: dict) -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import SealError
-from ..fileio import read_json, sha256_file, sha256_text
+from ..fileio import input_text, read_json, sha256_file, sha256_text
 from . import locations as loc
 
 TEXT_RULE = ("sha256 of the query text in Unicode NFKC, without format characters (zero-width, BOM...), "
@@ -156,7 +156,7 @@ def _check_record(lockdir: Path, rec: dict, pins: dict, name: str) -> None:
                         f"{', '.join(differ)} (recorded {[rec.get(k) for k in differ]}, pinned "
                         f"{[expected[k] for k in differ]}): {_fix(lockdir)}")
     split = lockdir / loc.CONFIRM_SPLIT
-    if split.is_file() and set(split.read_text(encoding="utf-8").split()) != set(rec["queries"]):
+    if split.is_file() and set(input_text(split).split()) != set(rec["queries"]):
         raise SealError(f"{where}: its sealed_set record names other queries than {split}: {_fix(lockdir)}")
 
 
@@ -223,7 +223,7 @@ class DevelopmentSide:
 
 
 def _split_ids(path: Path) -> set[str]:
-    return set(path.read_text(encoding="utf-8").split()) if path.is_file() else set()
+    return set(input_text(path).split()) if path.is_file() else set()
 
 
 def _candidate_dev_ids(path: Path) -> set[str]:

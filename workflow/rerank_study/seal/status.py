@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import SealError
+from ..fileio import input_text
 from . import guard, registry, traces, tree
 from . import ledger as led
 from . import locations as loc
@@ -16,7 +17,7 @@ def _protocol_line(lockdir: Path, root) -> str:
     p = lockdir / loc.PROTOCOL
     if not p.exists():
         return f"no protocol frozen ({p} absent); the confirmation set is sealed"
-    sha = (lockdir / loc.PROTOCOL_SHA).read_text().split()[0] if (lockdir / loc.PROTOCOL_SHA).exists() \
+    sha = input_text(lockdir / loc.PROTOCOL_SHA).split()[0] if (lockdir / loc.PROTOCOL_SHA).exists() \
         else "(no sha file)"
     return f"protocol {p} sha256 {sha}" + (" (TEST FIXTURE lock folder)" if loc.is_test_fixture(lockdir, root)
                                            else "")

@@ -21,7 +21,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..fileio import sha256_file
+from ..fileio import input_text, sha256_file
 from . import ledger as led
 from . import locations as loc
 from . import tree
@@ -52,7 +52,7 @@ def trace_lines(root, folders: Iterable) -> list[led.Line]:
     out = []
     for p in sorted(paths):
         if p.is_file():
-            out += led.lines_of(str(p), led.parse(p.read_text(encoding="utf-8"), p), None)
+            out += led.lines_of(str(p), led.parse(input_text(p), p), None)
     return out
 
 

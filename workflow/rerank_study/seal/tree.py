@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..fileio import input_bytes
+
 GENERATED = frozenset({".git", ".venv", "results", "resources", ".snakemake", "build", ".pytest_cache"})
 
 
@@ -64,7 +66,7 @@ def _disk_state(path: Path, object_format: str) -> tuple[str, str] | None:
     if not stat.S_ISREG(st.st_mode):
         return "040000", ""
     mode = "100755" if st.st_mode & stat.S_IXUSR else "100644"
-    return mode, blob_id(path.read_bytes(), object_format)
+    return mode, blob_id(input_bytes(path), object_format)  # a regular file, read once
 
 
 def changed_files(root, entries: dict[str, tuple[str, str]]) -> list[str]:
