@@ -107,7 +107,7 @@ def _acquire_part(name: str, pins: DataPins, cache_dir: Path, **sources) -> dict
     origin = pins.pin(name)["derived_from"]
     with tempfile.TemporaryDirectory(prefix=".part-", dir=cache_dir) as tmp:
         prov = acquire([origin["file"]], pins, tmp, **sources)[origin["file"]]
-        part = beir.partition_rows((Path(tmp) / origin["file"]).read_bytes(), set(origin["queries"]))
+        part = beir.partition_rows(input_bytes(Path(tmp) / origin["file"]), set(origin["queries"]))
     with atomic_path(cache_dir / name) as out:
         out.write_bytes(part)
         check_file(out, name, pins, f"part of {origin['file']} ({prov['source']})")
@@ -242,9 +242,9 @@ def publish_verified(names, outputs, pins: DataPins, cache_dir, mirror=None, zip
     for name, dest in zip(names, outputs):
         with atomic_path(dest) as tmp:
             shutil.copyfile(Path(cache_dir) / name, tmp)
-            check_file(tmp, name, pins, f"verified cache {Path(cache_dir) / name}")
+            checked = check_file(tmp, name, pins, f"verified cache {Path(cache_dir) / name}")
             if expect_split:
-                judged = splits.canonical_order(beir.read_qrels(tmp))
+                judged = splits.canonical_order(beir.read_qrels(checked))
                 expected = splits.read_split(expect_split)
                 if judged != expected:
                     raise PipelineError(f"{name}: its judged queries differ from {expect_split} "

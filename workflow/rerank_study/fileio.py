@@ -76,6 +76,11 @@ def input_bytes(source) -> bytes:
         return fh.read()
 
 
+def read_once(path) -> VerifiedFile:
+    """A file read once (a regular file): every check, parse and copy of the result uses these bytes."""
+    return VerifiedFile(path, input_bytes(path))
+
+
 def input_text(source) -> str:
     """An input's UTF-8 text (a byte that is not UTF-8 is an error naming the line)."""
     data = input_bytes(source)

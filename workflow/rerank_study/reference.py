@@ -148,11 +148,14 @@ def compare(rundir, refdir, blend_k: int) -> dict:
     rows = [{"artefact": k, "identical": hashes.get(k) == v, "reference_sha256": v,
              "run_sha256": hashes.get(k)}
             for k, v in sorted(expected.items())]
-    rows += [{"artefact": k, "identical": False, "reference_sha256": None, "run_sha256": v}
+    # artefacts newer than the reference: listed, not compared (identical: null); the verdict is about the
+    # reference's artefacts
+    rows += [{"artefact": k, "identical": None, "reference_sha256": None, "run_sha256": v}
              for k, v in sorted(hashes.items()) if k not in expected]
     out = {"verdict": "IDENTICAL", "reference": str(refdir), "artefacts": rows,
+           "not_in_reference": [r["artefact"] for r in rows if r["identical"] is None],
            "reference_machine": ref["machine"]}
-    if not all(r["identical"] for r in rows):
+    if any(r["identical"] is False for r in rows):
         out.update(measured_difference(rundir, refdir, ref, blend_k))
     return out
 
@@ -175,6 +178,9 @@ def measured_difference(rundir: Path, refdir: Path, ref: Mapping, blend_k: int) 
             "per_query": compare_per_query(run_pq, ref_pq), "primary": primary, "measures": measures}
 
 
+IDENTICAL_CELL = {True: "yes", False: "NO", None: "not in the reference (newer): not compared"}
+
+
 def render(result: Mapping, run: str) -> str:
     """The verdict line and the per-artefact table (markdown)."""
     v = result["verdict"]
@@ -186,7 +192,7 @@ def render(result: Mapping, run: str) -> str:
                                       else ""), ""]
         return "\n".join(lines)
     lines += ["| artefact | identical | reference sha256 | run sha256 |", "|---|---|---|---|"]
-    lines += [f"| {r['artefact']} | {'yes' if r['identical'] else 'NO'} | "
+    lines += [f"| {r['artefact']} | {IDENTICAL_CELL[r['identical']]} | "
               f"`{(r['reference_sha256'] or '-')[:16]}` | `{(r['run_sha256'] or '-')[:16]}` |"
               for r in result["artefacts"]]
     if v in (repro_run.REPRODUCED, repro_run.DIFFERENT):

@@ -22,12 +22,7 @@ from pathlib import Path
 
 from . import candidates, layout
 from .errors import MalformedInputError, PipelineError
-from .fileio import VerifiedFile, input_bytes, sha256_bytes
-
-
-def read_once(path) -> VerifiedFile:
-    """A user's run file read once (a regular file): its checks, its copy and its pin all use these bytes."""
-    return VerifiedFile(path, input_bytes(path))
+from .fileio import VerifiedFile, read_once, sha256_bytes
 
 SCORES_HEADER = ("qid", "doc_id", "r0", "score")
 PIN_NAME = "reranker_run"  # its key in derived_pins.json

@@ -4,26 +4,11 @@ Every study's run must have passed its audit, and the audit must vouch for the f
 manifest_sha256 is the manifest's (read once), and the summary is the one that manifest lists. A failed audit,
 or a manifest or summary changed after its audit, stops the table, naming the study and the file."""
 
-from rerank_study import pins
+from rerank_study import audited
 from rerank_study.cross_table import CROSS_STUDY_COLUMNS, cross_study_row
 from rerank_study.errors import PipelineError
-from rerank_study.fileio import VerifiedFile, atomic_path, atomic_write_text, read_json
+from rerank_study.fileio import atomic_path, atomic_write_text, read_json
 from rerank_study.rule import run
-
-
-def audited(study: str, verdict: dict, manifest, summary) -> tuple[VerifiedFile, VerifiedFile]:
-    """The manifest the audit vouches for (info.manifest_sha256) and the summary that manifest lists, each
-    with its checked bytes; a file changed after the audit stops the table."""
-    man = pins.verify_against(manifest, (verdict.get("info") or {}).get("manifest_sha256"),
-                              f"study {study!r}'s manifest (the one its audit passed)",
-                              "The manifest changed after its audit: re-run the study (snakemake) so that "
-                              "its audit is of these files; no cross-study table is written.")
-    listed = {a["key"]: a["sha256"] for a in read_json(man)["artefacts"]}.get("summary")
-    summ = pins.verify_against(summary, listed, f"study {study!r}'s summary (as its audited "
-                               "manifest lists it)",
-                               "The summary changed after its audit: re-run the study; no cross-study table "
-                               "is written.")
-    return man, summ
 
 
 def main(sm):
@@ -32,11 +17,14 @@ def main(sm):
     rows = []
     for cfg, run_name, summary, audit, manifest in zip(sm.params.studies, sm.params.runs, sm.input.summaries,
                                                        sm.input.audits, sm.input.manifests):
-        verdict = read_json(audit)
-        if verdict.get("ok") is not True:
-            raise PipelineError(f"STUDY {cfg['study']['name']!r}: its audit {audit} did not pass "
-                                f"(failed: {verdict.get('failed_checks')}); no cross-study table is written.")
-        man, summ = audited(cfg["study"]["name"], verdict, manifest, summary)
+        name = f"study {cfg['study']['name']!r}"
+        try:
+            _, verdict = audited.verdict_of(audit)
+        except PipelineError as exc:
+            raise PipelineError(f"STUDY {cfg['study']['name']!r}: {exc}; no cross-study table is written.") \
+                from None
+        man = audited.audited_manifest(verdict, manifest, name)
+        summ = audited.listed(man, "summary", summary, name)
         rows.append(cross_study_row(cfg, read_json(summ), verdict, run_name, read_json(man)))
     table = pd.DataFrame(rows, columns=list(CROSS_STUDY_COLUMNS))
     with atomic_path(sm.output.tsv) as tmp:

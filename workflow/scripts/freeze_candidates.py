@@ -8,7 +8,7 @@ from pathlib import Path
 from rerank_study import beir, candidates, layout, machine, pins, splits
 from rerank_study.acquire import verified_path
 from rerank_study.errors import PipelineError
-from rerank_study.fileio import atomic_path, read_json, sha256_file, write_json
+from rerank_study.fileio import atomic_path, read_json, read_once, sha256_bytes, sha256_file, write_json
 from rerank_study.pins import DataPins
 from rerank_study.rule import run
 from rerank_study.studies import TREC_RUN_FILE
@@ -23,7 +23,8 @@ def freeze_trec_run(sm) -> None:
     data_pins = DataPins.load(sm.input.data_pins)
     corpus = beir.read_corpus(verified_path(sm.input.corpus, "corpus.jsonl", data_pins))
     queries = beir.read_queries(verified_path(sm.input.queries, "queries.jsonl", data_pins))
-    user_run = candidates.read_user_run(sm.input.trec_run)
+    submitted = read_once(sm.input.trec_run)  # checked, copied and pinned: these bytes
+    user_run = candidates.read_user_run(submitted)
     split_of = {q: name for name in ("dev", "confirm") for q in splits.read_split(getattr(sm.input, name))}
     fix = (f"give a run with at least {params['depth']} candidates for every development and confirmation "
            "query (documents of the pinned corpus), or lower candidates.depth knowingly")
@@ -45,12 +46,12 @@ def freeze_trec_run(sm) -> None:
     rows = candidates.trec_candidate_rows(user_run, qids, split_of, params["depth"])
     folder = lockdir / "candidates"
     with atomic_path(folder / TREC_RUN_FILE) as tmp:
-        tmp.write_bytes(Path(sm.input.trec_run).read_bytes())
+        tmp.write_bytes(submitted.data)
     candidates.write_candidates(folder / "candidates.tsv", rows, candidates.TREC_CANDIDATE_HEADER)
     pin = {"file": layout.CANDIDATES, "sha256": sha256_file(folder / "candidates.tsv"),
            "n_queries": len(qids), "params": params, "source": "trec",
            "provenance": {"run_file": f"candidates/{TREC_RUN_FILE}",
-                          "run_sha256": sha256_file(folder / TREC_RUN_FILE),
+                          "run_sha256": sha256_bytes(submitted.data),
                           "given_as": Path(sm.input.trec_run).name}}
     pins.set_pin(lockdir, "candidates", pin)
     write_json(sm.output[0], {"pinned": pin, "lockdir": str(lockdir)})

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rerank_study import layout, pins, reranker_run
 from rerank_study.errors import PipelineError
-from rerank_study.fileio import atomic_path, write_json
+from rerank_study.fileio import atomic_path, read_once, write_json
 from rerank_study.rule import run
 
 log = logging.getLogger("freeze_reranker_run")
@@ -19,7 +19,7 @@ def main(sm):
                             "experiment). Ask for it explicitly: snakemake --config repin=reranker_run "
                             "run_file=/path/to/your.run")
     cfg, lockdir, source = sm.config, Path(sm.params.lockdir), Path(sm.input.run_file)
-    submitted = reranker_run.read_once(source)  # checked, copied and pinned: these bytes
+    submitted = read_once(source)  # checked, copied and pinned: these bytes
     user_run = reranker_run.checked_run(cfg, lockdir, submitted, "development", "nothing was frozen")
     frozen, dev, _ = reranker_run.frozen_and_splits(lockdir)
     depth = cfg["candidates"]["depth"]

@@ -5,6 +5,7 @@ opening byte for byte, from freshly inferred scores."""
 import datetime as dt
 import logging
 
+from rerank_study import audited
 from rerank_study.errors import PipelineError
 from rerank_study.fileio import read_json, sha256_file, write_json
 from rerank_study.rule import run
@@ -23,9 +24,10 @@ def scoring_entry(scoring: dict) -> dict:
                                         "cache_entries_verified")}
 
 
-def completed_entry(sm, u: dict, manifest: dict, summary: dict, started: dict, scoring: dict,
-                    arte: dict) -> dict:
-    """The ledger's 'completed' record of this opening: what ran, on what, and its primary result."""
+def completed_entry(sm, u: dict, files: dict, started: dict, arte: dict) -> dict:
+    """The ledger's 'completed' record of this opening: what ran, on what, and its primary result (from the
+    files its audit vouches for: ``files``)."""
+    manifest, summary, scoring = (read_json(files[k]) for k in ("manifest", "summary", "scoring"))
     prim = summary["comparisons"][summary["primary"]]
     return {
         "event": ledger.COMPLETED,
@@ -46,8 +48,8 @@ def completed_entry(sm, u: dict, manifest: dict, summary: dict, started: dict, s
         "data_sha256": {k: arte[k] for k in ("corpus", "queries", "qrels_confirm")},
         "candidates_sha256": arte["candidates"],
         "split_confirm_sha256": arte["split_confirm"],
-        "summary_sha256": sha256_file(sm.input.summary),
-        "audit_sha256": sha256_file(sm.input.audit),
+        "summary_sha256": sha256_file(files["summary"]),
+        "audit_sha256": sha256_file(files["audit"]),
         "artefacts_sha256": arte,
         "scoring": scoring_entry(scoring),
         "primary": {"comparison": summary["primary"], "mean": prim["mean"],
@@ -56,18 +58,28 @@ def completed_entry(sm, u: dict, manifest: dict, summary: dict, started: dict, s
     }
 
 
+def audited_files(sm) -> dict:
+    """audit.json, the manifest it vouches for, and the summary and scoring record as that manifest lists
+    them, each read once; a failed audit, or a file changed after it, is not recorded as completed."""
+    try:
+        audit, verdict = audited.verdict_of(sm.input.audit)
+    except PipelineError as exc:
+        raise PipelineError(f"{exc}: the opening's 'started' line stays the only record; it is not recorded "
+                            "as completed") from None
+    manifest = audited.audited_manifest(verdict, sm.input.manifest, "this opening")
+    keys = {a["key"] for a in read_json(manifest)["artefacts"]}
+    scoring_key = "reranker_run" if "reranker_run" in keys else "scoring_measurements"  # the reranker's kind
+    return {"audit": audit, "manifest": manifest,
+            "summary": audited.listed(manifest, "summary", sm.input.summary, "this opening"),
+            "scoring": audited.listed(manifest, scoring_key, sm.input.scoring, "this opening")}
+
+
 def main(sm):
     u = sm.params.unseal
-    manifest = read_json(sm.input.manifest)
-    audit = read_json(sm.input.audit)
-    summary = read_json(sm.input.summary)
     started = read_json(sm.input.started)
-    scoring = read_json(sm.input.scoring)
-    if not audit["ok"]:
-        raise PipelineError(f"the audit of this opening failed ({audit['failed_checks']}): its 'started' "
-                            "line stays the only record; it is not recorded as completed")
-    arte = {a["key"]: a["sha256"] for a in manifest["artefacts"] if a["deterministic"]}
-    entry = completed_entry(sm, u, manifest, summary, started, scoring, arte)
+    files = audited_files(sm)
+    arte = {a["key"]: a["sha256"] for a in read_json(files["manifest"])["artefacts"] if a["deterministic"]}
+    entry = completed_entry(sm, u, files, started, arte)
     differences = []
     if u["previous"]:
         first = u["previous"][0]

@@ -10,7 +10,7 @@ from pathlib import Path
 from .. import evalstats as es
 from .. import layout
 from ..errors import SealError
-from ..fileio import read_json, read_tsv, sha256_file
+from ..fileio import VerifiedFile, read_json, read_once, read_tsv, sha256_file
 from ..names import PINNED, STANDIN_LABEL, column, primary_measure
 from . import locations as loc
 from . import method as meth
@@ -28,13 +28,13 @@ def _pinned_weights(lockdir, cfg: dict) -> str:
     return ce["files"][ce["weights"]]["sha256"]
 
 
-def _audit_problems(run_dir: Path, audit: dict) -> list[str]:
+def _audit_problems(run_dir: Path, audit: dict, manifest_file: VerifiedFile) -> list[str]:
     mpath, apath = run_dir / "manifest.json", run_dir / "audit.json"
     out = []
     if audit.get("ok") is not True:
         out.append(f"{apath}: the audit did not pass (failed checks {audit.get('failed_checks')}); fix the "
                    "run and audit it again")
-    audited, m_sha = (audit.get("info") or {}).get("manifest_sha256"), sha256_file(mpath)
+    audited, m_sha = (audit.get("info") or {}).get("manifest_sha256"), sha256_file(manifest_file)
     if audited != m_sha:
         out.append(f"{apath} audited a manifest with sha256 {audited}, but {mpath} has sha256 {m_sha} "
                    f"(changed after its audit?): run python3 -I -S scripts/audit {run_dir}")
@@ -71,15 +71,27 @@ def _scorer_problems(mpath: Path, manifest: dict, lockdir: Path, allow_standin: 
     return [f"{mpath}: unknown scorer {scorer!r}"]
 
 
-def _artefact_problems(run_dir: Path, manifest: dict, lockdir: Path) -> list[str]:
+EVIDENCE_FILES = ("summary", "per_query", "groups")
+
+
+def read_evidence(run_dir: Path, manifest: dict) -> dict[str, VerifiedFile]:
+    """summary, per_query and groups as the manifest names them, each read once (what is checked against the
+    manifest is what the power block and the evidence are computed from)."""
+    art = {a["key"]: a for a in manifest.get("artefacts", [])}
+    return {key: read_once(run_dir / art[key]["path"]) for key in EVIDENCE_FILES
+            if key in art and (run_dir / art[key]["path"]).exists()}
+
+
+
+def _artefact_problems(run_dir: Path, manifest: dict, lockdir: Path, files: dict) -> list[str]:
     mpath, out = run_dir / "manifest.json", []
     art = {a["key"]: a for a in manifest.get("artefacts", [])}
-    for key in ("summary", "per_query", "groups"):
+    for key in EVIDENCE_FILES:
         if key not in art:
             out.append(f"{mpath}: lists no artefact {key!r}")
             continue
         path = run_dir / art[key]["path"]
-        actual = sha256_file(path) if path.exists() else "missing"
+        actual = sha256_file(files[key]) if key in files else "missing"
         if actual != art[key]["sha256"]:
             out.append(f"{path}: sha256 {actual}, but the audited manifest says {art[key]['sha256']} (edited "
                        "after the run?)")
@@ -98,36 +110,36 @@ def _artefact_problems(run_dir: Path, manifest: dict, lockdir: Path) -> list[str
 
 
 def evidence_problems(run_dir: Path, manifest: dict, audit: dict, cfg: dict, lockdir: Path, root,
-                      allow_standin: bool) -> list[str]:
+                      allow_standin: bool, read: dict) -> list[str]:
+    """Every reason the run cannot be frozen from; ``read``: the run's files, each read once."""
     mpath = run_dir / "manifest.json"
     method = meth.method_sha256(root, lockdir, cfg.get("study_file") or None,
                                 (cfg["results"], cfg["resources"]))[0]
-    problems = (_audit_problems(run_dir, audit) + _shape_problems(mpath, manifest, cfg)
+    problems = (_audit_problems(run_dir, audit, read["manifest"]) + _shape_problems(mpath, manifest, cfg)
                 + _scorer_problems(mpath, manifest, lockdir, allow_standin, cfg))
     if manifest.get("method_sha256") != method:
         problems.append(f"{mpath}: made with other code (method sha256 {manifest.get('method_sha256')}; this "
                         f"checkout: {method}); rerun the development analysis with the code being frozen")
-    return problems + _artefact_problems(run_dir, manifest, lockdir)
+    return problems + _artefact_problems(run_dir, manifest, lockdir, read)
 
 
-def recompute_power(run_dir: Path, manifest: dict, summary: dict, cfg: dict) -> dict:
-    """The power block from per_query.tsv and groups.tsv (verified against the manifest), by the analysis's
-    own function: it must equal summary.json's, which the audit does not recompute."""
-    art = {a["key"]: run_dir / a["path"] for a in manifest["artefacts"]}
-    rows = read_tsv(art["per_query"])
+def recompute_power(read: dict, summary: dict, cfg: dict) -> dict:
+    """The power block from per_query.tsv and groups.tsv (as read and verified against the manifest), by the
+    analysis's own function: it must equal summary.json's, which the audit does not recompute."""
+    rows = read_tsv(read["per_query"])
     a, b = cfg["comparisons"]["all"][cfg["comparisons"]["primary"]]
     metric = primary_measure(cfg["metrics"])
     deltas = [float(r[column(a, metric)]) - float(r[column(b, metric)]) for r in rows]
     pos = {r["qid"]: i for i, r in enumerate(rows)}
     groups: dict[int, list[int]] = {}
-    for g in read_tsv(art["groups"]):
+    for g in read_tsv(read["groups"]):
         groups.setdefault(int(g["group_index"]), []).append(pos[g["qid"]])
     recomputed = es.power_block(deltas, [groups[i] for i in sorted(groups)], cfg["evalstats"]["power"])
     stored = (summary.get("evalstats") or {}).get("power")
     if recomputed is None or stored != recomputed:
         differ = [k for k in (recomputed or {}) if (stored or {}).get(k) != recomputed[k]] \
             or ["the whole block"]
-        raise SealError(f"REFUSED: {art['summary']}: its power block differs from the one recomputed from "
+        raise SealError(f"REFUSED: {read['summary']}: its power block differs from the one recomputed from "
                         f"per_query.tsv and groups.tsv in {', '.join(differ)} (recomputed {recomputed}, "
                         f"stored {stored}). Rerun the development analysis.")
     return recomputed
@@ -141,18 +153,20 @@ def development_evidence(run_dir, cfg: dict, lockdir, root, allow_standin: bool 
             raise SealError(f"REFUSED: {run_dir / name} does not exist. Freeze from a FINISHED development "
                             "run (its manifest and its passing audit.json), e.g. results/dev after "
                             "snakemake --cores 4.")
-    manifest, audit = read_json(run_dir / "manifest.json"), read_json(run_dir / "audit.json")
-    problems = evidence_problems(run_dir, manifest, audit, cfg, lockdir, root, allow_standin)
+    read = {"manifest": read_once(run_dir / "manifest.json"), "audit": read_once(run_dir / "audit.json")}
+    manifest, audit = read_json(read["manifest"]), read_json(read["audit"])
+    read.update(read_evidence(run_dir, manifest))
+    problems = evidence_problems(run_dir, manifest, audit, cfg, lockdir, root, allow_standin, read)
     if problems:
         raise SealError(f"REFUSED: cannot freeze from {run_dir}:\n  - " + "\n  - ".join(problems))
-    summary = read_json(run_dir / "summary.json")
-    power = recompute_power(run_dir, manifest, summary, cfg)
+    summary = read_json(read["summary"])
+    power = recompute_power(read, summary, cfg)
     prim = summary["comparisons"][summary["primary"]]
     evidence = {"run": run_dir.name, "scorer": manifest["scorer"],
                 "model_weights_sha256": manifest["model_weights_sha256"],
-                "manifest_sha256": sha256_file(run_dir / "manifest.json"),
-                "audit_sha256": sha256_file(run_dir / "audit.json"),
-                "summary_sha256": sha256_file(run_dir / "summary.json"),
+                "manifest_sha256": sha256_file(read["manifest"]),
+                "audit_sha256": sha256_file(read["audit"]),
+                "summary_sha256": sha256_file(read["summary"]),
                 "method_sha256": manifest["method_sha256"],
                 "artefacts_sha256": {a["key"]: a["sha256"] for a in manifest["artefacts"]
                                      if a["deterministic"]}, "primary_mean": prim["mean"],

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .. import layout, reranker_run
 from ..errors import SealError
-from ..fileio import atomic_path, sha256_bytes
+from ..fileio import atomic_path, read_once, sha256_bytes
 from ..names import PINNED, RUN_FILE, STAND_IN, STANDIN_LABEL
 from . import guard, registry, tree
 from . import ledger as led
@@ -71,7 +71,7 @@ def submit_confirmation_run(cfg: dict, lockdir: Path, run_file) -> str | None:
                         f"file: {lockdir / layout.RERANKER_CONFIRM_RUN} (to be written)\n  expected: "
                         "--reranker-run FILE\n  found: none\n  fix: python scripts/confirm.py freeze ... "
                         "--reranker-run /path/to/confirm.run")
-    submitted = reranker_run.read_once(run_file)  # checked, copied and pinned: these bytes
+    submitted = read_once(run_file)  # checked, copied and pinned: these bytes
     reranker_run.checked_run(cfg, lockdir, submitted, "confirmation", "nothing was frozen")
     with atomic_path(lockdir / layout.RERANKER_CONFIRM_RUN) as tmp:
         tmp.write_bytes(submitted.data)

@@ -26,8 +26,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import SealError
-from ..fileio import input_text, read_json, sha256_file, sha256_text
+from ..errors import PinMismatchError, SealError
+from ..fileio import VerifiedFile, input_lines, input_text, read_json, read_once, sha256_file, sha256_text
+from ..pins import verify_against, verify_frozen_candidates
 from . import locations as loc
 
 TEXT_RULE = ("sha256 of the query text in Unicode NFKC, without format characters (zero-width, BOM...), "
@@ -220,21 +221,47 @@ class DevelopmentSide:
     sketch: list = field(default_factory=list)
     query_ids: dict = field(default_factory=dict)
     texts: dict = field(default_factory=dict)
+    unpinned: list = field(default_factory=list)  # the PinMismatchError of each lock-folder file that differs
 
 
-def _split_ids(path: Path) -> set[str]:
-    return set(input_text(path).split()) if path.is_file() else set()
-
-
-def _candidate_dev_ids(path: Path) -> set[str]:
+def _pinned_read(side: DevelopmentSide, path: Path, check) -> VerifiedFile | None:
+    """A lock-folder file read once by ``check`` (its pin check, the jobs' own; None when absent). Bytes that
+    are not the pinned ones are recorded on the side: the jobs will use the pinned bytes, so a seal check of
+    other bytes vouches for nothing (``check_development_side`` raises the pin mismatch after the
+    conflicts)."""
     if not path.is_file():
+        return None
+    try:
+        return check(path)
+    except PinMismatchError as exc:
+        side.unpinned.append(exc)
+        return read_once(path)
+
+
+def _split_ids(side: DevelopmentSide, path: Path, name: str, pin: Mapping | None) -> set[str]:
+    def check(p):
+        return read_once(p) if pin is None else verify_against(p, pin["sha256"], f"{name} split list",
+                                                                "Restore it from git; never edit it.")
+    f = _pinned_read(side, path, check)
+    return set(input_text(f).split()) if f is not None else set()
+
+
+def _candidate_dev_ids(side: DevelopmentSide, path: Path, derived_path: Path, pinned: bool) -> set[str]:
+    def check(p):
+        return verify_frozen_candidates(derived_path, p)[1] if pinned else read_once(p)
+    f = _pinned_read(side, path, check)
+    if f is None:
         return set()
-    with open(path, encoding="utf-8", newline="") as fh:
-        return {r["qid"] for r in csv.DictReader(fh, delimiter="\t") if r.get("split") == "dev"}
+    return {r["qid"] for r in csv.DictReader(input_lines(f), delimiter="\t") if r.get("split") == "dev"}
 
 
-def _verified(path: Path, pin: Mapping | None) -> bool:
-    return pin is not None and path.is_file() and sha256_file(path) == pin["sha256"]
+def _verified(path: Path, pin: Mapping | None) -> VerifiedFile | None:
+    """The file read once when its bytes carry ``pin``'s sha256 (else None: the job that verifies it
+    stops)."""
+    if pin is None or not path.is_file():
+        return None
+    f = read_once(path)
+    return f if sha256_file(f) == pin["sha256"] else None
 
 
 def _add_data(side: DevelopmentSide, pins: Mapping, data_dir: Path, qrels_name: str) -> None:
@@ -243,17 +270,20 @@ def _add_data(side: DevelopmentSide, pins: Mapping, data_dir: Path, qrels_name: 
     from .. import beir
 
     files = pins["files"]
-    if _verified(data_dir / "corpus.jsonl", files.get("corpus.jsonl")):
-        side.sketch = corpus_sketch(document_ids(data_dir / "corpus.jsonl"))
-    if _verified(data_dir / qrels_name, files.get(qrels_name)):
-        side.query_ids["development qrels"] = set(beir.read_qrels(data_dir / qrels_name))
-    if _verified(data_dir / "queries.jsonl", files.get("queries.jsonl")):
-        add_texts(side, beir.read_queries(data_dir / "queries.jsonl"))
+    corpus = _verified(data_dir / "corpus.jsonl", files.get("corpus.jsonl"))
+    if corpus is not None:
+        side.sketch = corpus_sketch(document_ids(corpus))
+    qrels = _verified(data_dir / qrels_name, files.get(qrels_name))
+    if qrels is not None:
+        side.query_ids["development qrels"] = set(beir.read_qrels(qrels))
+    queries = _verified(data_dir / "queries.jsonl", files.get("queries.jsonl"))
+    if queries is not None:
+        add_texts(side, beir.read_queries(queries))
 
 
 def document_ids(corpus_path) -> list[str]:
     """The ``_id`` of every line of a BEIR corpus file (nothing else is parsed into memory)."""
-    with open(corpus_path, encoding="utf-8") as fh:
+    with input_lines(corpus_path) as fh:
         return [json.loads(line)["_id"] for line in fh if line.strip()]
 
 
@@ -278,9 +308,13 @@ def development_side(lockdir, data_dir=None,
     qrels_name = loc.pinned_with_role(lockdir, "qrels_dev")
     side.files[qrels_name] = {k: files[qrels_name][k] for k in ("sha256", "content_sha256")
                               if k in files[qrels_name]}
-    side.query_ids["development split"] = _split_ids(lockdir / "splits" / "dev.txt")
-    side.query_ids["development candidates"] = _candidate_dev_ids(lockdir / "candidates" / "candidates.tsv")
-    own_sealed = _split_ids(lockdir / loc.CONFIRM_SPLIT)
+    derived = read_json(lockdir / loc.DERIVED_PINS) if (lockdir / loc.DERIVED_PINS).is_file() else {}
+    split_pins = derived.get("splits") or {}
+    side.query_ids["development split"] = _split_ids(side, lockdir / "splits" / "dev.txt", "dev",
+                                                     split_pins.get("dev"))
+    side.query_ids["development candidates"] = _candidate_dev_ids(
+        side, lockdir / "candidates" / "candidates.tsv", lockdir / loc.DERIVED_PINS, "candidates" in derived)
+    own_sealed = _split_ids(side, lockdir / loc.CONFIRM_SPLIT, "confirm", split_pins.get("confirm"))
     for path, ids in (user_runs or {}).items():
         # the run's own confirmation queries are not dev side
         side.query_ids[f"run {path}"] = set(ids) - own_sealed
@@ -318,6 +352,8 @@ def check_development_side(side: DevelopmentSide, sets: Iterable[SealedSet], act
                         "never read by a development run. Fix: draw the development side from other queries "
                         "(a study's lock folder must not swap or copy another's sealed file), or open the "
                         "set through its protocol (snakemake confirm).")
+    if side.unpinned:  # the seal checked bytes the jobs will not use: the first such file's pin mismatch
+        raise side.unpinned[0]
 
 
 def verify_record(lockdir, queries: Mapping[str, str], sealed_ids: Iterable[str],
