@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rerank_study import beir, layout, pins, splits
 from rerank_study.acquire import verified_path
+from rerank_study.config import repin_set
 from rerank_study.errors import PipelineError
 from rerank_study.fileio import atomic_write_text, read_json, sha256_text, write_json
 from rerank_study.pins import DataPins
@@ -23,8 +24,8 @@ def check_seal(sm, lockdir: Path, queries: dict, dev: list, confirm: list) -> di
                                                   DataPins.load(sm.input.data_pins)))
     record = registry.sealed_record(read_json(lockdir / layout.DATA_PINS), queries, confirm, doc_ids)
     sets = registry.build(sm.params.root, skip=lockdir) + [registry.from_record(lockdir, record)]
-    side = registry.with_split(registry.development_side(lockdir, Path(sm.input.queries).parent), dev,
-                               queries)
+    side = registry.with_split(registry.development_side(lockdir, Path(sm.input.queries).parent,
+                                                         repinning=repin_set(sm.config)), dev, queries)
     registry.check_development_side(side, sets, f"pin the splits of study {sm.params.study!r} (nothing "
                                     "was written)")
     return record

@@ -187,7 +187,9 @@ def check_development(cfg: dict, lockdir, root, data_dir=None, user_runs=None, a
     if not (Path(lockdir) / loc.DATA_PINS).is_file():
         return  # nothing pinned yet (repin=data): freeze_data checks the pins it is about to write
     sets = registry.build(root, [] if own_pending else [lockdir], skip=lockdir if own_pending else None)
-    side = registry.development_side(lockdir, data_dir, user_runs)
+    from ..config import repin_set
+
+    side = registry.development_side(lockdir, data_dir, user_runs, repinning=repin_set(cfg))
     registry.check_development_side(side, sets, action)
 
 

@@ -169,7 +169,7 @@ def load_sealed_set(lockdir) -> SealedSet | None:
         return None
     pins = read_json(lockdir / loc.DATA_PINS)
     name = loc.sealed_name(lockdir)
-    derived = read_json(lockdir / loc.DERIVED_PINS) if (lockdir / loc.DERIVED_PINS).is_file() else {}
+    derived = read_json(lockdir / loc.DERIVED_PINS) if (lockdir / loc.DERIVED_PINS).exists() else {}
     rec = derived.get("sealed_set")
     if rec is None:
         raise SealError(f"{lockdir} pins a sealed file ({name}) but {lockdir / loc.DERIVED_PINS} has no "
@@ -297,9 +297,11 @@ def add_texts(side: DevelopmentSide, queries: Mapping[str, str]) -> None:
     side.texts.update({q: text_sha256(queries[q]) for q in evaluated if q in queries})
 
 
-def development_side(lockdir, data_dir=None,
-                     user_runs: Mapping[str, Iterable[str]] | None = None) -> DevelopmentSide:
-    """The development side of a lock folder (+ the verified data folder and user runs, when given)."""
+def development_side(lockdir, data_dir=None, user_runs: Mapping[str, Iterable[str]] | None = None,
+                     repinning: Iterable[str] = ()) -> DevelopmentSide:
+    """The development side of a lock folder (+ the verified data folder and user runs, when given). The
+    files an invocation re-pins (``repinning``: "splits", "candidates") are read as they are, not held to
+    their old pins (the re-pinning job checks what it writes)."""
     lockdir = Path(lockdir)
     pins = read_json(lockdir / loc.DATA_PINS)
     files = pins["files"]
@@ -308,12 +310,13 @@ def development_side(lockdir, data_dir=None,
     qrels_name = loc.pinned_with_role(lockdir, "qrels_dev")
     side.files[qrels_name] = {k: files[qrels_name][k] for k in ("sha256", "content_sha256")
                               if k in files[qrels_name]}
-    derived = read_json(lockdir / loc.DERIVED_PINS) if (lockdir / loc.DERIVED_PINS).is_file() else {}
-    split_pins = derived.get("splits") or {}
+    derived = read_json(lockdir / loc.DERIVED_PINS) if (lockdir / loc.DERIVED_PINS).exists() else {}
+    split_pins = {} if "splits" in set(repinning) else (derived.get("splits") or {})
     side.query_ids["development split"] = _split_ids(side, lockdir / "splits" / "dev.txt", "dev",
                                                      split_pins.get("dev"))
     side.query_ids["development candidates"] = _candidate_dev_ids(
-        side, lockdir / "candidates" / "candidates.tsv", lockdir / loc.DERIVED_PINS, "candidates" in derived)
+        side, lockdir / "candidates" / "candidates.tsv", lockdir / loc.DERIVED_PINS,
+        "candidates" in derived and "candidates" not in set(repinning))
     own_sealed = _split_ids(side, lockdir / loc.CONFIRM_SPLIT, "confirm", split_pins.get("confirm"))
     for path, ids in (user_runs or {}).items():
         # the run's own confirmation queries are not dev side
@@ -361,7 +364,7 @@ def verify_record(lockdir, queries: Mapping[str, str], sealed_ids: Iterable[str]
     """The lock folder's committed sealed_set record equals the one derived from its verified data now."""
     lockdir = Path(lockdir)
     want = sealed_record(read_json(lockdir / loc.DATA_PINS), queries, sealed_ids, doc_ids)
-    derived = read_json(lockdir / loc.DERIVED_PINS) if (lockdir / loc.DERIVED_PINS).is_file() else {}
+    derived = read_json(lockdir / loc.DERIVED_PINS) if (lockdir / loc.DERIVED_PINS).exists() else {}
     have = derived.get("sealed_set")
     if have != want:
         what = "is missing" if have is None else "differs from the one derived from the verified data now"
@@ -373,6 +376,7 @@ def with_split(side: DevelopmentSide, dev_ids: Iterable[str], queries: Mapping[s
     writing)."""
     side.query_ids["development split"] = set(dev_ids)
     side.query_ids["development candidates"] = set()
+    side.unpinned = []  # the split lists and candidates read from the lock folder are the ones being replaced
     side.texts = {}
     add_texts(side, queries)
     return side
