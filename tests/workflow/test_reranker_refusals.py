@@ -73,7 +73,8 @@ CASES = {
     "a repeated candidate": (lambda rows: rows + ["q01 Q0 d045 21 0.5 sys\n"],
                              "line 401: document d045 appears twice for query q01"),
     "a non-finite score": (lambda rows: rows[:2] + ["q01 Q0 d065 3 nan sys\n"] + rows[3:],
-                           "line 3: query q01, document d065: score 'nan' is not a finite number"),
+                           "line 3: query q01, document d065: score 'nan' is not a finite plain decimal "
+                           "number"),
 }
 
 

@@ -109,8 +109,8 @@ def test_a_pinned_content_hash_is_checked_against_the_verified_bytes(tmp_path):
     pins_path = tmp_path / "pins.json"
     pins = read_json(FIXTURE.parent / "lockfiles/data_pins.json")
     write_json(pins_path, pins)
-    assert check_file(FIXTURE / "qrels/test.tsv", "qrels/test.tsv", DataPins.load(pins_path),
-                      "fixture") == "sha256"
+    checked = check_file(FIXTURE / "qrels/test.tsv", "qrels/test.tsv", DataPins.load(pins_path), "fixture")
+    assert checked.data == (FIXTURE / "qrels/test.tsv").read_bytes()  # the checked bytes, for the reader
     pins["files"]["qrels/test.tsv"]["content_sha256"] = "f" * 64
     write_json(pins_path, pins)
     with pytest.raises(PinMismatchError, match="content_sha256"):
