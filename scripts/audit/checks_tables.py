@@ -69,9 +69,10 @@ def expected_comparisons_csv(s) -> str:
 
 def table_float(caption, label, columns, header, rows, after=()) -> str:
     out = ["\\begin{table}[t]", "\\centering", "\\caption{" + caption + "}", "\\label{" + label + "}",
+           "\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}{%",
            "\\begin{tabular}{" + columns + "}", "\\toprule", " & ".join(header) + " \\\\", "\\midrule"]
     out += [r + " \\\\" for r in rows]
-    out += ["\\bottomrule", "\\end{tabular}", *after, "\\end{table}"]
+    out += ["\\bottomrule", "\\end{tabular}}", *after, "\\end{table}"]
     return "\n".join(out) + "\n"
 
 

@@ -5,9 +5,10 @@
 * ``tables/comparisons.csv``: one row per comparison (Δ = a - b): primary or not, mean Δ, both intervals,
   W/T/L, the interval verdicts.
 * ``tables/methods.tex`` / ``tables/comparisons.tex``: the same as LaTeX ``table`` floats with booktabs rules
-  (``\\toprule``, ``\\midrule``, ``\\bottomrule``), means to 3 decimals, intervals in brackets, a minus sign
-  in math mode, the primary comparison in bold and marked with a dagger, the STAND-IN warning in the caption
-  of a stand-in run.
+  (``\\toprule``, ``\\midrule``, ``\\bottomrule``) inside a ``\\resizebox`` that shrinks a table wider than
+  the line to ``\\linewidth`` (needs ``\\usepackage{booktabs,graphicx}``), means to 3 decimals, intervals in
+  brackets, a minus sign in math mode, the primary comparison in bold and marked with a dagger, the STAND-IN
+  warning in the caption of a stand-in run.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from .names import METHODS, STANDIN_LABEL
 STANDIN_CAPTION = ("STAND-IN scorer: the CE and blend numbers say nothing about the pinned cross-encoder "
                    "(a seeded stand-in head).")
 METHOD_LABEL = {"rrf": "RRF (frozen candidates)", "ce": "Cross-encoder", "blend": "Blend"}
+# graphicx's \resizebox with a width that is the natural width unless it exceeds the line: a wide table
+# is scaled down to \linewidth, a narrow one is left as it is
+SHRINK_TO_LINE = "\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}{%"
 TEX_ESCAPES = {"\\": "\\textbackslash{}", "&": "\\&", "%": "\\%", "$": "\\$", "#": "\\#", "_": "\\_",
                "{": "\\{", "}": "\\}", "~": "\\textasciitilde{}", "^": "\\textasciicircum{}"}
 
@@ -83,8 +87,9 @@ def _caption(summary: Mapping, text: str) -> str:
 def _float(caption: str, label: str, spec: str, head: Sequence[str], body: Sequence[str],
            notes: Sequence[str] = ()) -> str:
     lines = ["\\begin{table}[t]", "\\centering", f"\\caption{{{caption}}}", f"\\label{{{label}}}",
-             f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(head) + " \\\\", "\\midrule",
-             *(row + " \\\\" for row in body), "\\bottomrule", "\\end{tabular}", *notes, "\\end{table}"]
+             SHRINK_TO_LINE, f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(head) + " \\\\",
+             "\\midrule",
+             *(row + " \\\\" for row in body), "\\bottomrule", "\\end{tabular}}", *notes, "\\end{table}"]
     return "\n".join(lines) + "\n"
 
 
