@@ -52,7 +52,9 @@ WHOLE_FILES = {"run_queries": ("one analysed query id per line", "analysed_queri
                            "summary, evalstats"),
                **{k: (f"`qid Q0 doc rank n+1-rank {m}`", "runs") for k, m in TREC_RUNS.items()},
                **{f"table_{t}_{x}": (f"the {t} table rendered from the recomputed summary", "tables")
-                  for t in ("methods", "comparisons") for x in ("csv", "tex")}}
+                  for t in ("methods", "comparisons") for x in ("csv", "tex")},
+               **{f"meta_{m}": ("every line: rendered from the run's files, settings and pins, or of its "
+                                "documented form (machine, checkout)", "run_metadata") for m in METHODS}}
 
 # the special tokens of the BERT pair template [CLS] query [SEP] document [SEP]
 PAIR_SPECIAL_TOKENS = 3

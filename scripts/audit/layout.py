@@ -28,6 +28,9 @@ RUN_ARTEFACTS = {
     "run_rrf": ("runs/rrf.trec", "runs", True),
     "run_ce": ("runs/ce.trec", "runs", True),
     "run_blend": ("runs/blend.trec", "runs", True),
+    "meta_rrf": ("runs/rrf.yaml", "run_metadata", False),
+    "meta_ce": ("runs/ce.yaml", "run_metadata", False),
+    "meta_blend": ("runs/blend.yaml", "run_metadata", False),
     "per_query": ("per_query.tsv", "per_query", True),
     "grouped_indices": ("bootstrap/grouped_indices.tsv", "bootstrap_indices", True),
     "query_indices": ("bootstrap/query_indices.tsv", "bootstrap_indices", True),
@@ -62,8 +65,8 @@ RUN_FILES = ("manifest.json", "audit.json", "pairs.parquet", "per_query.parquet"
 OPENING_FILES = ("OPENING_STARTED.json", "OPENING.json")
 # the rules whose log and benchmark files a run folder holds (a test holds this list equal to the rule files)
 RULES = ("analyse", "audit", "calibrate", "check_reproduction", "evaluate", "fetch_sealed_qrels", "groups",
-         "manifest", "parquet", "record_opening", "report", "reranker_scores", "run_inputs", "score",
-         "shape_check", "tables", "verify_scores")
+         "manifest", "parquet", "record_opening", "report", "reranker_scores", "run_inputs", "run_metadata",
+         "score", "shape_check", "tables", "verify_scores")
 RULE = "(" + "|".join(RULES) + ")"
 OTHER_FILES = (
     re.compile(rf"logs/{RULE}\.(log|job\.json)"),

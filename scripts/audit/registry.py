@@ -15,6 +15,7 @@ import checks_reference
 import checks_reinfer
 import checks_report_and_seal
 import checks_reranker_run
+import checks_run_metadata
 import checks_scores
 import checks_statistics
 import checks_tables
@@ -47,6 +48,7 @@ CHECKS = (
     ("frozen_candidates", checks_inputs.check_frozen_candidates),
     ("report", checks_report_and_seal.check_report),
     ("tables", checks_tables.check_tables),
+    ("run_metadata", checks_run_metadata.check_run_metadata),
     ("seal", checks_report_and_seal.check_seal),
     ("protocol", checks_provenance.check_protocol),
     ("reinfer", checks_reinfer.check_reinfer),  # the second stage (--reinfer N): after every other check

@@ -67,7 +67,7 @@ def test_every_table_and_json_artefact_has_its_columns_documented():
     # a run-file reranker's artefacts
     covered |= set(columns.RUN_FILE_TABLES) | set(columns.RUN_FILE_JSON_KEYS)
     for key, (path, _role, _det) in audit_layout.RUN_ARTEFACTS.items():
-        if path.endswith((".tsv", ".json", ".trec", ".txt")):
+        if path.endswith((".tsv", ".json", ".trec", ".txt", ".yaml")):
             assert key in covered, key
 
 

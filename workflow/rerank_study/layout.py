@@ -57,6 +57,10 @@ RUN_ARTEFACTS = (
     Artefact("run_rrf", "runs/rrf.trec", "runs", True),
     Artefact("run_ce", "runs/ce.trec", "runs", True),
     Artefact("run_blend", "runs/blend.trec", "runs", True),
+    # the ir_metadata sidecars of the runs (machine and checkout facts: not byte-reproducible)
+    Artefact("meta_rrf", "runs/rrf.yaml", "run_metadata", False),
+    Artefact("meta_ce", "runs/ce.yaml", "run_metadata", False),
+    Artefact("meta_blend", "runs/blend.yaml", "run_metadata", False),
     Artefact("per_query", "per_query.tsv", "per_query", True),
     Artefact("grouped_indices", "bootstrap/grouped_indices.tsv", "bootstrap_indices", True),
     Artefact("query_indices", "bootstrap/query_indices.tsv", "bootstrap_indices", True),

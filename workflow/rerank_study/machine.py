@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+import sys
 
 
 def cpu_info() -> dict:
@@ -47,3 +48,31 @@ def facts(with_torch: bool = True) -> dict:
     if with_torch:
         out["torch"] = torch_facts()
     return out
+
+
+def memory_gb() -> int | None:
+    """The machine's memory (MemTotal of /proc/meminfo) in whole GiB; None where it cannot be read."""
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return round(int(line.split()[1]) / 2**20)
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def distribution() -> str | None:
+    """The operating system's PRETTY_NAME (/etc/os-release); None where there is none."""
+    try:
+        return platform.freedesktop_os_release().get("PRETTY_NAME")
+    except OSError:
+        return None
+
+
+def ir_metadata_facts() -> tuple[dict, dict]:
+    """(cpu, os) facts in the shape ``run_metadata.platform_section`` takes."""
+    cpu = {"model": cpu_info()["model"], "architecture": platform.machine(),
+           "operation_mode": "64-bit" if sys.maxsize > 2**32 else "32-bit", "cores": os.cpu_count()}
+    return cpu, {"kernel": f"{platform.system()} {platform.release()}", "distribution": distribution(),
+                 "ram_gb": memory_gb()}

@@ -43,3 +43,32 @@ rule evaluate:
         bench_of("evaluate")
     script:
         "../scripts/evaluate.py"
+
+
+rule run_metadata:
+    """The ir_metadata sidecar of each TREC run (runs/<method>.yaml): platform, implementation, method, data."""
+    input:
+        rrf=P["run_rrf"],
+        ce=P["run_ce"],
+        blend=P["run_blend"],
+        candidates=P["run_candidates"],
+        queries=P["run_queries"],
+        # the reranker's record (identity, weights sha256); a cross-encoder's scoring record: the threads it used
+        **({"model": P["model"], "scoring": P["scoring_measurements"]} if RERANKER_KIND == CROSS_ENCODER
+           else {"model": P["reranker_run"]}),
+        data_pins=P["data_pins"],
+    output:
+        rrf=P["meta_rrf"],
+        ce=P["meta_ce"],
+        blend=P["meta_blend"],
+    params:
+        code=CODE,  # library source hash: a change in the science reruns the rule
+        method=METHOD_SHA,
+        settings=SETTINGS,
+        kind=KIND,
+    log:
+        log_of("run_metadata"),
+    benchmark:
+        bench_of("run_metadata")
+    script:
+        "../scripts/run_metadata.py"
