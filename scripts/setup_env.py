@@ -38,6 +38,9 @@ def lock_digest() -> str:
     return h.hexdigest()
 
 
+XDIST = ("-n", "auto", "--dist", "loadfile")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--test", action="store_true", help="run the test suite after setting up")
@@ -72,7 +75,9 @@ def main() -> int:
     if args.test:
         env = dict(os.environ, PYTHONHASHSEED="0")
         os.chdir(ROOT)
-        os.execve(str(py), [str(py), "-m", "pytest", *args.pytest_args], env)
+        # pytest-xdist: one worker per core; a test file runs whole on one worker (its module fixtures built
+        # once; the session fixtures are built by each worker that uses them)
+        os.execve(str(py), [str(py), "-m", "pytest", *XDIST, *args.pytest_args], env)
     return 0
 
 

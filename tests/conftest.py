@@ -125,10 +125,9 @@ def run_freeze(wd, *extra, dev_run=None):
 
 @pytest.fixture(scope="session")
 def frozen(dev_run, fixture_workdir, tmp_path_factory):
-    """A copy of the fixture work folder (dev run done) with a TEST-ONLY protocol frozen, once per session.
-    Its users read it as freshly frozen, except ``opened`` (tests/workflow/test_confirm_openings.py), which
-    opens its sealed judgements: the files of the readers (test_confirm_freeze.py, test_confirm_guard.py) sort
-    before it."""
+    """A copy of the fixture work folder (dev run done) with a TEST-ONLY protocol frozen, once per session
+    (per pytest-xdist worker). Its users read it as freshly frozen; a test that opens the sealed judgements
+    does so in a copy of it."""
     wd = tmp_path_factory.mktemp("confirm")
     for sub in ("lockfiles", "resources", "results"):
         shutil.copytree(fixture_workdir / sub, wd / sub, symlinks=True)

@@ -35,10 +35,14 @@ def _sealed_run(sha, n):
 
 
 @pytest.fixture(scope="module")
-def opened(frozen):
-    """1. a look at intermediate files of opening 1 (no 'confirm' target); 2. a full opening (2);
-    3. a re-opening (3). What the ledger and status said after each step is kept."""
-    wd, sha = frozen
+def opened(frozen, tmp_path_factory):
+    """In a copy of the frozen world (the session's stays unopened, whatever runs after this file): 1. a look
+    at intermediate files of opening 1 (no 'confirm' target); 2. a full opening (2); 3. a re-opening (3). What
+    the ledger and status said after each step is kept."""
+    src, sha = frozen
+    wd = tmp_path_factory.mktemp("openings")
+    for sub in ("lockfiles", "resources", "results"):
+        shutil.copytree(src / sub, wd / sub, symlinks=True)
     on = {**TEST_SWITCHES, "unseal": sha}
     seen = {}
     run_snakemake(wd, config=on, targets=(f"{wd / _sealed_run(sha, 1)}/inputs/qrels.tsv",
