@@ -45,6 +45,7 @@ RUN_ARTEFACTS = {
     "table_comparisons_csv": ("tables/comparisons.csv", "paper_table", True),
     "table_comparisons_tex": ("tables/comparisons.tex", "paper_table", True),
     "report": ("report.md", "report", False),
+    "report_html": ("report.html", "report_html", False),
     "scoring_measurements": ("measurements/scoring.json", "measurements", False),
     "verification_measurements": ("measurements/verification.json", "measurements", False),
     "report_measurements": ("measurements/report.json", "measurements", False),

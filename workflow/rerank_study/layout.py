@@ -75,6 +75,8 @@ RUN_ARTEFACTS = (
     Artefact("table_comparisons_csv", "tables/comparisons.csv", "paper_table", True),
     Artefact("table_comparisons_tex", "tables/comparisons.tex", "paper_table", True),
     Artefact("report", "report.md", "report", False),
+    # report.md as one page, per-query table added
+    Artefact("report_html", "report.html", "report_html", False),
     Artefact("scoring_measurements", "measurements/scoring.json", "measurements", False),
     Artefact("verification_measurements", "measurements/verification.json", "measurements", False),
     Artefact("report_measurements", "measurements/report.json", "measurements", False),

@@ -23,9 +23,11 @@ rule report:
         started=[P["opening_started"]] if CONFIRM else [],  # the ledger line recording what was opened, when
     output:
         report=P["report"],
-        forest=P["forest_plot"],
-        delta=P["delta_plot"],
-        power=P["power_plot"],
+        # marked for `snakemake --report`: the results browser (captions: workflow/report/, STAND-IN banner there)
+        html=report(P["report_html"], caption="../report/report_html.rst", category="Report"),
+        forest=report(P["forest_plot"], caption="../report/forest.rst", category="Figures"),
+        delta=report(P["delta_plot"], caption="../report/primary_delta.rst", category="Figures"),
+        power=report(P["power_plot"], caption="../report/power_curve.rst", category="Calibration"),
         measurements=P["report_measurements"],
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
@@ -49,10 +51,12 @@ rule tables:
     input:
         summary=P["summary"],
     output:
-        methods_csv=P["table_methods_csv"],
-        methods_tex=P["table_methods_tex"],
-        comparisons_csv=P["table_comparisons_csv"],
-        comparisons_tex=P["table_comparisons_tex"],
+        methods_csv=report(P["table_methods_csv"], caption="../report/table_methods.rst", category="Tables"),
+        methods_tex=report(P["table_methods_tex"], caption="../report/table_methods.rst", category="Tables"),
+        comparisons_csv=report(P["table_comparisons_csv"], caption="../report/table_comparisons.rst",
+                               category="Tables"),
+        comparisons_tex=report(P["table_comparisons_tex"], caption="../report/table_comparisons.rst",
+                               category="Tables"),
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule
     log:

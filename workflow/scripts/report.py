@@ -4,8 +4,8 @@ import csv
 import platform
 from pathlib import Path
 
-from rerank_study import models, names, report, report_calibration
-from rerank_study.fileio import atomic_write_text, read_json, read_tsv, sha256_file, write_json
+from rerank_study import models, names, report, report_calibration, report_html
+from rerank_study.fileio import atomic_write_text, input_bytes, read_json, read_tsv, sha256_file, write_json
 from rerank_study.names import column
 from rerank_study.rule import run
 
@@ -198,6 +198,10 @@ def main(sm):
                                                  "byte for byte",
                                         **meas})
     atomic_write_text(sm.output.report, text)
+    pngs = {link: input_bytes(getattr(sm.output, key)) for key, link in zip(("forest", "delta", "power"),
+                                                                           figures.values())}
+    header = list(rows[0]) if rows else []
+    atomic_write_text(sm.output.html, report_html.page(text, pngs, header, [list(r.values()) for r in rows]))
 
 
 if __name__ == "__main__":

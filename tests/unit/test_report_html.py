@@ -1,0 +1,109 @@
+"""report.html (rerank_study.report_html) of a tiny report: what a reader sees in it, read back with the
+standard library's html.parser (not with the audit's parser); and the audit's check of it ('report_html')
+passes the page and names what a forged page changed."""
+
+import base64
+import html.parser
+import types
+
+from conftest import audit_module
+
+from rerank_study import report_html
+
+MARKDOWN = """# Development analysis — `tiny`
+
+> **STAND-IN SCORER.** The numbers say nothing about the pinned model.
+
+Primary comparison **blend-ce**: mean Δ = 0.25; grouped interval [0.062500, 0.437500].
+
+| comparison | mean Δ | grouped interval |
+|---|---|---|
+| blend-ce (primary) | 0.250000 | [0.062500, 0.437500] |
+
+- CE losses against RRF: 1; repaired by the blend (blend > CE): 1.
+
+![forest plot](figures/forest.png)
+"""
+PNG = b"\x89PNG\r\n\x1a\nnot really a picture"
+HEADER = ["qid", "rrf_ndcg@10", "ce_ndcg@10"]
+ROWS = [["q1", "0.5", "1.0"], ["q2", "0.25", "0.0"]]
+
+
+class Seen(html.parser.HTMLParser):
+    """The text of each table cell and each heading, the image sources and every tag, as a browser shows
+    them."""
+
+    def __init__(self):
+        super().__init__()
+        self.cells, self.headings, self.images, self.tags, self._in = [], [], [], [], None
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        if tag in ("td", "th", "h1", "h2", "blockquote"):
+            self._in, self._text = tag, ""
+        if tag == "img":
+            self.images.append(dict(attrs)["src"])
+
+    def handle_data(self, data):
+        if self._in:
+            self._text += data
+
+    def handle_endtag(self, tag):
+        if tag == self._in:
+            (self.cells if tag in ("td", "th") else self.headings).append((tag, " ".join(self._text.split())))
+            self._in = None
+
+
+def page():
+    return report_html.page(MARKDOWN, {"figures/forest.png": PNG}, HEADER, ROWS)
+
+
+def test_the_page_shows_the_reports_tables_banner_figure_and_the_per_query_table():
+    seen = Seen()
+    seen.feed(page())
+    assert ("h1", "Development analysis — tiny") in seen.headings
+    assert ("blockquote", "STAND-IN SCORER. The numbers say nothing about the pinned model.") in seen.headings
+    assert [c for _, c in seen.cells[:6]] == ["comparison", "mean Δ", "grouped interval",
+                                             "blend-ce (primary)", "0.250000", "[0.062500, 0.437500]"]
+    assert ("h2", "Per-query results (per_query.tsv)") in seen.headings
+    assert [c for _, c in seen.cells[6:]] == [*HEADER, *ROWS[0], *ROWS[1]]
+    assert seen.images == ["data:image/png;base64," + base64.b64encode(PNG).decode()]
+    assert "script" not in seen.tags and "a" not in seen.tags
+
+
+def test_raw_html_in_the_report_is_shown_as_text_never_run():
+    text = report_html.page("# t\n\nA <script>alert(1)</script> here.\n", {}, HEADER, [])
+    assert "<script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+
+
+def audit_of(html_text, tmp_path):
+    """The audit's check on a run folder holding the tiny report, its figure, per_query.tsv and
+    ``html_text``."""
+    (tmp_path / "figures").mkdir(exist_ok=True)
+    files = {"report": ("report.md", MARKDOWN), "per_query": ("per_query.tsv", "".join(
+        "\t".join(r) + "\n" for r in [HEADER, *ROWS])), "report_html": ("report.html", html_text)}
+    for name, text in files.values():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    (tmp_path / "figures/forest.png").write_bytes(PNG)
+    run = types.SimpleNamespace(rundir=tmp_path, path=lambda key: tmp_path / files[key][0])
+    failures = []
+    au = types.SimpleNamespace(check=lambda name, ok, file, item, expected=None, found=None:
+                               ok or failures.append(item))
+    audit_module("checks_report_html").check_report_html(run, None, au)
+    return failures
+
+
+def test_the_audit_passes_the_page_and_names_what_a_forged_page_changed(tmp_path):
+    assert audit_of(page(), tmp_path) == []
+    # the visible text: "Development analysis — tiny " (28 characters) + "STAND-IN SCORER. " (17) + "The
+    # numbers ... model. " (48) + "Primary comparison blend-ce: mean Δ = 0.25; grouped interval [0.062500, "
+    # (72) = 165, then "0.4"
+    assert audit_of(page().replace("0.437500", "0.537500", 1), tmp_path) == [
+        "the visible text (first difference at character 167)"]
+    assert audit_of(page().replace("<h2>", '<h2 onclick="x()">', 1), tmp_path) == [
+        "elements and attributes (the allowlist)"]
+    assert audit_of(page().replace("img{max-width:100%}", "td{visibility:hidden}"),
+                    tmp_path) == ["the stylesheet"]
+    forged_png = base64.b64encode(b"another picture").decode()
+    assert audit_of(page().replace(base64.b64encode(PNG).decode(), forged_png), tmp_path) == [
+        "images: the run's figures inlined, in report.md's order"]
