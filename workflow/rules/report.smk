@@ -141,7 +141,7 @@ rule check_reproduction:
         reference=[f"{REFERENCE}/{n}" for n in ("reference.json", "logits.tsv", "per_query.tsv")
                    if REFERENCE and Path(f"{REFERENCE}/reference.json").exists()],
     output:
-        table=P["reproduction"],
+        table=report(P["reproduction"], caption="../report/reproduction.rst", category="Reproduction"),
         json=P["reproduction_json"],
     params:
         # the reference folder (its files are the inputs); where none is committed, where one would be
