@@ -97,10 +97,10 @@ def _check_shard_records(run, want, au, scoring: dict) -> None:
 def _check_verification(run, want, au) -> None:
     f, rec = str(run.path("verification_measurements")), run.measurements("verification_measurements")
     sample = {tuple(x) for x in run.verification.get("sample", [])}
-    queries = {q for q, _ in sample}
     _expect(au, f, rec, {"numerics": NUMERICS, "batches": len(sample),
-                         # a batch's whole query
-                         "pairs_inferred": sum(len(run.cands.get(q, [])) for q in queries)})
+                         # exactly the pairs of the sampled batches
+                         "pairs_inferred": sum(1 for r in run.pair_rows if (r["qid"],
+                                                                            int(r["batch"])) in sample)})
     au.check("measurements", isinstance(rec.get("threads"), int) and rec["threads"] >= 1, f, "threads",
              "a whole number >= 1", rec.get("threads"))
 

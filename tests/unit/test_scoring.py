@@ -254,6 +254,24 @@ def test_score_run_infers_then_reads_the_cache_and_never_loads_weights_for_cache
     assert fresh == rows and counts3.pairs_inferred == 37
 
 
+def test_reinfer_batches_infers_exactly_the_sampled_batches_with_the_runs_bits(loaded, pairs):
+    """37 pairs = batches of 16, 16 and 5 (token length desc, rank asc): re-inferring batches 2 and 0 infers
+    16 + 5 = 21 pairs, and gives the rows of those two batches exactly as the full scoring does."""
+    _, tok, model = loaded
+    qs, ds = pairs
+    ranked = {"35": [f"d{i}" for i in range(len(ds))]}
+    doc_text = {f"d{i}": d for i, d in enumerate(ds)}
+    full, _ = scoring.score_run(ranked, {"35": qs[0]}, doc_text, tok, lambda: model, SETTINGS, "m", {"v": 1},
+                                None)
+    again, counts = scoring.reinfer_batches(ranked, {"35": qs[0]}, doc_text, tok, lambda: model, SETTINGS,
+                                            "m", {"v": 1}, [("35", 2), ("35", 0)])
+    assert counts.pairs_inferred == 21 and len(again) == 21
+    assert again == [r for r in full if r["batch"] in (0, 2)]
+    none, counts0 = scoring.reinfer_batches(ranked, {"35": qs[0]}, doc_text, tok, lambda: model, SETTINGS,
+                                            "m", {"v": 1}, [("35", 3)])  # no such batch: nothing inferred
+    assert none == [] and counts0.pairs_inferred == 0
+
+
 def test_fresh_scoring_never_reads_the_cache_and_proves_each_entry_equal(tmp_path):
     from rerank_study import beir, models, scoring
 

@@ -32,7 +32,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -288,14 +288,18 @@ class _RunScorer:
         counts.useful_flops_inferred += sum(useful_flops(lengths[i]) for i in idx)
         return out
 
-    def query_rows(self, qid: str, qtext: str, docs: Sequence[str], dtexts: Sequence[str]) -> list[dict]:
+    def query_rows(self, qid: str, qtext: str, docs: Sequence[str], dtexts: Sequence[str],
+                   only: Container[int] | None = None) -> list[dict]:
         """One query's rows in candidate order: tokenised once, its batches (``batch_plan``) taken from
-        the cache or inferred (``_batch_logits``); ``progress(n)`` after each batch."""
+        the cache or inferred (``_batch_logits``); ``progress(n)`` after each batch. ``only``: the batch
+        numbers to score (the rows of the other batches are left out)."""
         features, stats = self.encoder.pairs([qtext] * len(docs), dtexts)
         lengths = [len(f["input_ids"]) for f in features]
-        batch_of = [0] * len(docs)
+        batch_of: list[int | None] = [None] * len(docs)
         logit_of = [0.0] * len(docs)
         for b, idx in enumerate(batch_plan(lengths, self.settings.batch_size)):
+            if only is not None and b not in only:
+                continue
             qs, ds = [qtext] * len(idx), [dtexts[i] for i in idx]
             infer = partial(self.infer, qs, ds, features, lengths, idx)
             logits, _ = _batch_logits(batch_cache_key(self.identity, self.settings, self.versions, qs, ds),
@@ -306,7 +310,7 @@ class _RunScorer:
             if self.progress is not None:
                 self.progress(len(idx))
         return [{"qid": qid, "doc_id": d, "r0": i + 1, "logit": logit_of[i], "batch": batch_of[i], **stats[i]}
-                for i, d in enumerate(docs)]
+                for i, d in enumerate(docs) if batch_of[i] is not None]
 
 
 def score_run(ranked: Mapping[str, Sequence[str]], query_text: Mapping[str, str], doc_text: Mapping[str, str],
@@ -332,4 +336,23 @@ def score_run(ranked: Mapping[str, Sequence[str]], query_text: Mapping[str, str]
     expected = sum(len(v) for v in ranked.values())
     if len(rows) != expected:
         raise PipelineError(f"scored {len(rows)} pairs for {expected} candidates: nothing was published")
+    return rows, run.counts
+
+
+def reinfer_batches(ranked: Mapping[str, Sequence[str]], query_text: Mapping[str, str],
+                    doc_text: Mapping[str, str], tok, load_model: Callable[[], object],
+                    settings: ScoringSettings, identity: str, versions: dict,
+                    sample: Iterable[tuple[str, int]]
+                    ) -> tuple[list[dict], ScoringCounts]:
+    """Re-infer exactly the ``sample``'s batches ((qid, batch number)) from scratch, no cache: each sampled
+    query is tokenised and its batches planned as ``score_run`` does them, and only its sampled batches are
+    inferred. Returns the rows of those batches (as ``score_run``'s) and the counts."""
+    wanted: dict[str, set[int]] = {}
+    for qid, batch in sample:
+        wanted.setdefault(qid, set()).add(batch)
+    run = _RunScorer(tok, load_model, settings, identity, versions, None, None, False)
+    rows: list[dict] = []
+    for qid, batches in wanted.items():
+        docs = ranked[qid]
+        rows += run.query_rows(qid, query_text[qid], docs, [doc_text[d] for d in docs], only=batches)
     return rows, run.counts

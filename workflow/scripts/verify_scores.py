@@ -1,5 +1,5 @@
-"""Rule verify_scores: re-infer a seeded sample of the run's scoring batches from scratch (the
-score cache is neither read nor written) and require bit equality with pairs.tsv. Writes the
+"""Rule verify_scores: re-infer a seeded sample of the run's scoring batches from scratch, exactly those
+batches (the score cache is neither read nor written) and require bit equality with pairs.tsv. Writes the
 verification record (deterministic) and its timing (a measurement).
 
 The batches are rebuilt by the same code as the scoring (``scoring.score_run``: per query,
@@ -34,16 +34,20 @@ def main(sm):
     sample = verification.sample_batches(((q, b) for (q, _), (b, _) in recorded.items()), sm.params.seed, k)
     qids = list(dict.fromkeys(q for q, _ in sample))
     ranked = {q: lst for q, lst in candidates.read_candidates(sm.input.candidates).items() if q in set(qids)}
+    missing = [q for q in qids if q not in ranked]
+    if missing:
+        raise PipelineError(f"{sm.input.pairs} names queries that {sm.input.candidates} does not hold: "
+                            f"{missing[:5]}")
     pins = DataPins.load(sm.input.data_pins)
     corpus = beir.read_corpus(verified_path(sm.input.corpus, "corpus.jsonl", pins))
     queries = beir.read_queries(verified_path(sm.input.queries, "queries.jsonl", pins))
     model_dir = Path(sm.input.model).parent
     meta = models.load_model_meta(model_dir)
     tok = scoring_model.load_tokenizer(model_dir)
-    rows, counts = scoring.score_run(ranked, queries,
-                                     {d: corpus[d].full_text for q in ranked for d in ranked[q]}, tok,
-                                     lambda: scoring_model.load_model(model_dir), settings, meta["identity"],
-                                     scoring.library_versions(), cache=None)
+    rows, counts = scoring.reinfer_batches(ranked, queries,
+                                           {d: corpus[d].full_text for q in ranked for d in ranked[q]}, tok,
+                                           lambda: scoring_model.load_model(model_dir), settings,
+                                           meta["identity"], scoring.library_versions(), sample)
     again = {(r["qid"], r["doc_id"]): (r["batch"], r["logit"]) for r in rows}
     pairs = verification.compare(sample, recorded, again)
     unequal = [p for p in pairs if not p["equal"]]
@@ -55,7 +59,8 @@ def main(sm):
                   for p in pairs],
         "pairs_compared": len(pairs), "all_equal": not unequal,
         "rule": "sample = the k batches with the smallest sha256('<seed>\\t<qid>\\t<batch>'); each "
-                "re-inferred from scratch (its whole query, no cache) and compared bit for bit "
+                "re-inferred from scratch (exactly that batch, planned from its whole query as the scoring "
+                "plans it; no cache) and compared bit for bit "
                 "with pairs.tsv",
     })
     write_json(sm.output.measurements, {
