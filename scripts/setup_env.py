@@ -38,7 +38,7 @@ def lock_digest() -> str:
     return h.hexdigest()
 
 
-XDIST = ("-n", "auto", "--dist", "loadfile")
+XDIST = ("-n", "auto", "--dist", "loadfile", "--no-loadscope-reorder")  # files in collection order (conftest)
 
 
 def main() -> int:

@@ -144,12 +144,21 @@ def read_json(p: Path):
 DAG_FIXTURES = {"fixture_workdir", "smoke_run", "dev_run", "copy_of", "frozen", "real_smoke"}
 
 
+# the test files that take longest (worker-seconds measured in a full run: each builds its own DAG runs), run
+# first so that pytest-xdist's workers finish together; the rest keep their order
+LONGEST_FIRST = ("test_your_reranker_doc.py", "test_confirm_openings.py", "test_audit_report.py",
+                 "test_studies_dag.py", "test_slurm.py", "test_pipeline.py", "test_audit_branches_dag.py",
+                 "test_studies_repin_data.py")
+
+
 def pytest_collection_modifyitems(config, items):
     """``slow`` = runs the Snakemake DAG: every test that uses a DAG fixture (modules that call snakemake
-    directly mark themselves). ``-m "not slow"`` gives the quick unit tests."""
+    directly mark themselves). ``-m "not slow"`` gives the quick unit tests. The longest files first."""
     for item in items:
         if DAG_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
 @contextlib.contextmanager

@@ -152,8 +152,8 @@ def test_changed_code_stops_an_opening_and_a_refactor_is_refrozen_only_before_an
         seal_freeze.refreeze(cfg, lock, repo, " ", dev)
     with pytest.raises(SealError, match="made with other code"):
         seal_freeze.refreeze(cfg, lock, repo, "comment in report.smk", dev)
-    # the dev run, under the new code
-    run_snakemake(wd, "--forcerun", "manifest", snakefile=repo / "Snakefile")
+    # the dev run, under the new code (the manifest and the runs' ir_metadata sidecars record its method hash)
+    run_snakemake(wd, "--forcerun", "manifest", "run_metadata", snakefile=repo / "Snakefile")
     out = seal_freeze.refreeze(cfg, lock, repo, "comment in report.smk", dev)
     assert out["changed_files"] == ["workflow/rules/report.smk (changed)"] and out["sha256"] != sha
     p = read_json(lock / "protocol.json")
