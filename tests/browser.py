@@ -17,7 +17,7 @@ from pathlib import Path
 # the flags this machine's headless Chromium needs (no sandbox as root, no network, a fresh profile)
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--window-size=1400,1000")
+         "--disable-dev-shm-usage", "--window-size=1400,1000")
 
 
 def chromium() -> str | None:
