@@ -40,6 +40,8 @@ class Page(HTMLParser):
     def __init__(self):
         super().__init__(convert_charrefs=True)
         self.text, self.images, self.style, self.refused, self.open = [], [], [], [], []
+        self.cells: list[str] = []  # each table cell's text, in order
+        self._cell: list[str] | None = None
 
     def handle_starttag(self, tag, attrs):
         extra = [k for k, _ in attrs if k not in ATTRIBUTES.get(tag, set())]
@@ -49,6 +51,10 @@ class Page(HTMLParser):
             self.images.append(dict(attrs).get("src"))
         if tag not in VOID:
             self.open.append(tag)
+        if tag in ("td", "th"):
+            if self._cell is not None:
+                self.refused.append(f"<{tag}> inside a cell")
+            self._cell = []
         self.text.append("" if tag in INLINE else " ")
 
     def handle_startendtag(self, tag, attrs):
@@ -61,6 +67,9 @@ class Page(HTMLParser):
             self.open.pop()
         else:
             self.refused.append(f"</{tag}> out of order")
+        if tag in ("td", "th") and self._cell is not None:
+            self.cells.append(collapsed("".join(self._cell)))
+            self._cell = None
         self.text.append("" if tag in INLINE else " ")
 
     def handle_data(self, data):
@@ -68,6 +77,8 @@ class Page(HTMLParser):
             self.style.append(data)
         elif "body" in self.open:
             self.text.append(data)
+            if self._cell is not None:
+                self._cell.append(data)
         elif data.strip() and "title" not in self.open:
             self.refused.append(f"text outside the body: {data.strip()[:40]!r}")
 
@@ -80,6 +91,16 @@ class Page(HTMLParser):
 
 def collapsed(text: str) -> str:
     return " ".join(text.split())
+
+
+def markdown_cells(markdown: str) -> list[str]:
+    """Every table cell of report.md, in order (the separator rows dropped), as the page shows it."""
+    cells = []
+    for line in markdown.split("\n"):
+        s = line.strip()
+        if s.startswith("|") and s.endswith("|") and not SEPARATOR.fullmatch(s):
+            cells += [collapsed(c.replace("**", "").replace("`", "")) for c in s[1:-1].split("|")]
+    return cells
 
 
 def markdown_text(markdown: str) -> tuple[str, list[str]]:
@@ -115,6 +136,12 @@ def check_report_html(run, want, au) -> None:
     i = next((i for i, (a, b) in enumerate(zip(expect, found)) if a != b), min(len(expect), len(found)))
     au.check(CHECK, found == expect, f, f"the visible text (first difference at character {i})",
              expect[max(0, i - 40):i + 40], found[max(0, i - 40):i + 40])
+    tsv_cells = [c for line in text_of(run.path("per_query")).split("\n") if line for c in line.split("\t")]
+    expect_cells = markdown_cells(text_of(run.path("report"), newline="")) + [collapsed(c) for c in tsv_cells]
+    j = next((j for j, (a, b) in enumerate(zip(expect_cells, page.cells)) if a != b),
+             min(len(expect_cells), len(page.cells)))
+    au.check(CHECK, page.cells == expect_cells, f, f"table cells, one by one (first difference at cell {j})",
+             expect_cells[j:j + 3], page.cells[j:j + 3])
     au.check(CHECK, all(p in FIGURES for p in md_images), str(run.path("report")), "figure links",
              list(FIGURES), md_images)
     uris = ["data:image/png;base64," + base64.b64encode(bytes_of(run.rundir / p)).decode("ascii")

@@ -104,6 +104,11 @@ def test_the_audit_passes_the_page_and_names_what_a_forged_page_changed(tmp_path
         "elements and attributes (the allowlist)"]
     assert audit_of(page().replace("img{max-width:100%}", "td{visibility:hidden}"),
                     tmp_path) == ["the stylesheet"]
+    # the same text in another table shape: a number moved under the next column's header
+    shifted = page().replace("<td>blend-ce (primary)</td>\n<td>", "<td>blend-ce (primary) ", 1).replace(
+        "0.437500]</td>", "0.437500]</td>\n<td></td>", 1)
+    assert shifted != page() and audit_of(shifted, tmp_path) == [
+        "table cells, one by one (first difference at cell 3)"]
     forged_png = base64.b64encode(b"another picture").decode()
     assert audit_of(page().replace(base64.b64encode(PNG).decode(), forged_png), tmp_path) == [
         "images: the run's figures inlined, in report.md's order"]
