@@ -2,14 +2,17 @@
 documents ("ir_metadata sidecars"), line by line. A line the run's files, settings and pins decide is rendered
 here and must be equal (the run file's sha256, the stages with their pins, the data pins, the method hash); a
 line describing the machine or the checkout (the platform section, repository, commit) must have its
-documented form. Written from the documentation, not from the pipeline's run_metadata module."""
+documented form; the library versions and the threads are the scoring record's (the locked release where
+nothing was scored). Written from the documentation, not from the pipeline's run_metadata module."""
 
 from __future__ import annotations
 
 import json
 import re
 
+from checks_measurements import locked_versions
 from definitions import METHODS
+from layout import RUN_FILE
 from readers import sha256_of, text_of
 
 CHECK = "run_metadata"
@@ -29,13 +32,36 @@ def form(pattern: str) -> re.Pattern:
     return re.compile(pattern)
 
 
-def platform_lines() -> list:
+def scored_with(run) -> tuple[dict, int | None]:
+    """(library versions, torch threads) of the scoring record: what the cross-encoder was scored with (the
+    most threads any shard used); ({}, None) for a run-file reranker, which scores nothing here."""
+    if run.reranker_kind == RUN_FILE:
+        return {}, None
+    rec = run.measurements("scoring_measurements")
+    return rec.get("versions") or {}, max((s["threads"] for s in rec.get("per_shard", [])), default=None)
+
+
+def library_line(name: str, locked: dict, scored: dict):
+    """A library's line: the version the scoring record names (torch, transformers, tokenizers of a
+    cross-encoder run), else the locked release with any local build tag (+cpu); python's by form (no lock
+    pins it)."""
+    if name == "python":
+        return form('      - "python==[0-9]+[.][0-9]+[.][0-9]+[a-z0-9]*"')
+    if name in scored:
+        return f"      - {q(name + '==' + scored[name])}"
+    return form('      - '
+                f'"{re.escape(name)}=={re.escape(locked.get(name, "(not locked)"))}(?:[+][a-z0-9.]+)?"')
+
+
+def platform_lines(run) -> list:
+    scored, threads = scored_with(run)
+    locked = locked_versions()
     lines = ["platform:", "  hardware:", "    cpu:", form(f"      model: {STRING}"),
              form(f"      architecture: {STRING}"), form('      operation mode: "(32|64)-bit"'),
-             form("      number of cores: [1-9][0-9]*"), form("      threads used: (?:[1-9][0-9]*|null)"),
+             form("      number of cores: [1-9][0-9]*"), f"      threads used: {q(threads)}",
              form('    ram: (?:"[0-9]+ GB"|null)'), "  operating system:", form(f"    kernel: {STRING}"),
              form(f"    distribution: {STRING_OR_NULL}"), "  software:", "    libraries:", "      python:"]
-    return lines + [form(f'      - "{re.escape(name)}==[^"\\\\]+"') for name in LIBRARIES]
+    return lines + [library_line(name, locked, scored) for name in LIBRARIES]
 
 
 def stage_lines(method: str, s: dict, manifest: dict, candidates_sha256: str) -> list[str]:
@@ -77,7 +103,7 @@ def expected_lines(method: str, run, want) -> list:
             f"    topics sha256: {q(pinned['queries.jsonl']['sha256'])}", f"    qrels: {q(qrels)}",
             f"    qrels sha256: {q(pinned[qrels]['sha256'])}", f"    queries analysed: {len(run.analysed)}",
             f"    split: {q(run.kind)}"]
-    return head + platform_lines() + implementation + method_part + data
+    return head + platform_lines(run) + implementation + method_part + data
 
 
 def first_mismatch(found: list[str], expect: list):

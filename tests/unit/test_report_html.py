@@ -1,14 +1,16 @@
 """report.html (rerank_study.report_html) of a tiny report: what a reader sees in it, read back with the
 standard library's html.parser (not with the audit's parser); and the audit's check of it ('report_html')
-passes the page and names what a forged page changed."""
+passes the page and fails every forgery the red team made of it."""
 
 import base64
 import html.parser
 import types
 
+import pytest
 from conftest import audit_module
 
 from rerank_study import report_html
+from rerank_study.errors import PipelineError
 
 MARKDOWN = """# Development analysis — `tiny`
 
@@ -93,22 +95,36 @@ def audit_of(html_text, tmp_path):
     return failures
 
 
-def test_the_audit_passes_the_page_and_names_what_a_forged_page_changed(tmp_path):
+# the red team's forgeries of a page (each passed the audit's earlier, parser-based check)
+FORGERIES = {
+    "a number changed": lambda t: t.replace("0.437500]</td>", "0.537500]</td>", 1),
+    "a number moved under the next column": lambda t: t.replace(
+        "<td>blend-ce (primary)</td>\n<td>", "<td>blend-ce (primary) ", 1).replace("0.437500]</td>",
+                                                                            "0.437500]</td>\n<td></td>", 1),
+    "the banner hidden in a <title> inside the body": lambda t: t.replace("<blockquote>",
+                                                                          "<title><blockquote>", 1)
+    .replace("</blockquote>", "</blockquote></title>", 1),
+    "a claim in the head's <title>": lambda t: t.replace("<title>", "<title>CONFIRMED: ", 1),
+    "a second src on the figure (a browser shows the first)": lambda t: t.replace(
+        '<img src="', '<img src="data:image/svg+xml;base64,Zm9yZ2Vk" src="', 1),
+    "the figure's alt text": lambda t: t.replace('alt="forest plot"', 'alt="blend beats CE"', 1),
+    "another character set": lambda t: t.replace('charset="utf-8"', 'charset="windows-1252"', 1),
+    "the stylesheet split in two": lambda t: t.replace("}blockquote{", "}block</style><style>quote{", 1),
+    "an onclick attribute": lambda t: t.replace("<h2>", '<h2 onclick="x()">', 1),
+}
+
+
+def test_the_audit_passes_the_page_and_fails_each_forgery_naming_the_line(tmp_path):
     assert audit_of(page(), tmp_path) == []
-    # the visible text: "Development analysis — tiny " (28 characters) + "STAND-IN SCORER. " (17) + "The
-    # numbers ... model. " (48) + "Primary comparison blend-ce: mean Δ = 0.25; grouped interval [0.062500, "
-    # (72) = 165, then "0.4"
-    assert audit_of(page().replace("0.437500", "0.537500", 1), tmp_path) == [
-        "the visible text (first difference at character 167)"]
-    assert audit_of(page().replace("<h2>", '<h2 onclick="x()">', 1), tmp_path) == [
-        "elements and attributes (the allowlist)"]
-    assert audit_of(page().replace("img{max-width:100%}", "td{visibility:hidden}"),
-                    tmp_path) == ["the stylesheet"]
-    # the same text in another table shape: a number moved under the next column's header
-    shifted = page().replace("<td>blend-ce (primary)</td>\n<td>", "<td>blend-ce (primary) ", 1).replace(
-        "0.437500]</td>", "0.437500]</td>\n<td></td>", 1)
-    assert shifted != page() and audit_of(shifted, tmp_path) == [
-        "table cells, one by one (first difference at cell 3)"]
-    forged_png = base64.b64encode(b"another picture").decode()
-    assert audit_of(page().replace(base64.b64encode(PNG).decode(), forged_png), tmp_path) == [
-        "images: the run's figures inlined, in report.md's order"]
+    for what, forge in FORGERIES.items():
+        forged = forge(page())
+        assert forged != page(), what
+        failures = audit_of(forged, tmp_path)
+        assert len(failures) == 1 and failures[0].startswith("the whole page (first "
+                                                             "difference at line "), what
+
+
+def test_a_figure_the_run_does_not_hold_is_refused_by_both_renderers(tmp_path):
+    with pytest.raises(PipelineError, match="not one of the run's figures"):
+        report_html.page(MARKDOWN.replace("figures/forest.png", "figures/other.png"),
+                         {"figures/forest.png": PNG}, HEADER, ROWS)

@@ -130,12 +130,20 @@ def fake_run(kind="development"):
                                 manifest={"method_sha256": "3" * 64, "model_identity": MODEL["identity"],
                                           "model_weights_sha256": MODEL["weights_sha256"]})
     run.path = lambda key: key
+    run.reranker_kind = "cross-encoder"  # scored with SCORED's versions, 4 threads at most
+    run.measurements = lambda key: {"versions": SCORED, "per_shard": [{"threads": 2}, {"threads": 4}]}
     anchor = types.SimpleNamespace(lock=lambda name: PINS)
     return run, types.SimpleNamespace(settings=SETTINGS, anchor=anchor)
 
 
+SCORED = {"torch": "1.0", "transformers": "1.0", "tokenizers": "1.0"}  # as PLATFORM's versions
+
+
 def audit_verdict(method, text, monkeypatch):
     check = audit_module("checks_run_metadata")
+    # the locked releases of the other libraries, as PLATFORM's
+    monkeypatch.setattr(check, "locked_versions", lambda: {"numpy": "1.0", "scipy": "1.0",
+                                                           "snakemake": "1.0"})
     sha = {"run_" + method: "1" * 64, "run_candidates": "2" * 64}
     monkeypatch.setattr(check, "sha256_of", lambda key: sha[key])
     run, want = fake_run()
@@ -150,3 +158,11 @@ def test_the_audits_renderer_accepts_the_sidecar_and_names_a_changed_line(monkey
     unquoted = CE_SIDECAR.replace('model: "Some CPU \\u00ae"', "model: Some CPU")
     line, form, found = audit_verdict("ce", unquoted, monkeypatch)
     assert (line, found) == (9, "      model: Some CPU") and form.startswith("      model: ")
+    # the red team's forgeries of the platform lines: another torch than the one scored with, more threads, a
+    # carriage return inside a library line, another numpy than the locked one
+    for old_line, new_line in (('"torch==1.0"', '"torch==2.5.1+cu124"'),
+                               ("threads used: 4", "threads used: 64"),
+                               ('"python==3.11.7"', '"python==3.11.7\\r  sha256: 0"'),
+                               ('"numpy==1.0"', '"numpy==1.1"')):
+        forged = CE_SIDECAR.replace(old_line, new_line)
+        assert forged != CE_SIDECAR and audit_verdict("ce", forged, monkeypatch) is not None, new_line
