@@ -108,6 +108,12 @@ def expected_page(markdown: str, tsv: str, pngs: dict) -> str:
 def check_report_html(run, want, au) -> None:
     path = run.path("report_html")
     markdown = text_of(run.path("report"), newline="")
+    # report.md's lines end in "\n" only: a lone "\r" would be a line end to one reader and text to another
+    au.check(CHECK, "\r" not in markdown, str(run.path("report")), "line ends (\\n only, no \\r)", 0,
+             markdown.count("\r"))
+    if "\r" in markdown:
+        # (failed above: the page is not compared with a report whose lines are not the documented ones)
+        return
     linked = [m.group(2) for m in PICTURE.finditer(markdown)]
     au.check(CHECK, all(p in FIGURES for p in linked), str(run.path("report")), "figure links (the "
              "run's figures)",

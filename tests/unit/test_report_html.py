@@ -78,14 +78,14 @@ def test_raw_html_in_the_report_is_shown_as_text_never_run():
     assert "<script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
 
 
-def audit_of(html_text, tmp_path):
+def audit_of(html_text, tmp_path, markdown=MARKDOWN):
     """The audit's check on a run folder holding the tiny report, its figure, per_query.tsv and
     ``html_text``."""
     (tmp_path / "figures").mkdir(exist_ok=True)
-    files = {"report": ("report.md", MARKDOWN), "per_query": ("per_query.tsv", "".join(
+    files = {"report": ("report.md", markdown), "per_query": ("per_query.tsv", "".join(
         "\t".join(r) + "\n" for r in [HEADER, *ROWS])), "report_html": ("report.html", html_text)}
     for name, text in files.values():
-        (tmp_path / name).write_text(text, encoding="utf-8")
+        (tmp_path / name).write_text(text, encoding="utf-8", newline="")
     (tmp_path / "figures/forest.png").write_bytes(PNG)
     run = types.SimpleNamespace(rundir=tmp_path, path=lambda key: tmp_path / files[key][0])
     failures = []
@@ -122,6 +122,16 @@ def test_the_audit_passes_the_page_and_fails_each_forgery_naming_the_line(tmp_pa
         failures = audit_of(forged, tmp_path)
         assert len(failures) == 1 and failures[0].startswith("the whole page (first "
                                                              "difference at line "), what
+
+
+def test_a_carriage_return_in_report_md_fails_both_renderers(tmp_path):
+    """The second red team's forgery: a lone CR joining two table rows (a line end to one reader, text to the
+    other) in report.md, with a page rendered from it; the audit refuses the report's line ends."""
+    forged = MARKDOWN.replace("|---|---|---|\n", "|---|---|---|\r")
+    with pytest.raises(PipelineError, match="carriage return"):
+        report_html.page(forged, {"figures/forest.png": PNG}, HEADER, ROWS)
+    failures = audit_of(page(), tmp_path, markdown=forged)
+    assert "line ends (\\n only, no \\r)" in failures
 
 
 def test_a_figure_the_run_does_not_hold_is_refused_by_both_renderers(tmp_path):

@@ -123,6 +123,8 @@ def title_of(markdown: str) -> str:
 def page(markdown: str, figures: Mapping[str, bytes], per_query_header: Sequence[str],
          per_query_rows: Sequence[Sequence[str]]) -> str:
     """report.html from report.md's text, its figures ({link path: PNG bytes}) and per_query.tsv's cells."""
+    if "\r" in markdown:
+        raise PipelineError("report.md holds a carriage return: its lines end in a newline only")
     per_query = table([[escape(c) for c in per_query_header],
                        *([escape(c) for c in r] for r in per_query_rows)])
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
