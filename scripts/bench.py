@@ -5,6 +5,9 @@
     .venv/bin/python scripts/bench.py stress [--reps 50] [--threads 4]                     # determinism
     .venv/bin/python scripts/bench.py bootstrap | audit [--rundir results/dev-standin]
     .venv/bin/python scripts/bench.py calibrate [--rundir results/dev-standin] [--threads 2]
+    .venv/bin/python scripts/bench.py study --run [--smoke] | --rundir results/dev-standin   # a study's cost
+    .venv/bin/python scripts/bench.py profile [--queries 4] [--threads 2]       # utilisation per stage
+    .venv/bin/python scripts/bench.py plan [--measure | --check] [...]          # capacity model (bench_plan)
 
 Data: the verified SciFact files (``--data``, default resources/data/scifact, i.e. after one run of the
 pipeline; ../shared/data/scifact works too), the committed frozen candidates and development split, and the
@@ -306,7 +309,8 @@ def bench_audit(rundir):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["score", "stress", "bootstrap", "audit", "calibrate"])
+    ap.add_argument("what", choices=["score", "stress", "bootstrap", "audit", "calibrate", "study",
+                                     "profile", "plan"])
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
                     help="torch threads (default: the CPUs this process may use)")
     ap.add_argument("--queries", type=int, default=12, help="development queries (x 50 candidates)")
@@ -317,15 +321,33 @@ def main():
     ap.add_argument("--data", default=str(ROOT / "resources/data/scifact"))
     ap.add_argument("--models", default=str(ROOT / "resources/models"))
     ap.add_argument("--rundir", default=str(ROOT / "results/dev-standin"))
-    a = ap.parse_args()
+    ap.add_argument("--run", action="store_true", help="study: run the README's main command, fresh folders")
+    ap.add_argument("--smoke", action="store_true", help="study --run: the smoke size")
+    ap.add_argument("--cores", type=int, default=4, help="study --run: snakemake --cores")
+    ap.add_argument("--wall", type=float, default=None, help="study --rundir: its wall seconds")
+    a, rest = ap.parse_known_args()
+    if rest and a.what != "plan":
+        ap.error(f"unrecognized arguments: {' '.join(rest)}")
     args = {"threads": a.threads, "queries": a.queries, "rounds": a.rounds, "reps": a.reps, "seed": a.seed,
             "progress": a.progress, "data": a.data, "models": a.models}
     if a.what == "score":
         return child(SCORE_CHILD, args)
     if a.what == "stress":
         return child(STRESS_CHILD, {**args, "queries": max(a.queries, 3)})
+    sys.path.insert(0, str(ROOT / "scripts"))
+    if a.what == "profile":
+        import bench_profile
+
+        return child(COMMON + bench_profile.PROFILE_CHILD, args)
+    if a.what == "plan":
+        import bench_plan
+
+        return bench_plan.main(rest, child, COMMON, args)
+    if a.what == "study":
+        import bench_study
+
+        return bench_study.main(a)
     if a.what == "calibrate":
-        sys.path.insert(0, str(ROOT / "scripts"))
         import bench_calibrate
 
         return bench_calibrate.main(a.rundir, a.threads)

@@ -34,8 +34,20 @@ def settings_from_config(cfg: dict, smoke: bool) -> dict:
             "bootstrap_seed": b["seed"], "percentiles": b["percentiles"], "threshold": cfg["threshold"],
             "comparisons": cfg["comparisons"], **max_length(cfg["study"], cfg["ce"]),
             "evalstats": cfg["evalstats"],
-            "verify_batches": cfg["verify"]["batches"], "verify_seed": cfg["verify"]["seed"],
+            **verify_from(cfg["verify"]),
             "calibration": calibration_from_config(cfg, smoke, confirmation=False)}
+
+
+def verify_from(v: dict) -> dict:
+    """The re-inference sample (re-implemented): k = verify.batches, or every batch (None) with
+    every_batch."""
+    return {"verify_batches": None if v["every_batch"] else v["batches"], "verify_seed": v["seed"]}
+
+
+def verify_from_protocol(protocol: dict, cfg: dict) -> dict:
+    """A cross-encoder protocol's frozen re-inference sample (its ``verification`` block). A run-file
+    reranker infers nothing and its protocol has none: the config's, as the pipeline records it."""
+    return verify_from(protocol.get("verification") or cfg["verify"])
 
 
 def max_length(study: dict, scoring: dict) -> dict:
@@ -62,8 +74,7 @@ def settings_from_protocol(protocol: dict, cfg: dict) -> dict:
             "percentiles": protocol["bootstrap"]["percentiles"], "threshold": protocol["threshold"],
             "comparisons": protocol["comparisons"], **max_length(protocol["study"], protocol["scoring"]),
             "evalstats": protocol["evalstats"],
-            # an opening re-infers EVERY batch; the seed then only orders the record
-            "verify_batches": None, "verify_seed": cfg["verify"]["seed"],
+            **verify_from_protocol(protocol, cfg),
             # a protocol frozen before the calibration existed has none: the run's calibration then fails its
             # check
             "calibration": protocol.get("calibration")}

@@ -7,6 +7,7 @@ and the protocol; the audit of a confirmation run compares with the protocol's p
 ``opened`` writes into the session's ``frozen`` world, which the freeze and guard tests read as freshly
 frozen: their files (test_confirm_freeze.py, test_confirm_guard.py) sort before this one."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -132,6 +133,30 @@ def test_opening_is_recorded_and_a_reopening_reproduces_it_from_fresh_inference(
     text = status(wd)
     assert "openings recorded in any ledger: 3 (2 completed, 1 started but not completed)" in text
     assert "reproduced byte-identical True" in text
+
+
+def test_an_opening_infers_each_pair_once_plus_the_frozen_sample_of_batches(opened):
+    """The fresh scoring is the measurement; rule verify_scores re-infers the protocol's seeded sample (8
+    batches by the smallest sha256 of seed, query and batch: the sample rule by hand here), not every
+    batch."""
+    wd, sha, _ = opened
+    run = wd / _sealed_run(sha, 2)
+    protocol = read_json(wd / "lockfiles" / locations.PROTOCOL)
+    assert {k: v for k, v in protocol["verification"].items() if k != "rule"} == {
+        "batches": 8, "seed": 110, "every_batch": False}
+    with open(run / "pairs.tsv", encoding="utf-8") as fh:
+        head = fh.readline().rstrip("\n").split("\t")
+        rows = [dict(zip(head, line.rstrip("\n").split("\t"))) for line in fh]
+    size = {}
+    for r in rows:
+        size[(r["qid"], r["batch"])] = size.get((r["qid"], r["batch"]), 0) + 1
+    assert len(rows) == 300 and len(size) == 6 * 4  # 6 queries x 50 candidates: chunks of 16, 16, 16, 2
+    drawn = sorted(size, key=lambda qb: hashlib.sha256(f"110\t{qb[0]}\t{qb[1]}".encode()).hexdigest())[:8]
+    record = read_json(run / "verification.json")
+    assert [(q, str(b)) for q, b in record["sample"]] == drawn and record["k"] == 8
+    measured = read_json(run / "measurements/verification.json")
+    assert measured["batches"] == 8 and measured["pairs_inferred"] == sum(size[b] for b in drawn) < 300
+    assert read_json(run / "measurements/scoring.json")["pairs_inferred"] == 300
 
 
 def test_report_states_what_was_opened_when_and_under_which_protocol(opened):

@@ -183,8 +183,14 @@ def run_settings(cfg: dict, confirmation: bool = False) -> dict:
             "bootstrap_B": b["B"], "bootstrap_seed": b["confirm_seed"] if confirmation else b["seed"],
             "percentiles": b["percentiles"], "threshold": cfg["threshold"], "comparisons": cfg["comparisons"],
             **scoring, "evalstats": cfg["evalstats"],
-            "verify_batches": None if confirmation else cfg["verify"]["batches"],
-            "verify_seed": cfg["verify"]["seed"], "calibration": calibration_settings(cfg, confirmation)}
+            **verify_settings(cfg), "calibration": calibration_settings(cfg, confirmation)}
+
+
+def verify_settings(cfg: dict) -> dict:
+    """Which batches rule verify_scores re-infers, in a development run and an opening alike: the seeded
+    sample of ``verify.batches``, or every batch (``verify_batches`` None) with ``verify.every_batch``."""
+    v = cfg["verify"]
+    return {"verify_batches": None if v["every_batch"] else v["batches"], "verify_seed": v["seed"]}
 
 
 CALIBRATION_SIZES = ("S", "B_inner", "R", "S_power", "n_audit")

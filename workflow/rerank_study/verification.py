@@ -9,7 +9,8 @@ sample rule names, and to agree with ``pairs.tsv``.
 Sample rule (reproducible with the standard library alone): every batch of the run is named
 ``(qid, batch)``; its key is ``sha256("<seed>\\t<qid>\\t<batch>")`` (hex); the sample is the
 ``k`` batches with the smallest keys, listed in key order (all batches when ``k`` is None or
-at least their number — a confirmation opening verifies every batch).
+at least their number — ``verify.every_batch``). A confirmation opening draws the same sample, frozen into its
+protocol: its fresh scoring is the measurement; the audit's own re-inference of an opening covers every batch.
 """
 
 from __future__ import annotations

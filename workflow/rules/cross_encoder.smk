@@ -150,7 +150,7 @@ rule score:
 
 rule verify_scores:
     """Re-infer a seeded sample of the run's batches from scratch (no cache) and require bit equality
-    with pairs.tsv (every batch in a confirmation opening)."""
+    with pairs.tsv (every batch with verify.every_batch); a confirmation opening draws the same sample."""
     input:
         pairs=P["pairs"],
         candidates=P["run_candidates"],
@@ -166,7 +166,7 @@ rule verify_scores:
         ce=config["ce"],
         batches=config["verify"]["batches"],
         seed=config["verify"]["seed"],
-        every_batch=CONFIRM,
+        every_batch=config["verify"]["every_batch"],
         cache=P["score_cache"],
     threads: config["ce"]["threads"]
     log:

@@ -78,10 +78,23 @@ def _scoring_block(cfg: dict) -> dict:
         "inference": "fresh at every opening (the score cache is never read; existing entries must be equal)"}
 
 
+def _verification_block(cfg: dict) -> dict:
+    """A cross-encoder's re-inference sample after the scoring (rule verify_scores); a run file infers
+    nothing."""
+    if cfg["study"]["reranker_kind"] == RUN_FILE:
+        return {}
+    v = cfg["verify"]
+    return {"verification": {"batches": v["batches"], "seed": v["seed"], "every_batch": v["every_batch"],
+                             "rule": "after the scoring, the batches with the smallest sha256('<seed>\\t<qid>"
+                                     "\\t<batch>') (every batch with every_batch) re-inferred from scratch, "
+                                     "bit equality with pairs.tsv"}}
+
+
 def _analysis_blocks(cfg: dict) -> dict:
     return {
         "text_template": 'query text as given; document (title + " " + text).strip()',
         "scoring": _scoring_block(cfg),
+        **_verification_block(cfg),
         "blend": {"k": cfg["blend"]["k"], "formula": "s = 1/(k + r0) + 1/(k + r1), float64, in that order"},
         "tie_rule": TIE_RULE_TEXT,
         "grouping_rule": "queries linked by >= 1 shared judged relevant document (qrels only, documents "

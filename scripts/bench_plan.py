@@ -1,0 +1,287 @@
+"""bench.py plan: a capacity model for studies on a cluster, and its check on the local SLURM (prints).
+
+    .venv/bin/python scripts/bench.py plan --measure [--threads-list 1,2] [--data ../shared/data/scifact]
+    .venv/bin/python scripts/bench.py plan [--nodes 4] [--cores 32] [--job-threads 4] [--rerankers 1]
+    .venv/bin/python scripts/bench.py plan --check [--shards 1,2,4] [--check-queries 20] [--data ...]
+
+--measure: ONE child process, strict CNR, the stand-in (the pinned model's architecture): the forward of a
+batch of 16 pairs padded to n tokens, n in 64 128 256 384 512, at each thread count (best of 3), fitted per
+thread count by least squares as seconds per pair s_t(n) = a_t n + b_t n^2 (the linear layers grow with n,
+attention with n^2); plus the tokens per whitespace word of SciFact's development pairs, and the seconds a
+scoring job spends before its first batch (interpreter, imports, model load). Written to
+resources/bench/speed.json (a measurement of this machine kind).
+
+plan: for each of BEIR's 15 public datasets (query counts and mean word lengths: DATASETS, with their
+source), pairs = queries x depth; mean pair length n = min(512, words x tokens-per-word + 3). A study scores
+each pair once (development part + confirmation opening), re-infers the verification sample (8 batches of
+16) and the audit's 2 batches, and runs the rest of the DAG (--fixed seconds, measured by `bench.py study`:
+wall minus scoring stage). On N nodes x C cores with T threads per scoring job: slots = N x floor(C / T),
+shards = slots, waves = 1;
+    wall = fixed + (critical jobs) x job overhead + job start + ceil(pairs / shards) x s_T(n)
+    core-hours = (shards x T x (job start + overhead + ceil(pairs / shards) x s_T(n)) + fixed) / 3600.
+The model ignores the spread of lengths (n^2 of the mean <= mean of n^2), file-system and memory-bandwidth
+contention between jobs on one node, and queueing behind other users.
+
+--check: the model against what can be measured here: the scoring stage (rule score_shard x k + rule score)
+of --check-queries SciFact development queries x 50 candidates through the local single-node SLURM
+(scripts/local_slurm.sh, Snakemake's SLURM executor, profiles/slurm) with k = 1, 2, 4 shards of 1 thread
+each (the node has 2 CPUs: 4 shards run in 2 waves). Everything before the scoring runs locally first (not
+timed). The per-job SLURM overhead is calibrated on k = 1 (measured wall - predicted compute, split over
+its 2 jobs); k = 2 and 4 are predictions from it, printed beside the measured wall.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEED = ROOT / "resources/bench/speed.json"
+LENGTHS = (64, 128, 256, 384, 512)
+
+# BEIR's 15 public datasets (the catalogue's names, lockfiles/datasets/beir.json): evaluation queries (test;
+# MS MARCO: dev) and mean whitespace words per query and per document.
+DATASETS: dict[str, tuple[int, float, float]] = {
+    "msmarco": (6980, 5.96, 55.98), "trec-covid": (50, 10.60, 160.77), "nfcorpus": (323, 3.30, 232.26),
+    "nq": (3452, 9.16, 78.88), "hotpotqa": (7405, 17.61, 46.30), "fiqa": (648, 10.77, 132.32),
+    "arguana": (1406, 192.98, 166.80), "webis-touche2020": (49, 6.55, 292.37),
+    "cqadupstack": (13145, 8.59, 129.09), "quora": (10000, 9.53, 11.44), "dbpedia-entity": (400, 5.39, 49.68),
+    "scidocs": (1000, 9.38, 176.19), "fever": (6666, 8.13, 84.76), "climate-fever": (1535, 20.13, 84.76),
+    "scifact": (300, 12.37, 213.63)}
+DATASETS_SOURCE = ("query counts: the README table of beir-cellar/beir; mean word lengths: Thakur et al. "
+                   "2021, BEIR, Table 1 (arXiv 2104.08663), read in its reproduction as Table 8 of Ge et "
+                   "al., 'Augmenting Zero-Shot Dense Retrievers with Plug-in Mixture-of-Memories' (not in "
+                   "the paper itself: check before relying on them). Tokens per word: measured on SciFact.")
+
+MEASURE_CHILD = r"""
+import numpy as np
+S1 = scoring.ScoringSettings(512, "longest_first", 16, 110, "float32")
+pairs = [(queries[q], doc_text[d]) for q in qids for d in ranked[q]]
+words = sum(len(a.split()) + len(b.split()) for a, b in pairs)
+feats, _ = scoring_batches.encode_pairs(tok, [a for a, _ in pairs], [b for _, b in pairs], 512)
+tokens = sum(len(f["input_ids"]) - 3 for f in feats)
+long_docs = [(a, (b + " ") * 8) for a, b in pairs[:16]]
+out = {"tokens_per_word": round(tokens / words, 4), "pairs_for_ratio": len(pairs), "fits": {}, "points": {}}
+for t in ARGS["threads_list"]:
+    torch.set_num_threads(t)
+    xs, ys = [], []
+    for n in ARGS["lengths"]:
+        feats, _ = scoring_batches.encode_pairs(tok, [a for a, _ in long_docs], [b for _, b in long_docs], n)
+        best = math.inf
+        for _ in range(3):
+            t0 = time.perf_counter()
+            scoring_model.score_rows(tok, model, [a for a, _ in long_docs], [b for _, b in long_docs], feats)
+            best = min(best, time.perf_counter() - t0)
+        xs.append(n); ys.append(best / 16)
+    A = np.array([[n, n * n] for n in xs], dtype=float)
+    (a, b), *_ = np.linalg.lstsq(A, np.array(ys), rcond=None)
+    out["fits"][str(t)] = {"a": float(a), "b": float(b)}
+    out["points"][str(t)] = {str(n): round(y, 5) for n, y in zip(xs, ys)}
+print(json.dumps(out))
+"""
+
+
+def seconds_per_pair(speed: dict, threads: int, n: float) -> float:
+    fit = speed["fits"][str(threads)]
+    return fit["a"] * n + fit["b"] * n * n
+
+
+def mean_length(speed: dict, query_words: float, doc_words: float) -> float:
+    return min(512.0, (query_words + doc_words) * speed["tokens_per_word"] + 3)
+
+
+def predict(speed: dict, pairs: int, n: float, threads: int, shards: int, slots: int, overhead: float,
+            fixed: float, critical_jobs: int) -> dict:
+    """Wall seconds and core-hours of a study's pairs in ``shards`` jobs on ``slots`` parallel slots."""
+    per_pair = seconds_per_pair(speed, threads, n)
+    waves = math.ceil(shards / slots)
+    job = speed["job_start_seconds"] + overhead + math.ceil(pairs / shards) * per_pair
+    extra = (8 + 2) * 16 * per_pair  # the verification sample and the audit's re-inference
+    wall = fixed + critical_jobs * overhead + waves * job + extra
+    return {"wall_seconds": wall, "core_hours": (shards * threads * job + fixed + extra) / 3600}
+
+
+def hms(s: float) -> str:
+    return f"{int(s // 3600)}:{int(s % 3600 // 60):02d}:{int(s % 60):02d}"
+
+
+def table(speed: dict, a) -> str:
+    slots = a.nodes * (a.cores // a.job_threads)
+    lines = [f"Capacity plan: {a.nodes} node(s) x {a.cores} cores, {a.job_threads} threads per scoring job "
+             f"({slots} shards), depth {a.depth}, {a.rerankers} reranker(s); job overhead {a.job_overhead} "
+             f"s, rest of the DAG {a.fixed} s over {a.critical_jobs} jobs; speed from {SPEED.name} "
+             f"({speed.get('machine', '?')}).", "",
+             "| dataset | queries | pairs | mean tokens | wall (h:m:s) | core-hours |",
+             "|---|---|---|---|---|---|"]
+    total_wall = total_ch = 0.0
+    for name, (queries, qw, dw) in DATASETS.items():
+        n = mean_length(speed, qw, dw)
+        p = predict(speed, queries * a.depth, n, a.job_threads, slots, slots, a.job_overhead, a.fixed,
+                    a.critical_jobs)
+        wall, ch = p["wall_seconds"] * a.rerankers, p["core_hours"] * a.rerankers
+        total_wall, total_ch = total_wall + wall, total_ch + ch
+        lines.append(f"| {name} | {queries} | {queries * a.depth * a.rerankers} | {n:.0f} | {hms(wall)} | "
+                     f"{ch:.1f} |")
+    lines.append(f"| all {len(DATASETS)}, one after another | | | | {hms(total_wall)} | {total_ch:.1f} |")
+    return "\n".join(lines) + f"\n\nSources: {DATASETS_SOURCE}"
+
+
+def measure(a, child) -> int:
+    args = {"threads": max(a.threads_list), "threads_list": a.threads_list, "lengths": list(LENGTHS),
+            "queries": 4, "rounds": 1, "reps": 1, "seed": 0, "progress": False, "data": a.data,
+            "models": a.models}
+    import io
+    from contextlib import redirect_stdout
+
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        rc = child(MEASURE_CODE, args)  # builds the stand-in into --models when it is missing
+    if rc != 0:
+        print(buf.getvalue())
+        return rc
+    res = json.loads(buf.getvalue()[buf.getvalue().index("{"):])
+    t0 = time.perf_counter()
+    start = subprocess.run([str(ROOT / ".venv/bin/python"), "-c", START_CODE, str(ROOT), a.models],
+                           capture_output=True, text=True)
+    job_start = time.perf_counter() - t0
+    if start.returncode != 0:
+        print(start.stderr[-2000:])
+        return 1
+    res.update(job_start_seconds=round(job_start, 2), machine=f"{os.cpu_count()} CPUs, {os.uname().machine}",
+               load_avg=round(os.getloadavg()[0], 2))
+    SPEED.parent.mkdir(parents=True, exist_ok=True)
+    SPEED.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
+    print(json.dumps(res, indent=1))
+    return 0
+
+
+START_CODE = r"""
+import sys
+sys.path.insert(0, sys.argv[1] + "/workflow")
+from rerank_study import numerics
+numerics.configure_process()
+import torch
+from rerank_study import scoring_model
+scoring_model.load_tokenizer(sys.argv[2] + "/bench-standin")
+scoring_model.load_model(sys.argv[2] + "/bench-standin")
+"""
+MEASURE_CODE = ""  # set by bench.py (its COMMON prelude + MEASURE_CHILD)
+
+
+def parse(rest: list[str]):
+    ap = argparse.ArgumentParser(prog="bench.py plan")
+    ap.add_argument("--measure", action="store_true")
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--threads-list", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2])
+    ap.add_argument("--nodes", type=int, default=4)
+    ap.add_argument("--cores", type=int, default=32)
+    ap.add_argument("--job-threads", type=int, default=4)
+    ap.add_argument("--depth", type=int, default=50)
+    ap.add_argument("--rerankers", type=int, default=1)
+    ap.add_argument("--job-overhead", type=float, default=15.0, help="SLURM seconds per job "
+                                                                     "(--check measures)")
+    ap.add_argument("--fixed", type=float, default=120.0, help="the rest of the DAG (bench.py "
+                                                               "study measures)")
+    ap.add_argument("--critical-jobs", type=int, default=17, help="jobs on the DAG's longest path")
+    ap.add_argument("--shards", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2, 4])
+    ap.add_argument("--check-queries", type=int, default=20)
+    return ap.parse_args(rest)
+
+
+def local_slurm(env: dict, action: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(ROOT / "scripts/local_slurm.sh"), action], capture_output=True,
+                          text=True, env=env, timeout=900)
+
+
+def check_run(k: int, a, env: dict) -> dict:
+    """Prerequisites locally (untimed), then the scoring stage in k one-thread shards through SLURM
+    (timed)."""
+    wd = ROOT / "bench-plan" / f"shards-{k}"
+    shutil.rmtree(wd, ignore_errors=True)
+    wd.mkdir(parents=True)
+    cfgfile = wd / "check.yaml"
+    cfgfile.write_text(f"ce:\n  shards: {k}\n  threads: 1\nsmoke_settings:\n  queries: {a.check_queries}\n"
+                       "  depth: 50\n")
+    cfg = [f"results={wd / 'results'}", f"resources={wd / 'resources'}", f"data_mirror={a.data}",
+           "scorer=stand-in", "smoke=true"]
+    snake = [str(ROOT / ".venv/bin/snakemake"), "--configfile", str(cfgfile)]
+    pre = subprocess.run([*snake, "--cores", "2", "--omit-from", "score_shard", "--config", *cfg], cwd=ROOT,
+                         capture_output=True, text=True, env=env)
+    if pre.returncode != 0:
+        raise SystemExit(f"the local prerequisites failed:\n{pre.stderr[-3000:]}")
+    rundir = wd / "results" / "smoke-standin"
+    t0 = time.perf_counter()
+    proc = subprocess.run([*snake, "--profile", str(ROOT / "profiles/slurm"), "--max-threads", "2",
+                           "--config", *cfg, "--", str(rundir / "pairs.tsv")], cwd=ROOT, capture_output=True,
+                          text=True, env=env)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0 or "submitted with SLURM jobid" not in proc.stderr:
+        raise SystemExit(f"the SLURM scoring failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    with open(rundir / "pairs.tsv", encoding="utf-8") as fh:
+        head = fh.readline().rstrip("\n").split("\t")
+        rows = [dict(zip(head, line.rstrip("\n").split("\t"))) for line in fh]
+    tokens = [int(r["query_tokens"]) + int(r["doc_tokens"]) + 3 for r in rows]
+    shards = [json.loads(p.read_text())
+              for p in sorted((rundir / "measurements").glob(f"score-of-{k}/*.json"))]
+    return {"shards": k, "wall": wall, "tokens": tokens,
+            "inference": [m["inference_seconds"] for m in shards]}
+
+
+def predicted_check(speed: dict, run: dict, overhead: float) -> float:
+    """The scoring stage: waves of shards on the node's 2 one-thread slots, then the gather job."""
+    k, waves = run["shards"], math.ceil(run["shards"] / 2)
+    per_shard = sum(seconds_per_pair(speed, 1, n) for n in run["tokens"]) / k
+    return (waves + 1) * overhead + waves * (speed["job_start_seconds"] + per_shard)
+
+
+def check(a, speed: dict) -> int:
+    import tempfile
+
+    state = Path(tempfile.mkdtemp(prefix="rerank-study-slurm-", dir="/tmp"))
+    state.chmod(0o755)
+    env = dict(os.environ, LOCAL_SLURM_STATE=str(state), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    up = local_slurm(env, "up")
+    if up.returncode != 0:
+        print(f"the local SLURM did not start ({up.returncode}): {up.stderr[-1500:]}")
+        return 1
+    try:
+        env["SLURM_CONF"] = local_slurm(env, "env").stdout.strip().split("=", 1)[1]
+        runs = [check_run(k, a, env) for k in a.shards]
+    finally:
+        local_slurm(env, "down")
+        shutil.rmtree(state, ignore_errors=True)
+    base = runs[0]
+    overhead = (base["wall"] - predicted_check(speed, base, 0.0)) / (math.ceil(base["shards"] / 2) + 1)
+    print(f"check: {len(base['tokens'])} pairs (mean {sum(base['tokens']) / len(base['tokens']):.0f} "
+          "tokens), one thread per shard, node of 2 CPUs; SLURM overhead per job calibrated on "
+          f"{base['shards']} shard(s): {overhead:.1f} s")
+    print("| shards | predicted wall s | measured wall s | measured / predicted | shard inference s |")
+    print("|---|---|---|---|---|")
+    for r in runs:
+        p = predicted_check(speed, r, overhead)
+        print(f"| {r['shards']} | {p:.1f} | {r['wall']:.1f} | {r['wall'] / p:.3f} | "
+              f"{', '.join(f'{x:.1f}' for x in r['inference'])} |")
+    return 0
+
+
+def main(rest: list[str], child, common: str, defaults: dict) -> int:
+    a = parse(rest)
+    a.data, a.models = defaults["data"], defaults["models"]
+    if a.measure:
+        global MEASURE_CODE
+        MEASURE_CODE = common + "import math\n" + MEASURE_CHILD
+        return measure(a, child)
+    if not SPEED.exists():
+        print(f"no speed measurements at {SPEED}: run `scripts/bench.py plan --measure` first")
+        return 1
+    speed = json.loads(SPEED.read_text())
+    if a.check:
+        return check(a, speed)
+    print(table(speed, a))
+    return 0
