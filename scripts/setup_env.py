@@ -19,6 +19,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,8 +28,11 @@ LOCKS = [ROOT / "lockfiles" / "torch.txt", ROOT / "lockfiles" / "requirements.lo
 
 
 def run(cmd):
+    """Run one step, then print its wall seconds (where a fresh machine's time to a first result goes)."""
     print("+ " + " ".join(str(c) for c in cmd), flush=True)
+    t0 = time.perf_counter()
     subprocess.run([str(c) for c in cmd], check=True, cwd=ROOT)
+    print(f"  ({time.perf_counter() - t0:.1f} s)", flush=True)
 
 
 def lock_digest() -> str:
