@@ -181,7 +181,7 @@ def parse(rest: list[str]):
     ap.add_argument("--threads-list", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2])
     ap.add_argument("--nodes", type=int, default=4)
     ap.add_argument("--cores", type=int, default=32)
-    ap.add_argument("--job-threads", type=int, default=4)
+    ap.add_argument("--job-threads", type=int, default=2)
     ap.add_argument("--depth", type=int, default=50)
     ap.add_argument("--rerankers", type=int, default=1)
     ap.add_argument("--job-overhead", type=float, default=15.0, help="SLURM seconds per job "
@@ -281,6 +281,11 @@ def main(rest: list[str], child, common: str, defaults: dict) -> int:
         print(f"no speed measurements at {SPEED}: run `scripts/bench.py plan --measure` first")
         return 1
     speed = json.loads(SPEED.read_text())
+    need = 1 if a.check else a.job_threads
+    if str(need) not in speed["fits"]:
+        print(f"{SPEED} has no measurement at {need} thread(s) (it has {sorted(speed['fits'])}): run "
+              f"`scripts/bench.py plan --measure --threads-list {need}` on the node kind the plan is for")
+        return 1
     if a.check:
         return check(a, speed)
     print(table(speed, a))
