@@ -45,9 +45,14 @@ def verify_from(v: dict) -> dict:
 
 
 def verify_from_protocol(protocol: dict, cfg: dict) -> dict:
-    """A cross-encoder protocol's frozen re-inference sample (its ``verification`` block). A run-file
-    reranker infers nothing and its protocol has none: the config's, as the pipeline records it."""
-    return verify_from(protocol.get("verification") or cfg["verify"])
+    """A cross-encoder protocol's frozen re-inference sample (its ``verification`` block); a cross-encoder
+    protocol frozen before that block existed re-inferred every batch at an opening. A run-file reranker
+    infers nothing and its protocol has none: the config's, as the pipeline records it."""
+    if "verification" in protocol:
+        return verify_from(protocol["verification"])
+    if protocol["study"].get("reranker_kind") == "run":
+        return verify_from(cfg["verify"])
+    return {"verify_batches": None, "verify_seed": cfg["verify"]["seed"]}
 
 
 def max_length(study: dict, scoring: dict) -> dict:

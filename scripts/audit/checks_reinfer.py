@@ -189,6 +189,8 @@ def check_reinfer(run, want, au) -> None:
                  "infers nothing (check 'reranker_run' re-derives its scores from the pinned run file)",
                  req.batches)
         return
+    if opening_needs_every_batch(run, want, au, req):
+        return
     if req.batches is None:
         req.record = {"asked": False, "note": "not asked for (no --reinfer N)"}
         au.note(CHECK, "NOT ASKED FOR: no --reinfer N was given, so nothing was re-inferred by the auditor; "
@@ -199,6 +201,24 @@ def check_reinfer(run, want, au) -> None:
         stage(run, want, au, req)
     finally:
         req.record["seconds"] = round(time.perf_counter() - t0, 3)
+
+
+def opening_needs_every_batch(run, want, au, req: Request) -> bool:
+    """An opening whose own verification re-inferred a sample (its protocol's ``verification``; the run's
+    fresh scoring is the measurement) is proven batch by batch only here: the auditor must re-infer every
+    batch. Any other request fails (returns True: nothing more to do)."""
+    if run.kind != "confirmation" or want.settings["verify_batches"] is None or req.batches == "all":
+        return False
+    asked = "no --reinfer" if req.batches is None else f"--reinfer {req.batches}"
+    if req.batches is not None and req.batches >= len(run_batches(run)):
+        return False
+    req.record = {"asked": req.batches is not None, "batches_asked": req.batches,
+                  "note": "refused: an opening is audited with --reinfer all"}
+    au.check(CHECK, False, str(run.manifest_path), "--reinfer of an opening",
+             "all (its own verification re-inferred only the protocol's sample of "
+             f"{want.settings['verify_batches']} batches: every other logit is proven by this stage alone; "
+             "add --reinfer all --model-dir <the run's model folder>)", asked)
+    return True
 
 
 def stage(run, want, au, req: Request) -> None:

@@ -39,10 +39,10 @@ def copy_run(tmp_path, smoke_run, dev_run, fixture_workdir):
     return make
 
 
-def run_audit(rundir: Path, lockdir: Path):
+def run_audit(rundir: Path, lockdir: Path, *extra: str):
     out = rundir.parent / f"{rundir.name}-audit.json"
     proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), str(rundir), "--lockdir",
-                           str(lockdir), "--configfile", str(FIXTURE_CONFIG), "--out", str(out)],
+                           str(lockdir), "--configfile", str(FIXTURE_CONFIG), "--out", str(out), *extra],
                           capture_output=True, text=True)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     return proc, json.loads(out.read_text())
@@ -356,3 +356,34 @@ def test_an_openings_report_is_anchored_to_its_protocol_not_a_repinned_lock_fold
     (lockdir / "derived_pins.json").write_text(json.dumps(pins, indent=2))
     _, result = run_audit(rundir, lockdir)
     assert "report" not in result["failed_checks"], failures(result)
+
+
+def test_an_opening_is_audited_with_every_batch_reinferred(opening, tmp_path):
+    """An opening's own verification re-infers the protocol's sample only, so the audit proves the other
+    logits: a logit forged by one float32 ULP outside that sample (pairs.tsv, rankings.tsv, the shard file,
+    the manifest rehashed) fails check 'reinfer' without --reinfer, with --reinfer 2, and - caught - with
+    --reinfer all."""
+    from forged_runs import forge_logit, model_dir, read_rows, write_rows
+    from test_audit_reinfer import one_ulp_up
+
+    rundir, lockdir = copy_opening(opening, tmp_path)
+    sample = {tuple(x) for x in json.loads((rundir / "verification.json").read_text())["sample"]}
+    rows = [r for r in audit_module("run_files").RunFiles(rundir, lockdir).pair_rows]
+    row = next(r for r in rows if (r["qid"], int(r["batch"])) not in sample)
+    forged = one_ulp_up(row["logit"])
+    forge_logit(rundir, row["qid"], row["doc_id"], forged)
+    for shard in (rundir / "shards").rglob("*.tsv"):
+        kept = read_rows(shard)
+        for r in kept:
+            r["logit"] = forged if (r["qid"], r["doc_id"]) == (row["qid"], row["doc_id"]) else r["logit"]
+        write_rows(shard, kept)
+    rehash_manifest(rundir)
+    stage = ("--model-dir", str(model_dir(tmp_path)), "--reinfer-python", sys.executable)
+    for asked in ((), ("--reinfer", "2", *stage)):
+        _, result = run_audit(rundir, lockdir, *asked)
+        (first,) = result["checks"]["reinfer"]["first_failures"]
+        assert first["item"] == "--reinfer of an opening" and "verification" not in result["failed_checks"]
+    _, result = run_audit(rundir, lockdir, "--reinfer", "all", *stage)
+    (caught,) = result["checks"]["reinfer"]["first_failures"]
+    assert caught["item"].startswith(f"qid {row['qid']} doc {row['doc_id']} ")
+    assert caught["expected"] == forged

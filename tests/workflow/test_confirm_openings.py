@@ -138,7 +138,7 @@ def test_opening_is_recorded_and_a_reopening_reproduces_it_from_fresh_inference(
 def test_an_opening_infers_each_pair_once_plus_the_frozen_sample_of_batches(opened):
     """The fresh scoring is the measurement; rule verify_scores re-infers the protocol's seeded sample (8
     batches by the smallest sha256 of seed, query and batch: the sample rule by hand here), not every
-    batch."""
+    batch; the audit rule's own re-inference, drawn at audit time, covers every batch."""
     wd, sha, _ = opened
     run = wd / _sealed_run(sha, 2)
     protocol = read_json(wd / "lockfiles" / locations.PROTOCOL)
@@ -157,6 +157,9 @@ def test_an_opening_infers_each_pair_once_plus_the_frozen_sample_of_batches(open
     measured = read_json(run / "measurements/verification.json")
     assert measured["batches"] == 8 and measured["pairs_inferred"] == sum(size[b] for b in drawn) < 300
     assert read_json(run / "measurements/scoring.json")["pairs_inferred"] == 300
+    # the proof of every batch is the audit's own re-inference (its draw: every batch of an opening)
+    stage = read_json(run / "audit.json")["info"]["reinfer"]
+    assert len(stage["drawn"]) == stage["batches_in_run"] == 24 and stage["pairs"] == 300
 
 
 def test_report_states_what_was_opened_when_and_under_which_protocol(opened):
@@ -232,7 +235,9 @@ def test_audit_of_a_confirmation_run_compares_with_the_protocol_not_repinned_loc
                            "--lockdir", str(lock), "--out", str(tmp_path / "audit.json")],
                           capture_output=True, text=True)
     result = read_json(tmp_path / "audit.json")
-    assert proc.returncode == 1 and result["failed_checks"] == ["protocol"], result["failed_checks"]
+    # 'reinfer': an opening is audited with --reinfer all (tests/audit/test_audit_report.py)
+    assert proc.returncode == 1 and result["failed_checks"] == ["protocol", "reinfer"], \
+        result["failed_checks"]
     failure = result["checks"]["protocol"]["first_failures"][0]
     assert failure["item"] == "pin candidates" and failure["found"] == new
     assert failure["expected"] == read_json(wd / "lockfiles/protocol.json")["candidates"]["sha256"]
