@@ -26,8 +26,10 @@ contention between jobs on one node, and queueing behind other users.
 of --check-queries SciFact development queries x 50 candidates through the local single-node SLURM
 (scripts/local_slurm.sh, Snakemake's SLURM executor, profiles/slurm) with k = 1, 2, 4 shards of 1 thread
 each (the node has 2 CPUs: 4 shards run in 2 waves). Everything before the scoring runs locally first (not
-timed). The per-job SLURM overhead is calibrated on k = 1 (measured wall - predicted compute, split over
-its 2 jobs); k = 2 and 4 are predictions from it, printed beside the measured wall.
+timed). Calibrated on the first run only: a job's fixed cost (its SLURM log's elapsed seconds minus its
+inference) and the gather job's seconds. Predicted for every k: compute from the speed model; the executor's
+status polls simulated (Poll); SLURM's own start / completion-report delay 0 and 5 s (the sensitivity of a
+prediction to it: a finished job seen one poll later costs a whole poll interval).
 """
 
 from __future__ import annotations
@@ -81,15 +83,28 @@ for t in ARGS["threads_list"]:
         xs.append(n); ys.append(best / 16)
     A = np.array([[n, n * n] for n in xs], dtype=float)
     (a, b), *_ = np.linalg.lstsq(A, np.array(ys), rcond=None)
-    out["fits"][str(t)] = {"a": float(a), "b": float(b)}
+    # the scale of real work: the pipeline's batches (tokenise + forward, token-sorted per query, padded)
+    real, fitted = 0.0, 0.0
+    for q in qids:
+        docs = [doc_text[d] for d in ranked[q]]
+        fq, _ = scoring_batches.encode_pairs(tok, [queries[q]] * len(docs), docs, 512)
+        lengths = [len(f["input_ids"]) for f in fq]
+        for plan in scoring_batches.batch_plan(lengths, 16):
+            t0 = time.perf_counter()
+            scoring_model.score_batch(tok, model, [queries[q]] * len(plan), [docs[i] for i in plan], S1)
+            real += time.perf_counter() - t0
+            fitted += sum(a * lengths[i] + b * lengths[i] ** 2 for i in plan)
+    out["fits"][str(t)] = {"a": float(a), "b": float(b), "real_scale": round(real / fitted, 4)}
     out["points"][str(t)] = {str(n): round(y, 5) for n, y in zip(xs, ys)}
 print(json.dumps(out))
 """
 
 
 def seconds_per_pair(speed: dict, threads: int, n: float) -> float:
+    """The fit's seconds per pair of n tokens, times the measured scale of the pipeline's real batches
+    (padding inside a batch, tokenisation, Python)."""
     fit = speed["fits"][str(threads)]
-    return fit["a"] * n + fit["b"] * n * n
+    return fit.get("real_scale", 1.0) * (fit["a"] * n + fit["b"] * n * n)
 
 
 def mean_length(speed: dict, query_words: float, doc_words: float) -> float:
@@ -217,6 +232,10 @@ def check_run(k: int, a, env: dict) -> dict:
         raise SystemExit(f"the local prerequisites failed:\n{pre.stderr[-3000:]}")
     rundir = wd / "results" / "smoke-standin"
     t0 = time.perf_counter()
+    subprocess.run([*snake, "-n", "--config", *cfg, "--", str(rundir / "pairs.tsv")], cwd=ROOT,
+                   capture_output=True, text=True, env=env)
+    startup = time.perf_counter() - t0
+    t0 = time.perf_counter()
     proc = subprocess.run([*snake, "--profile", str(ROOT / "profiles/slurm"), "--max-threads", "2",
                            "--config", *cfg, "--", str(rundir / "pairs.tsv")], cwd=ROOT, capture_output=True,
                           text=True, env=env)
@@ -229,15 +248,85 @@ def check_run(k: int, a, env: dict) -> dict:
     tokens = [int(r["query_tokens"]) + int(r["doc_tokens"]) + 3 for r in rows]
     shards = [json.loads(p.read_text())
               for p in sorted((rundir / "measurements").glob(f"score-of-{k}/*.json"))]
-    return {"shards": k, "wall": wall, "tokens": tokens,
+    elapsed = {rule: job_elapsed(rule, t0) for rule in ("score_shard", "score")}
+    return {"shards": k, "wall": wall, "tokens": tokens, "startup": startup, "elapsed": elapsed,
             "inference": [m["inference_seconds"] for m in shards]}
 
 
-def predicted_check(speed: dict, run: dict, overhead: float) -> float:
-    """The scoring stage: waves of shards on the node's 2 one-thread slots, then the gather job."""
-    k, waves = run["shards"], math.ceil(run["shards"] / 2)
-    per_shard = sum(seconds_per_pair(speed, 1, n) for n in run["tokens"]) / k
-    return (waves + 1) * overhead + waves * (speed["job_start_seconds"] + per_shard)
+# Snakemake's SLURM executor polls job states: first after slurm-init-seconds-before-status-checks (2 s in
+# profiles/slurm), then 10 s longer after each check that finds no job finished, at most 180 s, back to the
+# first interval after one that does (snakemake-executor-plugin-slurm 2.8.0, check_active_jobs).
+POLL_INIT, POLL_STEP, POLL_CAP = 2.0, 10.0, 180.0
+
+
+class Poll:
+    """The executor's status checks from time ``t``: ``seen(ends)`` is when every job ending at ``ends`` has
+    been seen finished."""
+
+    def __init__(self, t: float):
+        self.t, self.interval = t, POLL_INIT
+
+    def seen(self, ends: list[float]) -> float:
+        pending = list(ends)
+        while pending:
+            self.t += self.interval
+            done = [e for e in pending if e <= self.t]
+            pending = [e for e in pending if e > self.t]
+            self.interval = POLL_INIT if done else min(self.interval + POLL_STEP, POLL_CAP)
+        return self.t
+
+
+def job_elapsed(rule: str, since: float) -> list[float]:
+    """Each SLURM job's own elapsed seconds (its Snakemake job step's 'Elapsed time' line), for the jobs of
+    ``rule`` whose logs were written after ``since`` (a perf_counter time of this process)."""
+    cutoff = time.time() - (time.perf_counter() - since)
+    out = []
+    for log in (ROOT / ".snakemake/slurm_logs" / f"rule_{rule}").rglob("*.log"):
+        if log.stat().st_mtime >= cutoff:
+            h, m, sec = log.read_text().rsplit("Elapsed time: ", 1)[1].split()[0].split(":")
+            out.append(int(h) * 3600 + int(m) * 60 + float(sec))
+    return out
+
+
+def simulated_wall(start: float, job: float, shard_compute: list[float], slots: int, gather: float,
+                   latency: float = 0.0) -> float:
+    """The scoring stage through SLURM: all shards submitted at ``start``, run on ``slots`` slots in order
+    (each ``job`` seconds of start-up plus its compute), seen by the polls; then the gather job. ``latency``:
+    SLURM's own delay to start a queued job and to report a finished one as finished."""
+    free = [start] * slots
+    ends = []
+    for i, c in enumerate(shard_compute):
+        s = free.index(min(free))
+        free[s] += (latency if i >= slots else 0.0) + job + c
+        ends.append(free[s] + latency)
+    poll = Poll(start)
+    seen = poll.seen(ends)
+    return poll.seen([seen + gather + latency])
+
+
+LATENCY = 5.0  # a plausible SLURM start / completion-report delay: the predictions' sensitivity to it
+
+
+def check_table(speed: dict, runs: list[dict]) -> list[str]:
+    """Calibrated on the first run (its shard job's elapsed seconds minus its inference: a job's fixed cost;
+    its gather job's elapsed seconds); every wall predicted from the speed model and the simulated polls."""
+    base = runs[0]
+    job = max(base["elapsed"]["score_shard"]) - sum(base["inference"]) / base["shards"]
+    gather = max(base["elapsed"]["score"])
+    lines = [f"a job's fixed cost {job:.1f} s and the gather job {gather:.1f} s (from the "
+             f"{base['shards']}-shard run's SLURM logs); Snakemake's start-up per run: its dry run of "
+             "the same target", "",
+             "| shards | predicted compute / shard s | measured inference / shard s | predicted wall s "
+             f"(SLURM latency 0 / {LATENCY:.0f} s) | measured wall s | measured / predicted (latency 0) |",
+             "|---|---|---|---|---|---|"]
+    for r in runs:
+        k = r["shards"]
+        compute = sum(seconds_per_pair(speed, 1, n) for n in r["tokens"]) / k
+        walls = [simulated_wall(r["startup"], job, [compute] * k, 2, gather, lat) for lat in (0.0, LATENCY)]
+        measured = sum(r["inference"]) / k
+        lines.append(f"| {k} | {compute:.1f} | {measured:.1f} | {walls[0]:.1f} / {walls[1]:.1f} | "
+                     f"{r['wall']:.1f} | {r['wall'] / walls[0]:.3f} |")
+    return lines
 
 
 def check(a, speed: dict) -> int:
@@ -257,16 +346,10 @@ def check(a, speed: dict) -> int:
         local_slurm(env, "down")
         shutil.rmtree(state, ignore_errors=True)
     base = runs[0]
-    overhead = (base["wall"] - predicted_check(speed, base, 0.0)) / (math.ceil(base["shards"] / 2) + 1)
     print(f"check: {len(base['tokens'])} pairs (mean {sum(base['tokens']) / len(base['tokens']):.0f} "
-          "tokens), one thread per shard, node of 2 CPUs; SLURM overhead per job calibrated on "
-          f"{base['shards']} shard(s): {overhead:.1f} s")
-    print("| shards | predicted wall s | measured wall s | measured / predicted | shard inference s |")
-    print("|---|---|---|---|---|")
-    for r in runs:
-        p = predicted_check(speed, r, overhead)
-        print(f"| {r['shards']} | {p:.1f} | {r['wall']:.1f} | {r['wall'] / p:.3f} | "
-              f"{', '.join(f'{x:.1f}' for x in r['inference'])} |")
+          "tokens), one thread per shard, a node of 2 CPUs; compute from the speed model, the executor's "
+          "polls simulated")
+    print("\n".join(check_table(speed, runs)))
     return 0
 
 
