@@ -316,16 +316,18 @@ def check_table(speed: dict, runs: list[dict]) -> list[str]:
     lines = [f"a job's fixed cost {job:.1f} s and the gather job {gather:.1f} s (from the "
              f"{base['shards']}-shard run's SLURM logs); Snakemake's start-up per run: its dry run of "
              "the same target", "",
-             "| shards | predicted compute / shard s | measured inference / shard s | predicted wall s "
-             f"(SLURM latency 0 / {LATENCY:.0f} s) | measured wall s | measured / predicted (latency 0) |",
-             "|---|---|---|---|---|---|"]
+             "| shards | Snakemake start-up s | predicted compute / shard s | measured inference / shard s | "
+             f"predicted wall s (SLURM latency 0 / {LATENCY:.0f} s) | the same from the measured inference | "
+             "measured wall s | measured / predicted (latency 0) |", "|---|---|---|---|---|---|---|---|"]
     for r in runs:
         k = r["shards"]
         compute = sum(seconds_per_pair(speed, 1, n) for n in r["tokens"]) / k
         walls = [simulated_wall(r["startup"], job, [compute] * k, 2, gather, lat) for lat in (0.0, LATENCY)]
         measured = sum(r["inference"]) / k
-        lines.append(f"| {k} | {compute:.1f} | {measured:.1f} | {walls[0]:.1f} / {walls[1]:.1f} | "
-                     f"{r['wall']:.1f} | {r['wall'] / walls[0]:.3f} |")
+        sched = [simulated_wall(r["startup"], job, r["inference"], 2, gather, lat) for lat in (0.0, LATENCY)]
+        lines.append(f"| {k} | {r['startup']:.1f} | {compute:.1f} | {measured:.1f} | {walls[0]:.1f} / "
+                     f"{walls[1]:.1f} | {sched[0]:.1f} / {sched[1]:.1f} | {r['wall']:.1f} | "
+                     f"{r['wall'] / walls[0]:.3f} |")
     return lines
 
 
