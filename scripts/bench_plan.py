@@ -16,8 +16,9 @@ source), pairs = queries x depth; mean pair length n = min(512, words x tokens-p
 each pair once (development part + confirmation opening), re-infers the verification sample (8 batches of
 16) and the audit's 2 batches, and runs the rest of the DAG (--fixed seconds, measured by `bench.py study`:
 wall minus scoring stage). On N nodes x C cores with T threads per scoring job: slots = N x floor(C / T),
-shards = slots, waves = 1;
-    wall = fixed + (critical jobs) x job overhead + job start + ceil(pairs / shards) x s_T(n)
+shards = slots;
+    wall = fixed + (critical jobs) x job overhead + scoring stage (simulated_wall: every shard's job start,
+           overhead and ceil(pairs / shards) x s_T(n), seen by the executor's polls, then the gather job)
     core-hours = (shards x T x (job start + overhead + ceil(pairs / shards) x s_T(n)) + fixed) / 3600.
 The model ignores the spread of lengths (n^2 of the mean <= mean of n^2), file-system and memory-bandwidth
 contention between jobs on one node, and queueing behind other users.
@@ -113,13 +114,16 @@ def mean_length(speed: dict, query_words: float, doc_words: float) -> float:
 
 def predict(speed: dict, pairs: int, n: float, threads: int, shards: int, slots: int, overhead: float,
             fixed: float, critical_jobs: int) -> dict:
-    """Wall seconds and core-hours of a study's pairs in ``shards`` jobs on ``slots`` parallel slots."""
+    """Wall seconds and core-hours of a study's pairs in ``shards`` jobs on ``slots`` parallel slots: the
+    scoring stage as the check simulates it (the executor's polls; each job ``overhead`` plus its start-up
+    and compute; the gather job ``overhead``), plus the rest of the DAG and the re-inferred batches."""
     per_pair = seconds_per_pair(speed, threads, n)
-    waves = math.ceil(shards / slots)
-    job = speed["job_start_seconds"] + overhead + math.ceil(pairs / shards) * per_pair
+    compute = math.ceil(pairs / shards) * per_pair
+    job = speed["job_start_seconds"] + overhead
+    stage = simulated_wall(0.0, job, [compute] * shards, slots, overhead)
     extra = (8 + 2) * 16 * per_pair  # the verification sample and the audit's re-inference
-    wall = fixed + critical_jobs * overhead + waves * job + extra
-    return {"wall_seconds": wall, "core_hours": (shards * threads * job + fixed + extra) / 3600}
+    wall = fixed + critical_jobs * overhead + stage + extra
+    return {"wall_seconds": wall, "core_hours": (shards * threads * (job + compute) + fixed + extra) / 3600}
 
 
 def hms(s: float) -> str:
