@@ -66,7 +66,10 @@ def inference(rundir: Path) -> dict:
             if len(per_pair) == 2 else None,
             "run_inference_over_pairs": round((score["pairs_inferred"] + verify["pairs_inferred"]) / pairs, 4)
             if pairs and verify else None,
-            "audit_reinfer_pairs": reinfer.get("pairs"), "audit_reinfer_seconds": reinfer.get("seconds")}
+            "audit_reinfer_pairs": reinfer.get("pairs"), "audit_reinfer_seconds": reinfer.get("seconds"),
+            # the child process's own wall time; started before the other checks, it runs beside them
+            "audit_reinfer_child_seconds": reinfer.get("child_seconds"),
+            "audit_reinfer_child_started": reinfer.get("child_started")}
 
 
 def breakdown(rundir: Path, resources: Path, wall: float | None) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from anchors import REPO
-from checks_scores import absent_for_a_run_file, scorer_label, shard_tables
+from checks_scores import absent_for_a_run_file, expected_shapes, scorer_label, shard_tables
 from columns import DTYPE, NUMERICS
 from definitions import STANDIN
 from layout import RUN_FILE
@@ -92,6 +92,21 @@ def _check_shard_records(run, want, au, scoring: dict) -> None:
         au.check("measurements", rec.get("pairs_inferred", 0) + rec.get("pairs_from_cache", 0) == len(rows),
                  f, "pairs_inferred + pairs_from_cache", len(rows), [rec.get("pairs_inferred"),
                                                                   rec.get("pairs_from_cache")])
+        _check_shard_shapes(run, want, au, f, rec.get("shape_check"), rows)
+
+
+def _check_shard_shapes(run, want, au, f: str, shapes, rows) -> None:
+    """A shard's own shape check: of its first query (its table's first row), as the run's shape_check.json
+    is of the run's first; a shard without rows checked nothing."""
+    if not rows:
+        au.check("measurements", shapes is None, f, "shape_check", None, shapes)
+        return
+    shapes = shapes if isinstance(shapes, dict) else {}
+    want_shapes = {**expected_shapes(run, want, rows[0]["qid"]), "padding": run.shape_check.get("padding")}
+    for key, val in want_shapes.items():
+        au.check("measurements", shapes.get(key) == val, f, f"shape_check.{key}", val, shapes.get(key))
+    au.check("measurements", sorted(shapes) == sorted(want_shapes), f, "shape_check keys",
+             sorted(want_shapes), sorted(shapes))
 
 
 def _check_verification(run, want, au) -> None:

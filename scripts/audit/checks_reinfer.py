@@ -10,7 +10,9 @@ on the batch's recorded composition: the rows of pairs.tsv with that qid and bat
 rule's order (truncated token length descending, candidate rank ascending; predict sorts them by characters as
 the scoring does), as ONE batch (``batch_size`` = its size), raw logits (identity activation), in oneMKL's
 strict CNR mode. Any difference from pairs.tsv fails: the float32 logit's shortest round-trip text must be the
-text in pairs.tsv, bit for bit.
+text in pairs.tsv, bit for bit. For speed the child is started before the other checks (``start_early``, on
+the same draw) and runs beside them; the check uses its answer only when the job it builds itself, after
+every other check, is that job exactly (else it starts a child on its own job).
 
 The texts are the run's verified inputs: the query text of queries.jsonl and ``(title + " " + text).strip()``
 of corpus.jsonl, both files hashed against the manifest (whose hashes check 'lockfile_pins' holds to the
@@ -36,6 +38,7 @@ import secrets
 import struct
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -56,6 +59,9 @@ class Request:
         self.batches, self.model_dir, self.seed = batches, model_dir, seed
         self.python, self.threads = python or sys.executable, threads
         self.record = {"asked": batches is not None}
+        # the draw's seed, drawn once: fresh randomness unless chosen by hand
+        self.draw_seed = seed if seed is not None else secrets.randbits(64)
+        self.early = None  # the child started before the other checks (start_early), if it was
 
 
 REQUEST = Request()
@@ -180,7 +186,16 @@ def compare(run, au, rows: dict, answer: dict) -> list[dict]:
 
 
 def check_reinfer(run, want, au) -> None:
-    req = REQUEST
+    try:
+        reinfer_stage(run, want, au, REQUEST)
+    finally:  # an early child the stage did not use is waited for: none is left running
+        if REQUEST.early is not None:
+            REQUEST.early.thread.join()
+
+
+def reinfer_stage(run, want, au, req: Request) -> None:
+    """What was asked: nothing (a run-file reranker, or no --reinfer), a refusal (an opening without
+    --reinfer all), or the stage."""
     if run.reranker_kind == "run":  # the anchor's study.reranker_kind: a pinned run file, nothing to re-infer
         req.record = {"asked": False,
                       "note": "a run-file reranker: nothing was inferred, nothing to re-infer"}
@@ -209,9 +224,9 @@ def opening_needs_every_batch(run, want, au, req: Request) -> bool:
     batch. Any other request fails (returns True: nothing more to do)."""
     if run.kind != "confirmation" or want.settings["verify_batches"] is None or req.batches == "all":
         return False
-    asked = "no --reinfer" if req.batches is None else f"--reinfer {req.batches}"
     if req.batches is not None and req.batches >= len(run_batches(run)):
         return False
+    asked = "no --reinfer" if req.batches is None else f"--reinfer {req.batches}"
     req.record = {"asked": req.batches is not None, "batches_asked": req.batches,
                   "note": "refused: an opening is audited with --reinfer all"}
     au.check(CHECK, False, str(run.manifest_path), "--reinfer of an opening",
@@ -221,9 +236,77 @@ def opening_needs_every_batch(run, want, au, req: Request) -> bool:
     return True
 
 
+def job_of(run, want, au, req: Request, drawn) -> tuple[dict, dict | None]:
+    """The drawn batches' rows and the child's job (their texts, the verified model folder); the job is
+    None when an input or the model folder is not the run's (recorded in ``au``)."""
+    rows = batch_rows(run, drawn, want.settings["max_length"])
+    texts = read_texts(run, au, rows)
+    meta = verify_model_dir(run, want, au, Path(req.model_dir))
+    if texts is None or meta is None:
+        return rows, None
+    queries, corpus = texts
+    return rows, {"model_dir": str(Path(req.model_dir).resolve()), "threads": req.threads,
+                  "max_length": want.settings["max_length"], "label_index": meta.get("label_index"),
+                  "batches": [[[queries[q], corpus[r["doc_id"]]] for r in batch]
+                              for (q, _), batch in rows.items()]}
+
+
+class Unrecorded:
+    """A recorder that records nothing: the early start's comparisons are made again, and recorded, by the
+    check itself."""
+
+    @staticmethod
+    def check(name, ok, *detail) -> bool:
+        return bool(ok)
+
+
+class EarlyChild:
+    """The child process started on ``job`` before the standard-library checks (speed only: it runs beside
+    them); a thread waits for its answer."""
+
+    def __init__(self, req: Request, job: dict):
+        self.job, self.answer, self.stderr, self.seconds = job, None, "", None
+        self.thread = threading.Thread(target=self._run, args=(req,), daemon=True)
+        self.thread.start()
+
+    def _run(self, req: Request) -> None:
+        t0 = time.perf_counter()
+        self.answer, self.stderr = run_child(req, self.job)
+        self.seconds = round(time.perf_counter() - t0, 3)
+
+    def result(self) -> tuple[dict | None, str, float]:
+        self.thread.join()
+        return self.answer, self.stderr, self.seconds
+
+
+def start_early(run, want) -> None:
+    """Start the re-inference child now, beside the other checks (speed only). The check uses its answer
+    only when the job it builds itself, after every other check, is this job exactly; whatever goes wrong
+    here is left to the check, which does it all again and records it."""
+    req = REQUEST
+    if req.batches is None or req.early is not None or run.reranker_kind == "run":
+        return
+    try:
+        _, job = job_of(run, want, Unrecorded, req, draw(run_batches(run), req.batches, req.draw_seed))
+    except Exception:  # noqa: BLE001 - the check itself meets the same problem and records it
+        return
+    if job is not None:
+        req.early = EarlyChild(req, job)
+
+
+def child_answer(req: Request, job: dict) -> tuple[dict | None, str, float, bool]:
+    """The child's answer to ``job``: the early child's when it was started on this very job, else a child
+    started now; and whether it was the early one."""
+    if req.early is not None and req.early.job == job:
+        return (*req.early.result(), True)
+    t0 = time.perf_counter()
+    answer, stderr = run_child(req, job)
+    return answer, stderr, round(time.perf_counter() - t0, 3), False
+
+
 def stage(run, want, au, req: Request) -> None:
     hand = req.seed is not None
-    seed = req.seed if hand else secrets.randbits(64)
+    seed = req.draw_seed
     batches = run_batches(run)
     drawn = draw(batches, req.batches, seed)
     req.record.update({
@@ -236,20 +319,14 @@ def stage(run, want, au, req: Request) -> None:
         "drawn": [list(qb) for qb in drawn], "model_dir": str(Path(req.model_dir).resolve())})
     au.note(CHECK, f"{len(drawn)} of {len(batches)} batches drawn (seed {seed}, {req.record['seed_source']}) "
                    "and re-inferred with sentence_transformers.CrossEncoder.predict; see info.reinfer")
-    rows = batch_rows(run, drawn, want.settings["max_length"])
-    texts = read_texts(run, au, rows)
-    meta = verify_model_dir(run, want, au, Path(req.model_dir))
-    if texts is None or meta is None:
+    rows, job = job_of(run, want, au, req, drawn)
+    if job is None:
         req.record["result"] = ("not re-inferred: an input or the model folder is not the run's (see "
                                 "the failures)")
         return
-    queries, corpus = texts
-    job = {"model_dir": str(Path(req.model_dir).resolve()), "threads": req.threads,
-           "max_length": want.settings["max_length"], "label_index": meta.get("label_index"),
-           "batches": [[[queries[q], corpus[r["doc_id"]]] for r in batch] for (q, _), batch in rows.items()]}
-    t0 = time.perf_counter()
-    answer, stderr = run_child(req, job)
-    req.record["child_seconds"] = round(time.perf_counter() - t0, 3)
+    answer, stderr, req.record["child_seconds"], early = child_answer(req, job)
+    req.record["child_started"] = ("before the other checks, on this job (it ran beside them)" if early
+                                   else "after the other checks")
     if not au.check(CHECK, answer is not None, str(CHILD), "the re-inference process",
                     "exit 0 with the logits", stderr):
         return

@@ -248,22 +248,27 @@ def check_verification(run, want, au) -> None:
              type(rec.get("rule")).__name__)
 
 
+def expected_shapes(run, want, first: str) -> dict:
+    """The shape check record of query ``first`` (a shard's first query; the run's first is shape_check.json),
+    but for its prose: its first pairs padded to max_length, the pinned architecture's shapes."""
+    arch = want.anchor.lock("model_pins.json")["cross_encoder"]["architecture"]
+    n, length = min(want.anchor.config["ce"]["shape_check_pairs"],
+                    len(run.cands[first])), want.settings["max_length"]
+    shapes = {"input_ids": [n, length], "last_hidden_state": [n, length, arch["hidden_size"]],
+              "logits": [n, arch["num_labels"]], "hidden_size": arch["hidden_size"], "pairs": n,
+              "ok": True, "qid": first, "doc_ids": run.cands[first][:n]}
+    shapes["expected"] = {k: shapes[k] for k in ("input_ids", "last_hidden_state", "logits")}
+    shapes["model"] = scorer_label(run, want)
+    return shapes
+
+
 def check_shape(run, want, au) -> None:
     """The shape check was done on the first query's first pairs, padded to max_length, and found the
     pinned architecture's shapes: input_ids [n, L], last hidden [n, L, hidden], logits [n, num_labels]."""
     if run.reranker_kind == RUN_FILE:
         return absent_for_a_run_file(run, au, "shape_check", "shape_check")
     f, sc = str(run.path("shape_check")), run.shape_check
-    arch = want.anchor.lock("model_pins.json")["cross_encoder"]["architecture"]
-    first = run.analysed[0]
-    n, length = min(want.anchor.config["ce"]["shape_check_pairs"],
-                    len(run.cands[first])), want.settings["max_length"]
-    want_shapes = {"input_ids": [n, length], "last_hidden_state": [n, length, arch["hidden_size"]],
-                   "logits": [n, arch["num_labels"]], "hidden_size": arch["hidden_size"], "pairs": n,
-                   "ok": True, "qid": first, "doc_ids": run.cands[first][:n]}
-    want_shapes["expected"] = {k: want_shapes[k] for k in ("input_ids", "last_hidden_state", "logits")}
-    want_shapes["model"] = scorer_label(run, want)
-    for key, val in want_shapes.items():
+    for key, val in expected_shapes(run, want, run.analysed[0]).items():
         au.check("shape_check", sc.get(key) == val, f, key, val, sc.get(key))
     au.check("shape_check", isinstance(sc.get("padding"), str), f, "padding", "a description (prose)",
              type(sc.get("padding")).__name__)

@@ -92,10 +92,11 @@ JSON_KEYS = {
         "fresh_inference": FLAG, "_note": PROSE},
     # measurements/score-of-<N>/<i>.json, one per scoring shard (checks_measurements.check_shard_records)
     "shard_measurements": {
-        **_keys("measurements", "numerics pairs queries settings shard shards truncated_pairs versions"),
+        **_keys("measurements", "numerics pairs queries settings shape_check shard shards truncated_pairs "
+                                "versions"),
         **_TIMINGS, "machine": MACHINE,
         **{n: PROVENANCE for n in ("cache_entries_verified", "model_load_seconds", "padded_tokens_inferred",
-                                   "pairs_from_cache", "pairs_inferred", "threads",
+                                   "pairs_from_cache", "pairs_inferred", "shape_check_seconds", "threads",
                                    "threads_granted_by_scheduler", "tokenizer_load_seconds",
                                    "tokens_inferred", "useful_gflop_inferred")},
         "fresh_inference": FLAG, "_note": PROSE},

@@ -67,7 +67,7 @@ OPENING_FILES = ("OPENING_STARTED.json", "OPENING.json")
 # the rules whose log and benchmark files a run folder holds (a test holds this list equal to the rule files)
 RULES = ("analyse", "audit", "calibrate", "check_reproduction", "evaluate", "fetch_sealed_qrels", "groups",
          "manifest", "parquet", "record_opening", "report", "reranker_scores", "run_inputs", "run_metadata",
-         "score", "shape_check", "tables", "verify_scores")
+         "score", "tables", "verify_scores")
 RULE = "(" + "|".join(RULES) + ")"
 OTHER_FILES = (
     re.compile(rf"logs/{RULE}\.(log|job\.json)"),

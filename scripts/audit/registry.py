@@ -58,6 +58,8 @@ CHECKS = (
 
 
 def run_checks(au, run, want) -> None:
-    """Every registered check, in order, on what the run says (``run``) and what it must say (``want``)."""
+    """Every registered check, in order, on what the run says (``run``) and what it must say (``want``); the
+    second stage's child process is started first, to run beside them (``checks_reinfer.start_early``)."""
+    checks_reinfer.start_early(run, want)
     for name, fn in CHECKS:
         au.run(name, fn, run, want)

@@ -65,6 +65,32 @@ def test_the_dags_audit_rule_reinfers_a_fresh_draw_of_config_audit_reinfer_batch
     assert stage["child"]["mkl_cnr"] == "AUTO,STRICT" and stage["seconds"] > 0
     assert all(b["equal"] == b["pairs"] for b in stage["results"])
     assert_exactly_the_drawn_batches(smoke_run, stage)
+    # the child was started before the standard-library checks, on the job the check built itself
+    assert stage["child_started"].startswith("before the other checks")
+
+
+class FakeEarly:
+    """An early child that has answered ``job``."""
+
+    def __init__(self, job):
+        self.job, self.used = job, False
+
+    def result(self):
+        self.used = True
+        return {"bits": "early"}, "", 1.0
+
+
+@pytest.mark.parametrize("same_job", [True, False])
+def test_the_early_childs_answer_is_used_only_for_the_very_job_the_check_builds(monkeypatch, same_job):
+    stage = audit_module("checks_reinfer")
+    started = []
+    monkeypatch.setattr(stage, "run_child", lambda req, job: started.append(job) or ({"bits": "now"}, ""))
+    req = stage.Request(batches=2, model_dir="m", seed=1)
+    job = {"batches": [[["q", "d"]]], "threads": 1}
+    req.early = FakeEarly(dict(job) if same_job else {**job, "batches": [[["q", "another d"]]]})
+    answer, _, _, early = stage.child_answer(req, job)
+    assert early is same_job and req.early.used is same_job
+    assert answer == {"bits": "early" if same_job else "now"} and started == ([] if same_job else [job])
 
 
 def test_two_fresh_draws_each_reinfer_exactly_their_batches_and_pass(smoke_run, fixture_workdir, tmp_path):

@@ -72,12 +72,15 @@ wildcard_constraints:
 
 
 rule score_shard:
-    """Cross-encoder logits of one shard of the run's queries (a Snakemake job of its own: any executor can place it)."""
+    """Cross-encoder logits of one shard of the run's queries (a Snakemake job of its own: any executor can place it),
+    after the shape check of its first query's first pairs padded to max_length (rerank_study.shape_check): the tensor
+    shapes must be the pinned architecture's, or nothing is scored."""
     input:
         candidates=P["run_candidates"],
         corpus=P["corpus"],
         queries=P["queries"],
         data_pins=P["data_pins"],
+        model_pins=P["model_pins"],
         model=P["model"],
     output:
         pairs=P["score_shard_pairs"],
@@ -102,40 +105,17 @@ rule score_shard:
         "../scripts/score_shard.py"
 
 
-rule shape_check:
-    """One forward of the first pairs padded to max_length: the tensor shapes must be the pinned architecture's."""
-    input:
-        candidates=P["run_candidates"],
-        corpus=P["corpus"],
-        queries=P["queries"],
-        data_pins=P["data_pins"],
-        model_pins=P["model_pins"],
-        model=P["model"],
-    output:
-        P["shape_check"],
-    params:
-        code=CODE,  # library source hash: a change in the science reruns the rule
-        ce=config["ce"],
-        cache=P["score_cache"],
-    threads: 1  # one forward of 2 pairs
-    log:
-        log_of("shape_check"),
-    benchmark:
-        bench_of("shape_check")
-    script:
-        "../scripts/shape_check.py"
-
-
 rule score:
-    """Gather the shards into pairs.tsv (canonical order) once the shape check passed; sum the measurements."""
+    """Gather the shards into pairs.tsv (canonical order) once every shard's shape check passed (shard 0's, the run's
+    first query, is shape_check.json); sum the measurements."""
     input:
         shards=expand(P["score_shard_pairs"], shard=range(SHARDS)),
         shard_measurements=expand(P["score_shard_measurements"], shard=range(SHARDS)),
         candidates=P["run_candidates"],
         model=P["model"],
-        shape_check=P["shape_check"],
     output:
         pairs=P["pairs"],
+        shape_check=P["shape_check"],
         measurements=P["scoring_measurements"],
     params:
         code=CODE,  # library source hash: a change in the science reruns the rule

@@ -1,8 +1,8 @@
 """Rule score: gather the shards of the scoring (rule score_shard) into the run's one pairs.tsv, in
-canonical order (queries as in the run's candidates, each query's candidates in rank order), after the
-shape check passed (rule shape_check), and sum the shards' measurements into measurements/scoring.json
-(timings, peak RSS, threads: explicitly non-deterministic). The bytes of pairs.tsv do not depend on the
-shard count."""
+canonical order (queries as in the run's candidates, each query's candidates in rank order), after every
+shard's shape check passed (shard 0's record, the run's first query, is written as shape_check.json), and
+sum the shards' measurements into measurements/scoring.json (timings, peak RSS, threads: explicitly
+non-deterministic). The bytes of pairs.tsv do not depend on the shard count."""
 
 import logging
 import time
@@ -20,6 +20,19 @@ def summed(shards: list[dict], key: str) -> float:
     return sum(m[key] for m in shards)
 
 
+def checked_shapes(shards: list[dict], files, label: str) -> dict:
+    """Shard 0's shape check record (the run's first query), once every shard that scored passed its own
+    for this run's model."""
+    for m, f in zip(shards, files):
+        shapes = m.get("shape_check")
+        passed = shapes is not None and shapes.get("ok") is True and shapes.get("model") == label
+        if passed or (shapes is None and m["queries"] == 0):
+            continue
+        raise PipelineError(f"SHAPE CHECK of {f} did not pass for {label} (found {shapes}): nothing was "
+                            "published; rerun the scoring")
+    return shards[0]["shape_check"]
+
+
 def main(sm):
     t_stage = time.perf_counter()
     settings = scoring.ScoringSettings.from_config(sm.params.ce)
@@ -32,14 +45,12 @@ def main(sm):
         raise PipelineError("SHARD MISMATCH: the shards were scored by "
                             f"{sorted({r['model'] for r in rows})}, this run's model is {label}: delete "
                             f"{Path(shard_files[0]).parent} and rerun.")
-    shapes = read_json(sm.input.shape_check)
-    if not shapes.get("ok") or shapes.get("model") != label:
-        raise PipelineError(f"SHAPE CHECK {sm.input.shape_check} did not pass for {label} (found {shapes}); "
-                            "nothing was published.")
+    shards = [read_json(f) for f in sm.input.shard_measurements]
+    shapes = checked_shapes(shards, sm.input.shard_measurements, label)
     write_tsv(sm.output.pairs, scoring.PAIR_HEADER, [[r[c] for c in scoring.PAIR_HEADER] for r in rows])
+    write_json(sm.output.shape_check, shapes)
     versions = scoring.library_versions()
 
-    shards = [read_json(f) for f in sm.input.shard_measurements]
     threads = sorted({m["threads"] for m in shards})
     inference = summed(shards, "inference_seconds")
     inferred = summed(shards, "pairs_inferred")
@@ -64,7 +75,8 @@ def main(sm):
         "useful_gflop_inferred": round(summed(shards, "useful_gflop_inferred"), 3),
         "peak_rss_mib": max([m["peak_rss_mib"] for m in shards] + [round(peak_rss_mib(), 1)]),
         "per_shard": [{k: m[k] for k in ("shard", "queries", "pairs", "pairs_inferred", "threads",
-                                         "inference_seconds", "stage_seconds", "peak_rss_mib")}
+                                         "inference_seconds", "stage_seconds", "shape_check_seconds",
+                                         "peak_rss_mib")}
                       for m in shards],
         "gather": {"peak_rss_mib": round(peak_rss_mib(), 1),
                    "seconds": round(time.perf_counter() - t_stage, 3)},

@@ -1,5 +1,6 @@
-"""Rule score_shard: cross-encoder logits of one shard of the run's queries (I/O around
-``scoring.score_run``), and this job's measurements (timings, peak RSS, threads, numeric mode) in a
+"""Rule score_shard: the shape check of the shard's first query (``shape_check``; nothing is scored when it
+fails), then the cross-encoder logits of one shard of the run's queries (I/O around ``scoring.score_run``),
+and this job's measurements (timings, peak RSS, threads, numeric mode, the shape check's record) in a
 separate, explicitly non-deterministic file. The rule ``score`` gathers the shards.
 
 The numeric mode is set FIRST, before torch is imported: oneMKL reads MKL_CBWR at its first call."""
@@ -14,13 +15,45 @@ from pathlib import Path  # noqa: E402
 
 from tqdm import tqdm  # noqa: E402
 
-from rerank_study import beir, candidates, machine, models, scoring, scoring_model  # noqa: E402
+from rerank_study import beir, candidates, machine, models, scoring, scoring_model, shape_check  # noqa: E402
 from rerank_study.acquire import verified_path  # noqa: E402
-from rerank_study.fileio import write_json, write_tsv  # noqa: E402
+from rerank_study.fileio import read_json, write_json, write_tsv  # noqa: E402
 from rerank_study.pins import DataPins  # noqa: E402
 from rerank_study.rule import peak_rss_mib, run  # noqa: E402
 
 log = logging.getLogger("score_shard")
+
+
+class LoadedOnce:
+    """The model, loaded once when first needed (by the shape check or the scoring), and its load seconds."""
+
+    def __init__(self, model_dir: Path):
+        self.model_dir, self.model, self.seconds = model_dir, None, 0.0
+
+    def __call__(self):
+        if self.model is None:
+            t0 = time.perf_counter()
+            self.model = scoring_model.load_model(self.model_dir)
+            self.seconds = time.perf_counter() - t0
+        return self.model
+
+
+def checked_shapes(sm, ranked, queries, doc_text, tok, model, settings, meta, label, cache_dir) -> dict:
+    """The shape check of this shard's first query's first pairs (stops when the shapes are not the pinned
+    architecture's); its record (None: a shard without queries scores nothing), with its seconds."""
+    t0 = time.perf_counter()
+    if not ranked:
+        return {"record": None, "seconds": 0.0}
+    qid = next(iter(ranked))
+    docs = ranked[qid][:sm.params.ce["shape_check_pairs"]]
+    qs, ds = [queries[qid]] * len(docs), [doc_text[d] for d in docs]
+    cached = shape_check.cache_file(cache_dir, meta["identity"], settings, qs, ds)
+    shapes = shape_check.measured_shapes(tok, model, qs, ds, settings, cached)
+    arch = read_json(sm.input.model_pins)["cross_encoder"]["architecture"]  # the verified config.json's
+    expected = shape_check.expected_shapes(len(docs), settings.max_length, arch)
+    record = shape_check.checked_record(shapes, expected, label, qid, docs)
+    log.info("shape check of %s passed: %s", label, {k: record[k] for k in expected})
+    return {"record": record, "seconds": round(time.perf_counter() - t0, 3)}
 
 
 def main(sm):
@@ -48,10 +81,11 @@ def main(sm):
     t0 = time.perf_counter()
     tok = scoring_model.load_tokenizer(model_dir)
     t_tok = time.perf_counter() - t0
+    model = LoadedOnce(model_dir)
+    shapes = checked_shapes(sm, ranked, queries, doc_text, tok, model, settings, meta, label, cache_dir)
     n_pairs = sum(len(v) for v in ranked.values())
     with tqdm(total=n_pairs, desc=f"cross-encoder pairs (shard {shard + 1}/{shards})", unit="pair") as bar:
-        rows, counts = scoring.score_run(ranked, queries, doc_text, tok,
-                                         lambda: scoring_model.load_model(model_dir), settings,
+        rows, counts = scoring.score_run(ranked, queries, doc_text, tok, model, settings,
                                          meta["identity"], versions, scoring.ScoreCache(cache_dir),
                                          progress=bar.update, after_query=numerics.malloc_trim,
                                          fresh=bool(sm.params.fresh))
@@ -68,11 +102,12 @@ def main(sm):
         "threads": torch.get_num_threads(), "threads_granted_by_scheduler": sm.threads,
         "numerics": {**mode, "mmap_threshold_bytes": PROCESS["mmap_threshold_bytes"]},
         "settings": settings.as_dict(), "versions": versions, "machine": machine.facts(),
-        "tokenizer_load_seconds": round(t_tok, 3), "model_load_seconds": round(counts.model_load_seconds, 3),
+        "tokenizer_load_seconds": round(t_tok, 3), "model_load_seconds": round(model.seconds, 3),
         "inference_seconds": round(counts.inference_seconds, 3), "stage_seconds": round(stage, 3),
         "tokens_inferred": counts.tokens_inferred, "padded_tokens_inferred": counts.padded_tokens_inferred,
         "useful_gflop_inferred": round(counts.useful_flops_inferred / 1e9, 3),
         "peak_rss_mib": round(peak_rss_mib(), 1),
+        "shape_check": shapes["record"], "shape_check_seconds": shapes["seconds"],
     }
     write_json(sm.output.measurements, measurements)
     log.info("shard %d/%d: %d queries, %d pairs (%d inferred, %d cached) in %.1f s; %d threads, MKL CNR %s, "

@@ -1,0 +1,49 @@
+"""The shape check each scoring shard makes before it scores: one forward of its first query's first
+``ce.shape_check_pairs`` pairs padded to max_length (this check only), whose tensor shapes must be the
+pinned architecture's (``model_pins.json``: hidden_size, num_labels). The forward's shapes are cached like
+the scores (an unchanged rerun loads no weights); the record of shard 0 (the run's first query) is the
+run's ``shape_check.json``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from . import scoring, scoring_model
+from .errors import PipelineError
+from .fileio import read_json, write_json
+
+
+def expected_shapes(n: int, max_length: int, arch: Mapping) -> dict:
+    """The shapes ``n`` pairs padded to ``max_length`` must give under the pinned architecture."""
+    return {"input_ids": [n, max_length], "last_hidden_state": [n, max_length, arch["hidden_size"]],
+            "logits": [n, arch["num_labels"]]}
+
+
+def cache_file(cache_dir: Path, identity: str, settings, qs: Sequence[str], ds: Sequence[str]) -> Path:
+    """Where the forward's shapes of these pairs are cached (beside the model's score cache)."""
+    key = scoring.batch_cache_key(identity, settings, scoring.library_versions(), qs, ds)
+    return Path(cache_dir) / "shapes" / f"shape-{key}.json"
+
+
+def measured_shapes(tok, model: Callable[[], object], qs, ds, settings, cached: Path) -> dict:
+    """The shapes of one forward of (qs, ds) (from ``cached`` when this exact check ran before; the model
+    is loaded only when it did not)."""
+    if cached.exists():
+        return read_json(cached)
+    m = model()
+    shapes = scoring_model.shape_check(tok, m, qs, ds, settings)
+    shapes["hidden_size"] = m.config.hidden_size  # what the loaded model says (compared below)
+    write_json(cached, shapes)
+    return shapes
+
+
+def checked_record(shapes: dict, expected: dict, label: str, qid: str, doc_ids: Sequence[str]) -> dict:
+    """The check's record: the measured shapes, the expected ones, whether they agree, what was checked;
+    stops (PipelineError) when they do not agree."""
+    record = {**shapes, "expected": expected, "ok": all(shapes[k] == v for k, v in expected.items()),
+              "model": label, "qid": qid, "doc_ids": list(doc_ids)}
+    if not record["ok"]:
+        raise PipelineError(f"SHAPE CHECK FAILED for {label}: found {record}; expected {expected}. The model "
+                            "is not the pinned architecture; nothing was scored.")
+    return record
