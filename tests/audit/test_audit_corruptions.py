@@ -363,3 +363,22 @@ def test_changed_mcnemar_count_or_slice_mean_is_rejected(copy_of):
     items = {f["item"] for f in result["checks"]["evalstats"]["first_failures"]}
     assert "evalstats.mcnemar.comparisons.blend-ce.gained" in items
     assert any(i.startswith(f"evalstats.slices.{fam}.slices.") and i.endswith(".means.ce") for i in items)
+
+
+@pytest.mark.parametrize("edit", ["hidden size", "qid", "removed"])
+def test_a_shards_own_shape_check_record_is_audited(copy_of, edit):
+    """Each scoring shard's measurements carry its own shape check (of its first query): an edited or missing
+    record fails check 'measurements' (the shard files are not in the manifest: the audit reads them)."""
+    rundir = copy_of("smoke")
+    path = rundir / "measurements/score-of-1/0.json"
+    rec = json.loads(path.read_text())
+    if edit == "hidden size":
+        rec["shape_check"]["last_hidden_state"][2] = 768
+    elif edit == "qid":
+        rec["shape_check"]["qid"] = "another"
+    else:
+        del rec["shape_check"]
+    path.write_text(json.dumps(rec, indent=2, sort_keys=True) + "\n")
+    proc, result = run_audit(rundir, copy_of.lockdir)
+    assert proc.returncode == 1 and "measurements" in result["failed_checks"], proc.stdout[-2000:]
+    assert any("shape_check" in f["item"] for f in result["checks"]["measurements"]["first_failures"])

@@ -7,6 +7,7 @@ and the protocol; the audit of a confirmation run compares with the protocol's p
 ``opened`` writes into the session's ``frozen`` world, which the freeze and guard tests read as freshly
 frozen: their files (test_confirm_freeze.py, test_confirm_guard.py) sort before this one."""
 
+import csv
 import hashlib
 import json
 import os
@@ -144,9 +145,8 @@ def test_an_opening_infers_each_pair_once_plus_the_frozen_sample_of_batches(open
     protocol = read_json(wd / "lockfiles" / locations.PROTOCOL)
     assert {k: v for k, v in protocol["verification"].items() if k != "rule"} == {
         "batches": 8, "seed": 110, "every_batch": False}
-    with open(run / "pairs.tsv", encoding="utf-8") as fh:
-        head = fh.readline().rstrip("\n").split("\t")
-        rows = [dict(zip(head, line.rstrip("\n").split("\t"))) for line in fh]
+    with open(run / "pairs.tsv", encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
     size = {}
     for r in rows:
         size[(r["qid"], r["batch"])] = size.get((r["qid"], r["batch"]), 0) + 1

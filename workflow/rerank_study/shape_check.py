@@ -47,3 +47,18 @@ def checked_record(shapes: dict, expected: dict, label: str, qid: str, doc_ids: 
         raise PipelineError(f"SHAPE CHECK FAILED for {label}: found {record}; expected {expected}. The model "
                             "is not the pinned architecture; nothing was scored.")
     return record
+
+
+def run_record(shards: Sequence[Mapping], files: Sequence, label: str) -> dict:
+    """The run's shape_check.json: shard 0's record (the run's first query), once every shard's own check
+    passed for this run's model (a shard without queries checked nothing); stops otherwise."""
+    for m, f in zip(shards, files, strict=True):
+        shapes = m.get("shape_check")
+        passed = isinstance(shapes, dict) and shapes.get("ok") is True and shapes.get("model") == label
+        if not (passed or (shapes is None and m.get("queries") == 0)):
+            raise PipelineError(f"SHAPE CHECK of {f} did not pass for {label} (found {shapes}): nothing was "
+                                "published; rerun the scoring")
+    if not shards or shards[0].get("shape_check") is None:
+        raise PipelineError(f"SHAPE CHECK: shard 0 ({files[0] if files else 'no shard'}) checked no pairs; "
+                            "expected the run's first query's record")
+    return shards[0]["shape_check"]

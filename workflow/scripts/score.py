@@ -8,7 +8,7 @@ import logging
 import time
 from pathlib import Path
 
-from rerank_study import candidates, models, scoring
+from rerank_study import candidates, models, scoring, shape_check
 from rerank_study.errors import PipelineError
 from rerank_study.fileio import read_json, read_tsv, write_json, write_tsv
 from rerank_study.rule import peak_rss_mib, run
@@ -18,19 +18,6 @@ log = logging.getLogger("score")
 
 def summed(shards: list[dict], key: str) -> float:
     return sum(m[key] for m in shards)
-
-
-def checked_shapes(shards: list[dict], files, label: str) -> dict:
-    """Shard 0's shape check record (the run's first query), once every shard that scored passed its own
-    for this run's model."""
-    for m, f in zip(shards, files):
-        shapes = m.get("shape_check")
-        passed = shapes is not None and shapes.get("ok") is True and shapes.get("model") == label
-        if passed or (shapes is None and m["queries"] == 0):
-            continue
-        raise PipelineError(f"SHAPE CHECK of {f} did not pass for {label} (found {shapes}): nothing was "
-                            "published; rerun the scoring")
-    return shards[0]["shape_check"]
 
 
 def main(sm):
@@ -46,7 +33,7 @@ def main(sm):
                             f"{sorted({r['model'] for r in rows})}, this run's model is {label}: delete "
                             f"{Path(shard_files[0]).parent} and rerun.")
     shards = [read_json(f) for f in sm.input.shard_measurements]
-    shapes = checked_shapes(shards, sm.input.shard_measurements, label)
+    shapes = shape_check.run_record(shards, sm.input.shard_measurements, label)
     write_tsv(sm.output.pairs, scoring.PAIR_HEADER, [[r[c] for c in scoring.PAIR_HEADER] for r in rows])
     write_json(sm.output.shape_check, shapes)
     versions = scoring.library_versions()
