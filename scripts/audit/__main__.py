@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -218,6 +219,11 @@ def write_result(out: Path, result: dict) -> None:
     tmp.replace(out)
 
 
+def terminated(signum, frame) -> None:
+    """SIGTERM ends the audit as an interruption does (its children are stopped, the verdict failed)."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.read_yaml is not None:
@@ -227,10 +233,11 @@ def main(argv=None) -> int:
         checks_reinfer.configure(batches=args.reinfer, model_dir=args.model_dir, seed=args.reinfer_seed,
                                  python=args.reinfer_python, threads=args.reinfer_threads)
     out = args.out or (args.rundir / "audit.json")
+    signal.signal(signal.SIGTERM, terminated)
     try:
         info = audit_run(args.rundir, args.lockdir, au, args.config, args.study, tuple(args.configfile))
-    # noqa: BLE001 - no verdict but a failed one may stay behind (an older audit.json)
-    except Exception as exc:
+    # noqa: BLE001 - no verdict but a failed one may stay behind (an older audit.json); a signal too
+    except BaseException as exc:
         if out.parent.is_dir():
             write_result(out, {"ok": False, "failed_checks": ["audit"],
                                "error": f"{type(exc).__name__}: {exc}"})
@@ -238,6 +245,8 @@ def main(argv=None) -> int:
             print(f"AUDIT ERROR: {args.rundir} cannot be audited: {exc}", file=sys.stderr)
             return 2
         raise
+    finally:
+        checks_reinfer.stop_children()  # no re-inference child outlives the audit
     write_result(out, au.result(info))
     return print_verdict(args.rundir, info, au)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from anchors import REPO
-from checks_scores import absent_for_a_run_file, expected_shapes, scorer_label, shard_tables
+from checks_scores import absent_for_a_run_file, expected_shapes, same_json, scorer_label, shard_tables
 from columns import DTYPE, NUMERICS
 from definitions import STANDIN
 from layout import RUN_FILE
@@ -92,19 +92,36 @@ def _check_shard_records(run, want, au, scoring: dict) -> None:
         au.check("measurements", rec.get("pairs_inferred", 0) + rec.get("pairs_from_cache", 0) == len(rows),
                  f, "pairs_inferred + pairs_from_cache", len(rows), [rec.get("pairs_inferred"),
                                                                   rec.get("pairs_from_cache")])
-        _check_shard_shapes(run, want, au, f, rec.get("shape_check"), rows)
+        _check_shard_rows(run, au, str(run.rundir / table), rows, run.analysed[i::ce["shards"]])
+        _check_shard_shapes(run, want, au, f, rec, rows)
 
 
-def _check_shard_shapes(run, want, au, f: str, shapes, rows) -> None:
-    """A shard's own shape check: of its first query (its table's first row), as the run's shape_check.json
-    is of the run's first; a shard without rows checked nothing."""
+def _check_shard_rows(run, au, f: str, rows, mine) -> None:
+    """A shard's table holds exactly the pairs of the queries the shard assignment gives it (the query at
+    position i of the analysed order goes to shard i mod N), in pairs.tsv's order."""
+    mine = set(mine)
+    wanted = [(r["qid"], r["doc_id"]) for r in run.pair_rows if r["qid"] in mine]
+    found = [(r.get("qid"), r.get("doc_id")) for r in rows]
+    au.check("measurements", found == wanted, f, "the shard's pairs (its queries by the shard assignment, in "
+             "pairs.tsv order)", f"{len(wanted)} pairs, first {wanted[:1]}", f"{len(found)} pairs, first "
+             f"{found[:1]}")
+
+
+def _check_shard_shapes(run, want, au, f: str, rec: dict, rows) -> None:
+    """A shard's own shape check: of its first query, as the run's shape_check.json is of the run's first
+    (a shard without rows checked nothing); an opening's was measured, not read from the cache."""
+    shapes = rec.get("shape_check")
+    if run.kind == "confirmation":
+        au.check("measurements", rec.get("shape_check_from_cache") is False, f, "shape_check_from_cache",
+                 "false (an opening runs the forward)", rec.get("shape_check_from_cache"))
     if not rows:
         au.check("measurements", shapes is None, f, "shape_check", None, shapes)
         return
     shapes = shapes if isinstance(shapes, dict) else {}
-    want_shapes = {**expected_shapes(run, want, rows[0]["qid"]), "padding": run.shape_check.get("padding")}
+    want_shapes = expected_shapes(run, want, rows[0]["qid"])
     for key, val in want_shapes.items():
-        au.check("measurements", shapes.get(key) == val, f, f"shape_check.{key}", val, shapes.get(key))
+        au.check("measurements", same_json(shapes.get(key), val), f, f"shape_check.{key}", val,
+                 shapes.get(key))
     au.check("measurements", sorted(shapes) == sorted(want_shapes), f, "shape_check keys",
              sorted(want_shapes), sorted(shapes))
 

@@ -150,15 +150,31 @@ def verify_model_dir(run, want, au, model_dir: Path):
     return meta if ok else None
 
 
+RUNNING: list = []  # every child process started, so that none outlives the audit (stop_children)
+
+
 def run_child(req: Request, job: dict) -> tuple[dict | None, str]:
     """The child's answer (None when it failed) and its stderr's tail."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}, **CNR_ENV, **OFFLINE_ENV}
-    proc = subprocess.run([str(req.python), "-I", "-B", str(CHILD)], input=json.dumps(job),
-                          capture_output=True, text=True, env=env)
-    lines = proc.stdout.strip().splitlines()
+    try:
+        proc = subprocess.Popen([str(req.python), "-I", "-B", str(CHILD)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    except OSError as exc:
+        return None, f"cannot start {req.python}: {exc}"
+    RUNNING.append(proc)
+    stdout, stderr = proc.communicate(json.dumps(job))
+    lines = stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
-        return None, f"exit {proc.returncode}: {proc.stderr[-2000:]}"
-    return json.loads(lines[-1]), proc.stderr[-2000:]
+        return None, f"exit {proc.returncode}: {stderr[-2000:]}"
+    return json.loads(lines[-1]), stderr[-2000:]
+
+
+def stop_children() -> None:
+    """Kill and reap every child still running (the audit ends: normally, by an error or by a signal)."""
+    for proc in RUNNING:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def float32_text(bits_hex: str) -> str:
@@ -245,7 +261,8 @@ def job_of(run, want, au, req: Request, drawn) -> tuple[dict, dict | None]:
     if texts is None or meta is None:
         return rows, None
     queries, corpus = texts
-    return rows, {"model_dir": str(Path(req.model_dir).resolve()), "threads": req.threads,
+    return rows, {"model_dir": str(Path(req.model_dir).resolve()), "files": meta["files"],
+                  "threads": req.threads,
                   "max_length": want.settings["max_length"], "label_index": meta.get("label_index"),
                   "batches": [[[queries[q], corpus[r["doc_id"]]] for r in batch]
                               for (q, _), batch in rows.items()]}
@@ -331,6 +348,9 @@ def stage(run, want, au, req: Request) -> None:
                     "exit 0 with the logits", stderr):
         return
     req.record["child"] = answer["facts"]
+    au.check(CHECK, answer["facts"].get("model_files") == sorted(job["files"]), str(CHILD),
+             "the model files the child loaded (a private copy, each hashed as read)", sorted(job["files"]),
+             answer["facts"].get("model_files"))
     au.check(CHECK, answer["facts"]["mkl_cnr"] == "AUTO,STRICT", str(CHILD), "oneMKL numeric mode "
              "(MKL's report)",
              "AUTO,STRICT", answer["facts"]["mkl_cnr"])

@@ -80,7 +80,7 @@ JSON_KEYS = {
                  "settings": "settings"},
     "verification": _keys("verification", "all_equal k pairs pairs_compared queries sample seed", rule=PROSE),
     "shape_check": _keys("shape_check", "doc_ids expected hidden_size input_ids last_hidden_state logits "
-                                        "model ok pairs qid", padding=PROSE),
+                                        "model ok padding pairs qid"),
     "groups_meta": _keys("groups", "groups inputs n_groups n_queries size_histogram", rule=PROSE),
     "scoring_measurements": {
         **_keys("measurements", "kind model numerics pairs truncated_pairs settings versions"), **_TIMINGS,
@@ -99,7 +99,7 @@ JSON_KEYS = {
                                    "pairs_from_cache", "pairs_inferred", "shape_check_seconds", "threads",
                                    "threads_granted_by_scheduler", "tokenizer_load_seconds",
                                    "tokens_inferred", "useful_gflop_inferred")},
-        "fresh_inference": FLAG, "_note": PROSE},
+        "fresh_inference": FLAG, "shape_check_from_cache": FLAG, "_note": PROSE},
     "verification_measurements": {**_keys("measurements", "batches numerics pairs_inferred"), **_TIMINGS,
                                   "threads": PROVENANCE, "_note": PROSE},
     "report_measurements": {

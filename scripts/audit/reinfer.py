@@ -8,8 +8,12 @@ runs in a process of its own with the environment's python (the audit itself run
 nothing of the project and nothing of the audit: it scores with UPSTREAM
 ``sentence_transformers.CrossEncoder.predict``.
 
-Job (stdin, JSON): ``model_dir``, ``threads``, ``max_length``, ``label_index`` (the relevance logit of a
-several-output model, or null) and ``batches``: each a list of [query text, document text] pairs. Each batch
+Job (stdin, JSON): ``model_dir``, ``files`` (each model file the audit verified, with its sha256),
+``threads``, ``max_length``, ``label_index`` (the relevance logit of a several-output model, or null) and
+``batches``: each a list of [query text, document text] pairs. The model is loaded from a PRIVATE COPY of
+exactly those files, each read once and hashed as read (a file that is not the bytes the audit verified stops
+the process), in a temporary folder removed at exit: the weights inferred with are the verified ones, whatever
+happens to the model folder meanwhile. The process exits when the audit that started it is gone. Each batch
 is ONE ``predict(batch, batch_size=len(batch), activation_fn=Identity())`` call: one forward of exactly that
 composition, the raw logits. Answer (stdout, one JSON line): ``bits``, per batch the float32 bit patterns of
 its logits (big-endian hex), and ``facts`` (library versions, CPU capability, oneMKL's own report of its
@@ -26,9 +30,14 @@ os.environ.update({"MKL_CBWR": "AUTO,STRICT", "MKL_DYNAMIC": "FALSE", "OMP_DYNAM
                    "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
 
 import ctypes  # noqa: E402
+import hashlib  # noqa: E402
 import json  # noqa: E402
+import shutil  # noqa: E402
 import sys  # noqa: E402
+import tempfile  # noqa: E402
+import threading  # noqa: E402
 import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -60,7 +69,31 @@ def relevance(scores: np.ndarray, label_index) -> np.ndarray:
     return scores[:, 0 if label_index is None else label_index]
 
 
+def exit_with_parent(parent: int) -> None:
+    """Exit at once when the audit that started this process is gone (it is re-parented)."""
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(3)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def private_copy(model_dir: str, files: dict, dest: Path) -> list[str]:
+    """Each verified file read once, hashed as read and written to ``dest``; stops on any other bytes."""
+    for name, sha in sorted(files.items()):
+        data = (Path(model_dir) / name).read_bytes()
+        found = hashlib.sha256(data).hexdigest()
+        if found != sha:
+            raise SystemExit(f"{Path(model_dir) / name}: sha256 {found}, expected {sha} (the bytes the audit "
+                             "verified): the model folder changed during the audit")
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        (dest / name).write_bytes(data)
+    return sorted(files)
+
+
 def main() -> int:
+    exit_with_parent(os.getppid())
     job = json.loads(sys.stdin.read())
     t0 = time.perf_counter()
     torch.set_num_threads(int(job["threads"]))
@@ -68,7 +101,12 @@ def main() -> int:
     import transformers
     from sentence_transformers import CrossEncoder
 
-    ce = CrossEncoder(job["model_dir"], device="cpu", max_length=job["max_length"])
+    copy = Path(tempfile.mkdtemp(prefix="audit-model-"))
+    try:
+        copied = private_copy(job["model_dir"], job["files"], copy)
+        ce = CrossEncoder(str(copy), device="cpu", max_length=job["max_length"])
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)  # loaded: the weights are in memory
     loaded = time.perf_counter()
     bits = []
     for batch in job["batches"]:
@@ -80,8 +118,9 @@ def main() -> int:
              "transformers": transformers.__version__, "numpy": np.__version__,
              "cpu_capability": torch.backends.cpu.get_cpu_capability(), "mkl_cnr": mkl_cnr(),
              "threads": torch.get_num_threads(), "model_activation": type(ce.activation_fn).__name__,
-             "max_length": ce.max_length, "predict": "CrossEncoder.predict(batch, batch_size=len(batch), "
-                                                    "activation_fn=torch.nn.Identity())",
+             "max_length": ce.max_length, "model_files": copied,
+             "predict": "CrossEncoder.predict(batch, batch_size=len(batch), "
+                        "activation_fn=torch.nn.Identity())",
              "load_seconds": round(loaded - t0, 3), "inference_seconds": round(time.perf_counter() - loaded,
                                                                                3)}
     print(json.dumps({"bits": bits, "facts": facts}))

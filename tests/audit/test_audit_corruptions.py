@@ -365,20 +365,60 @@ def test_changed_mcnemar_count_or_slice_mean_is_rejected(copy_of):
     assert any(i.startswith(f"evalstats.slices.{fam}.slices.") and i.endswith(".means.ce") for i in items)
 
 
-@pytest.mark.parametrize("edit", ["hidden size", "qid", "removed"])
+def retyped(shapes: dict) -> None:
+    """The same values as other JSON types: true as 1, every whole number as a float."""
+    shapes["ok"] = 1
+    for key in ("input_ids", "last_hidden_state", "logits"):
+        shapes[key] = [float(x) for x in shapes[key]]
+    shapes["hidden_size"] = float(shapes["hidden_size"])
+
+
+SHAPE_EDITS = {
+    "hidden size": lambda sc: sc["last_hidden_state"].__setitem__(2, 768),
+    "qid": lambda sc: sc.__setitem__("qid", "another"),
+    "same values, other JSON types": retyped,
+    "padding prose": lambda sc: sc.__setitem__("padding", "EDITED: no padding was applied"),
+}
+
+
+@pytest.mark.parametrize("edit", [*SHAPE_EDITS, "removed"])
 def test_a_shards_own_shape_check_record_is_audited(copy_of, edit):
     """Each scoring shard's measurements carry its own shape check (of its first query): an edited or missing
-    record fails check 'measurements' (the shard files are not in the manifest: the audit reads them)."""
+    record fails check 'measurements' (the shard files are not in the manifest: the audit reads them), and
+    values are compared as JSON (type-strict)."""
     rundir = copy_of("smoke")
     path = rundir / "measurements/score-of-1/0.json"
     rec = json.loads(path.read_text())
-    if edit == "hidden size":
-        rec["shape_check"]["last_hidden_state"][2] = 768
-    elif edit == "qid":
-        rec["shape_check"]["qid"] = "another"
-    else:
+    if edit == "removed":
         del rec["shape_check"]
+    else:
+        SHAPE_EDITS[edit](rec["shape_check"])
     path.write_text(json.dumps(rec, indent=2, sort_keys=True) + "\n")
     proc, result = run_audit(rundir, copy_of.lockdir)
     assert proc.returncode == 1 and "measurements" in result["failed_checks"], proc.stdout[-2000:]
     assert any("shape_check" in f["item"] for f in result["checks"]["measurements"]["first_failures"])
+
+
+@pytest.mark.parametrize("edit", ["same values, other JSON types", "padding prose"])
+def test_the_runs_shape_check_is_compared_type_strictly_and_whole(copy_of, edit):
+    rundir = copy_of("smoke")
+    sc = json.loads((rundir / "shape_check.json").read_text())
+    SHAPE_EDITS[edit](sc)
+    (rundir / "shape_check.json").write_text(json.dumps(sc, indent=2, sort_keys=True) + "\n")
+    rehash_manifest(rundir)
+    proc, result = run_audit(rundir, copy_of.lockdir)
+    assert proc.returncode == 1 and "shape_check" in result["failed_checks"], proc.stdout[-2000:]
+
+
+def test_a_shard_table_must_hold_the_queries_of_the_shard_assignment_in_order(copy_of):
+    """The shard tables are not in the manifest: their order is anchored to the shard assignment (query i of
+    the analysed order to shard i mod N), so a shard's "first query" cannot be chosen by reordering it."""
+    rundir = copy_of("smoke")
+    path = rundir / "shards/score-of-1/0.tsv"
+    header, *rows = path.read_text().splitlines()
+    last = rows[-1].split("\t")[0]
+    moved = [r for r in rows if r.split("\t")[0] == last] + [r for r in rows if r.split("\t")[0] != last]
+    path.write_text("\n".join([header, *moved]) + "\n")
+    proc, result = run_audit(rundir, copy_of.lockdir)
+    assert proc.returncode == 1 and "measurements" in result["failed_checks"], proc.stdout[-2000:]
+    assert any("shard assignment" in f["item"] for f in result["checks"]["measurements"]["first_failures"])

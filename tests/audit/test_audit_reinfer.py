@@ -5,13 +5,17 @@ run), a logit forged in a drawn batch fails even by one float32 ULP and with the
 forged with it; the model folder must be the run's; a child that cannot run fails the check; without --reinfer
 the standard-library audit runs and says the stage was not asked for."""
 
+import json
+import signal
 import struct
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 from conftest import AUDIT, audit_module, read_json
-from forged_runs import copy_run, failures, forge_logit, model_dir, read_rows, run_audit
+from forged_runs import FIXTURE_CONFIG, copy_run, failures, forge_logit, model_dir, read_rows, run_audit
 
 SEED = 20240611  # a draw forced by hand (--reinfer-seed, tests only)
 
@@ -190,3 +194,68 @@ def test_reinfer_arguments_are_refused_when_incomplete(tmp_path, args, message):
     proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), str(tmp_path), *args],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_an_audit_ended_by_a_signal_leaves_no_child_running_and_a_failed_verdict(smoke_run, fixture_workdir,
+                                                                                 tmp_path, sig):
+    """The early child runs beside the checks: an audit stopped by a signal stops it too (and writes a failed
+    verdict, never leaving an older audit.json as the last word)."""
+    rundir, lockdir = copy_run(smoke_run, fixture_workdir, tmp_path / "w")
+    out = tmp_path / "audit.json"
+    out.write_text(json.dumps({"ok": True}))
+    proc = subprocess.Popen([sys.executable, "-I", "-S", "-B", str(AUDIT), str(rundir), "--lockdir",
+                             str(lockdir), "--configfile", str(FIXTURE_CONFIG), "--out", str(out),
+                             *reinfer_args(fixture_workdir, "all")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline, child = time.monotonic() + 60, []
+    while not child and time.monotonic() < deadline and proc.poll() is None:
+        child = children_of(proc.pid)
+        time.sleep(0.05)
+    assert child, "the early re-inference child was never seen"
+    proc.send_signal(sig)
+    assert proc.wait(timeout=30) != 0
+    deadline = time.monotonic() + 10
+    while any(alive(c) for c in child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(alive(c) for c in child), "a re-inference child outlived the audit"
+    assert json.loads(out.read_text())["ok"] is False
+
+
+def test_the_child_loads_a_private_copy_of_exactly_the_verified_bytes(tmp_path):
+    """reinfer.py copies each verified file, hashed as read; other bytes stop it (a model folder changed
+    during the audit)."""
+    import hashlib
+
+    child = audit_module("reinfer")
+    src, dest = tmp_path / "model", tmp_path / "copy"
+    (src / "sub").mkdir(parents=True)
+    dest.mkdir()
+    (src / "a.json").write_bytes(b"{}")
+    (src / "sub/b.bin").write_bytes(b"weights")
+    files = {"a.json": hashlib.sha256(b"{}").hexdigest(), "sub/b.bin": hashlib.sha256(b"weights").hexdigest()}
+    assert child.private_copy(str(src), files, dest) == ["a.json", "sub/b.bin"]
+    assert (dest / "sub/b.bin").read_bytes() == b"weights"
+    (src / "sub/b.bin").write_bytes(b"other weights")
+    with pytest.raises(SystemExit, match="sub/b.bin: sha256 .* the model folder changed during the audit"):
+        child.private_copy(str(src), files, tmp_path / "copy2")

@@ -31,7 +31,7 @@ def test_the_record_names_what_was_checked_and_a_mismatch_stops():
         shape_check.checked_record({**SHAPES, "logits": [2, 3]}, expected, LABEL, "q1", ["d1", "d2"])
 
 
-class FakeModel:
+class FakeModel:  # what the check reads of a loaded model
     class config:  # noqa: N801 - the attribute a Hugging Face model has
         hidden_size = 384
 
@@ -49,8 +49,12 @@ def test_a_cached_check_loads_no_model(tmp_path, monkeypatch):
     first = shape_check.measured_shapes(None, model, ["q", "q"], ["d1", "d2"], SETTINGS, cached)
     again = shape_check.measured_shapes(None, model, ["q", "q"], ["d1", "d2"], SETTINGS, cached)
     want = {"input_ids": [2, 512], "logits": [2, 1], "hidden_size": 384}
-    assert first == again == want == read_json(cached)
+    assert first == (want, False) and again == (want, True) and read_json(cached) == want
     assert loads == [1]
+    # a confirmation opening (fresh) runs the forward even when the cache holds the check
+    assert shape_check.measured_shapes(None, model, ["q", "q"], ["d1", "d2"], SETTINGS, cached,
+                                       fresh=True) == (want, False)
+    assert loads == [1, 1]
     other = shape_check.cache_file(tmp_path, "identity", SETTINGS, ["q", "q"], ["d1", "d3"])
     assert other != cached and cached.parent == tmp_path / "shapes"
 

@@ -157,6 +157,8 @@ def test_an_opening_infers_each_pair_once_plus_the_frozen_sample_of_batches(open
     measured = read_json(run / "measurements/verification.json")
     assert measured["batches"] == 8 and measured["pairs_inferred"] == sum(size[b] for b in drawn) < 300
     assert read_json(run / "measurements/scoring.json")["pairs_inferred"] == 300
+    # the shape check's forward was run too (an opening never reads the shape cache)
+    assert read_json(run / "measurements/score-of-1/0.json")["shape_check_from_cache"] is False
     # the proof of every batch is the audit's own re-inference (its draw: every batch of an opening)
     stage = read_json(run / "audit.json")["info"]["reinfer"]
     assert len(stage["drawn"]) == stage["batches_in_run"] == 24 and stage["pairs"] == 300

@@ -1,8 +1,8 @@
 """The shape check each scoring shard makes before it scores: one forward of its first query's first
 ``ce.shape_check_pairs`` pairs padded to max_length (this check only), whose tensor shapes must be the
 pinned architecture's (``model_pins.json``: hidden_size, num_labels). The forward's shapes are cached like
-the scores (an unchanged rerun loads no weights); the record of shard 0 (the run's first query) is the
-run's ``shape_check.json``."""
+the scores (an unchanged rerun loads no weights; a confirmation opening always runs the forward); the record
+of shard 0 (the run's first query) is the run's ``shape_check.json``."""
 
 from __future__ import annotations
 
@@ -26,16 +26,18 @@ def cache_file(cache_dir: Path, identity: str, settings, qs: Sequence[str], ds: 
     return Path(cache_dir) / "shapes" / f"shape-{key}.json"
 
 
-def measured_shapes(tok, model: Callable[[], object], qs, ds, settings, cached: Path) -> dict:
-    """The shapes of one forward of (qs, ds) (from ``cached`` when this exact check ran before; the model
-    is loaded only when it did not)."""
-    if cached.exists():
-        return read_json(cached)
+def measured_shapes(tok, model: Callable[[], object], qs, ds, settings, cached: Path,
+                    fresh: bool = False) -> tuple[dict, bool]:
+    """The shapes of one forward of (qs, ds), and whether they came from the cache: from ``cached`` when this
+    exact check ran before (the model is then not loaded), never when ``fresh`` (a confirmation opening runs
+    the forward)."""
+    if cached.exists() and not fresh:
+        return read_json(cached), True
     m = model()
     shapes = scoring_model.shape_check(tok, m, qs, ds, settings)
     shapes["hidden_size"] = m.config.hidden_size  # what the loaded model says (compared below)
     write_json(cached, shapes)
-    return shapes
+    return shapes, False
 
 
 def checked_record(shapes: dict, expected: dict, label: str, qid: str, doc_ids: Sequence[str]) -> dict:

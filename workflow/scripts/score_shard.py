@@ -43,17 +43,18 @@ def checked_shapes(sm, ranked, queries, doc_text, tok, model, settings, meta, la
     architecture's); its record (None: a shard without queries scores nothing), with its seconds."""
     t0 = time.perf_counter()
     if not ranked:
-        return {"record": None, "seconds": 0.0}
+        return {"record": None, "from_cache": False, "seconds": 0.0}
     qid = next(iter(ranked))
     docs = ranked[qid][:sm.params.ce["shape_check_pairs"]]
     qs, ds = [queries[qid]] * len(docs), [doc_text[d] for d in docs]
     cached = shape_check.cache_file(cache_dir, meta["identity"], settings, qs, ds)
-    shapes = shape_check.measured_shapes(tok, model, qs, ds, settings, cached)
+    shapes, from_cache = shape_check.measured_shapes(tok, model, qs, ds, settings, cached,
+                                                     fresh=bool(sm.params.fresh))
     arch = read_json(sm.input.model_pins)["cross_encoder"]["architecture"]  # the verified config.json's
     expected = shape_check.expected_shapes(len(docs), settings.max_length, arch)
     record = shape_check.checked_record(shapes, expected, label, qid, docs)
     log.info("shape check of %s passed: %s", label, {k: record[k] for k in expected})
-    return {"record": record, "seconds": round(time.perf_counter() - t0, 3)}
+    return {"record": record, "from_cache": from_cache, "seconds": round(time.perf_counter() - t0, 3)}
 
 
 def main(sm):
@@ -107,7 +108,8 @@ def main(sm):
         "tokens_inferred": counts.tokens_inferred, "padded_tokens_inferred": counts.padded_tokens_inferred,
         "useful_gflop_inferred": round(counts.useful_flops_inferred / 1e9, 3),
         "peak_rss_mib": round(peak_rss_mib(), 1),
-        "shape_check": shapes["record"], "shape_check_seconds": shapes["seconds"],
+        "shape_check": shapes["record"], "shape_check_from_cache": shapes["from_cache"],
+        "shape_check_seconds": shapes["seconds"],
     }
     write_json(sm.output.measurements, measurements)
     log.info("shard %d/%d: %d queries, %d pairs (%d inferred, %d cached) in %.1f s; %d threads, MKL CNR %s, "
