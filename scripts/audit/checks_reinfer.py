@@ -23,7 +23,9 @@ of the lock folder's pins for the pinned model).
 torch cannot be imported by the audit (python -I -S): the inference runs in a child process, ``reinfer.py`` of
 this folder, started with the environment's python (``--reinfer-python``, default: this interpreter) as
 ``python -I -B reinfer.py`` with the numeric-mode variables in its environment; it reads the job (texts of the
-drawn batches) as JSON on stdin and writes the logits as JSON on stdout, and nothing to disk. The bits are
+drawn batches, and the sha256 of each verified model file) as JSON on stdin, loads the model from a
+private temporary copy of exactly those bytes, and writes the logits as JSON on stdout. No child outlives the
+audit (``stop_children``: a signal or an error ends it too). The bits are
 those of this machine's CPU kind: re-infer on the machine kind that made the run (another ISA may differ in
 the last bits; check 'reference' holds a run to a committed reference within a measured tolerance instead).
 """
