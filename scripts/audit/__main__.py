@@ -220,11 +220,18 @@ def write_result(out: Path, result: dict) -> None:
 
 
 def terminated(signum, frame) -> None:
-    """SIGTERM ends the audit as an interruption does (its children are stopped, the verdict failed)."""
+    """A signal ends the audit as an interruption does (its children are stopped, the verdict failed)."""
     raise SystemExit(128 + signum)
 
 
+# what --out holds while the audit runs: an audit that never ends normally (a kill) leaves a failed verdict
+IN_PROGRESS = {"ok": False, "failed_checks": ["audit"],
+               "error": "no verdict: the audit was ended before it wrote one (or is still running)"}
+
+
 def main(argv=None) -> int:
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):  # each ends the audit as SIGINT does
+        signal.signal(sig, terminated)
     args = parse_args(argv)
     if args.read_yaml is not None:
         return read_yaml(args.read_yaml)
@@ -233,7 +240,8 @@ def main(argv=None) -> int:
         checks_reinfer.configure(batches=args.reinfer, model_dir=args.model_dir, seed=args.reinfer_seed,
                                  python=args.reinfer_python, threads=args.reinfer_threads)
     out = args.out or (args.rundir / "audit.json")
-    signal.signal(signal.SIGTERM, terminated)
+    if out.parent.is_dir():  # until the verdict is written, the last word is that there is none
+        write_result(out, IN_PROGRESS)
     try:
         info = audit_run(args.rundir, args.lockdir, au, args.config, args.study, tuple(args.configfile))
     # noqa: BLE001 - no verdict but a failed one may stay behind (an older audit.json); a signal too

@@ -17,8 +17,9 @@ every other check, is that job exactly (else it starts a child on its own job).
 The texts are the run's verified inputs: the query text of queries.jsonl and ``(title + " " + text).strip()``
 of corpus.jsonl, both files hashed against the manifest (whose hashes check 'lockfile_pins' holds to the
 pins). The model folder (``--model-dir``; the DAG's audit rule names resources/models/<folder>/) must hold
-exactly the files its MODEL.json lists, with their sha256, its weights and identity those of the manifest (and
-of the lock folder's pins for the pinned model).
+exactly the files its MODEL.json lists, with their sha256, its weights and identity those of the manifest, and
+those files exactly the ones the lock folder pins (the pinned model's, or every built file of the STAND-IN),
+each a name inside the folder.
 
 torch cannot be imported by the audit (python -I -S): the inference runs in a child process, ``reinfer.py`` of
 this folder, started with the environment's python (``--reinfer-python``, default: this interpreter) as
@@ -130,6 +131,11 @@ def verify_model_dir(run, want, au, model_dir: Path):
     meta_path = model_dir / "MODEL.json"
     meta = read_json(meta_path)
     listed, ok = meta["files"], True
+    for name in sorted(listed):  # a name inside the folder: never absolute, never through '..'
+        ok &= au.check(CHECK, inside(name), str(meta_path), f"file name {name!r}",
+                       "a relative path inside the model folder", name)
+    if not ok:
+        return None
     present = sorted(p.relative_to(model_dir).as_posix() for p in model_dir.rglob("*") if p.is_file())
     for name in present:
         ok &= au.check(CHECK, name == "MODEL.json" or name in listed, str(model_dir / name), "a file of the "
@@ -143,13 +149,27 @@ def verify_model_dir(run, want, au, model_dir: Path):
     ok &= au.check(CHECK, meta.get("identity") == run.manifest.get("model_identity"), str(meta_path),
                    "model identity (the run's manifest)", run.manifest.get("model_identity"),
                    meta.get("identity"))
-    if run.scorer == "pinned":
-        pins = want.anchor.lock("model_pins.json")["cross_encoder"]["files"]
-        for name, pin in sorted(pins.items()):
-            if not name.startswith("_"):
-                ok &= au.check(CHECK, listed.get(name) == pin["sha256"], str(meta_path),
-                               f"{name} (model pin)", pin["sha256"], listed.get(name))
+    pins = locked_model_files(run, want)
+    for name in sorted(set(pins) | set(listed)):  # exactly the pinned files: none more, none other
+        ok &= au.check(CHECK, listed.get(name) == pins.get(name), str(meta_path),
+                       f"{name} (the lock folder's model pins)", pins.get(name, "not pinned"),
+                       listed.get(name, "not listed"))
     return meta if ok else None
+
+
+def inside(name: str) -> bool:
+    """A relative path that stays inside its folder (no absolute path, no '..', no empty part)."""
+    parts = name.split("/")
+    return bool(name) and not name.startswith("/") and all(p not in ("", ".", "..") for p in parts)
+
+
+def locked_model_files(run, want) -> dict:
+    """name -> sha256 of every file of the run's model as the lock folder pins it: the pinned cross-encoder's
+    files, or every built file of the STAND-IN (model_pins.json 'standin')."""
+    pins = want.anchor.lock("model_pins.json")
+    if run.scorer == "pinned":
+        return {n: p["sha256"] for n, p in pins["cross_encoder"]["files"].items() if not n.startswith("_")}
+    return dict((pins.get("standin") or {}).get("files") or {})
 
 
 RUNNING: list = []  # every child process started, so that none outlives the audit (stop_children)
@@ -159,8 +179,10 @@ def run_child(req: Request, job: dict) -> tuple[dict | None, str]:
     """The child's answer (None when it failed) and its stderr's tail."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}, **CNR_ENV, **OFFLINE_ENV}
     try:
-        proc = subprocess.Popen([str(req.python), "-I", "-B", str(CHILD)], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        # the audit's pid: the child exits when it is not its parent (and dies with it)
+        proc = subprocess.Popen([str(req.python), "-I", "-B", str(CHILD), str(os.getpid())],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=env)
     except OSError as exc:
         return None, f"cannot start {req.python}: {exc}"
     RUNNING.append(proc)

@@ -1,7 +1,7 @@
 """The auditor's re-inference process (check 'reinfer' of checks_reinfer starts it; never imported by the
 audit).
 
-    python -I -B scripts/audit/reinfer.py < job.json > answer.json
+    python -I -B scripts/audit/reinfer.py AUDIT_PID < job.json > answer.json
 
 The ONE module of the audit that is not standard library only: it needs torch and sentence-transformers, so it
 runs in a process of its own with the environment's python (the audit itself runs with -I -S). It imports
@@ -24,16 +24,25 @@ contract of docs/scoring.md) is put into the environment BEFORE torch is importe
 call) and then read back from MKL itself (``mkl_serv_cbwr_get``, exported by torch's bundled oneMKL).
 """
 
+import ctypes
 import os
+import signal
+import sys
+
+# first of all, before the slow imports: die with the audit (Linux PR_SET_PDEATHSIG), and exit at once when
+# the audit that started this process (its pid in argv) is already gone
+if __name__ == "__main__":  # the process the audit starts (a test may import the module)
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    if len(sys.argv) > 1 and os.getppid() != int(sys.argv[1]):
+        os._exit(3)
 
 os.environ.update({"MKL_CBWR": "AUTO,STRICT", "MKL_DYNAMIC": "FALSE", "OMP_DYNAMIC": "FALSE",
                    "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
 
-import ctypes  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
 import shutil  # noqa: E402
-import sys  # noqa: E402
 import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
@@ -80,15 +89,21 @@ def exit_with_parent(parent: int) -> None:
 
 
 def private_copy(model_dir: str, files: dict, dest: Path) -> list[str]:
-    """Each verified file read once, hashed as read and written to ``dest``; stops on any other bytes."""
+    """Each verified file read once, hashed as read and written to ``dest``; stops on any other bytes and on a
+    name outside the folder (on either side)."""
+    src_root, dest_root = Path(model_dir).resolve(), dest.resolve()
     for name, sha in sorted(files.items()):
-        data = (Path(model_dir) / name).read_bytes()
+        src, out = (src_root / name).resolve(), (dest_root / name).resolve()
+        if name.startswith("/") or ".." in name.split("/") or not (src.is_relative_to(src_root)
+                                                                   and out.is_relative_to(dest_root)):
+            raise SystemExit(f"model file name {name!r}: not a path inside the model folder")
+        data = src.read_bytes()
         found = hashlib.sha256(data).hexdigest()
         if found != sha:
             raise SystemExit(f"{Path(model_dir) / name}: sha256 {found}, expected {sha} (the bytes the audit "
                              "verified): the model folder changed during the audit")
-        (dest / name).parent.mkdir(parents=True, exist_ok=True)
-        (dest / name).write_bytes(data)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(data)
     return sorted(files)
 
 

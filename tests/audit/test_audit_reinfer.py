@@ -216,11 +216,12 @@ def alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL])
 def test_an_audit_ended_by_a_signal_leaves_no_child_running_and_a_failed_verdict(smoke_run, fixture_workdir,
                                                                                  tmp_path, sig):
-    """The early child runs beside the checks: an audit stopped by a signal stops it too (and writes a failed
-    verdict, never leaving an older audit.json as the last word)."""
+    """The early child runs beside the checks: an audit stopped by a signal stops it too (SIGKILL: the child
+    dies with its parent), and the verdict is a failed one (written first, before any check), never an older
+    audit.json."""
     rundir, lockdir = copy_run(smoke_run, fixture_workdir, tmp_path / "w")
     out = tmp_path / "audit.json"
     out.write_text(json.dumps({"ok": True}))
@@ -259,3 +260,51 @@ def test_the_child_loads_a_private_copy_of_exactly_the_verified_bytes(tmp_path):
     (src / "sub/b.bin").write_bytes(b"other weights")
     with pytest.raises(SystemExit, match="sub/b.bin: sha256 .* the model folder changed during the audit"):
         child.private_copy(str(src), files, tmp_path / "copy2")
+    (tmp_path / "outside").write_bytes(b"x")
+    for name in ("../outside", "sub/../../outside", str(tmp_path / "outside")):
+        with pytest.raises(SystemExit, match="not a path inside the model folder"):
+            child.private_copy(str(src), {name: hashlib.sha256(b"x").hexdigest()}, tmp_path / "copy3")
+    assert not (tmp_path / "copy3").exists()
+
+
+def test_the_child_exits_at_once_when_the_audit_that_started_it_is_gone():
+    """reinfer.py is given the audit's pid: when that is not its parent (the audit died before the child's
+    first line), it exits before it reads its job or imports torch."""
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-I", "-B", str(AUDIT / "reinfer.py"), "1"], input="",
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3 and time.monotonic() - t0 < 5
+
+
+@pytest.mark.parametrize("edit", ["config.json changed, MODEL.json updated", "a listed file the pins lack",
+                                  "a name outside the folder"])
+def test_the_model_folder_must_be_the_lock_folders_pinned_model(smoke_run, fixture_workdir, tmp_path, edit):
+    """The folder re-inferred with must hold exactly the files the lock folder pins (not only what its own
+    MODEL.json lists): a folder changed coherently with its MODEL.json would otherwise re-infer (and pass) a
+    run made with another model."""
+    import hashlib
+    import shutil
+
+    folder = tmp_path / "model"
+    shutil.copytree(model_dir(fixture_workdir), folder)
+    meta = json.loads((folder / "MODEL.json").read_text())
+    if edit.startswith("config.json"):
+        config = json.loads((folder / "config.json").read_text())
+        config["layer_norm_eps"] = 1e-3
+        (folder / "config.json").write_text(json.dumps(config))
+        meta["files"]["config.json"] = hashlib.sha256((folder / "config.json").read_bytes()).hexdigest()
+    elif edit.startswith("a listed file"):
+        (folder / "modules.json").write_text("[]\n")
+        meta["files"]["modules.json"] = hashlib.sha256(b"[]\n").hexdigest()
+    else:
+        (tmp_path / "payload").write_text("x")
+        meta["files"]["../payload"] = hashlib.sha256(b"x").hexdigest()
+    (folder / "MODEL.json").write_text(json.dumps(meta))
+    rundir, lockdir = copy_run(smoke_run, fixture_workdir, tmp_path / "w")
+    args = list(reinfer_args(fixture_workdir))
+    args[args.index("--model-dir") + 1] = str(folder)
+    proc, result = run_audit(rundir, lockdir, *args)
+    assert proc.returncode == 1 and result["failed_checks"] == ["reinfer"], proc.stdout[-2000:]
+    assert result["info"]["reinfer"]["result"].startswith("not re-inferred")
+    items = [f["item"] for f in failures(result, "reinfer")]
+    assert any("the lock folder's model pins" in i or "file name" in i for i in items), items
