@@ -142,6 +142,13 @@ def parse_args(argv):
         args.study = DEFAULT_CONFIG.parent / "studies" / f"{args.study}.yaml"  # a study's name
     if args.study is not None and not args.study.is_file():
         ap.error(f"--study {args.study}: no such study file")
+    out = args.out if args.out is not None else args.rundir / "audit.json"
+    if not out.parent.is_dir():
+        ap.error(f"--out {out}: its folder does not exist (the verdict could not be written)")
+    own = (args.rundir / "audit.json").resolve()
+    if out.resolve() != own and out.resolve().is_relative_to(args.rundir.resolve()):
+        ap.error(f"--out {out}: inside the run folder only as {own} (it would overwrite an artefact of the "
+                 "run)")
     if args.reinfer is not None and args.model_dir is None:
         ap.error("--reinfer needs --model-dir (the scorer's model folder, e.g. resources/models/<folder>)")
     return args

@@ -149,6 +149,9 @@ def verify_model_dir(run, want, au, model_dir: Path):
     ok &= au.check(CHECK, meta.get("identity") == run.manifest.get("model_identity"), str(meta_path),
                    "model identity (the run's manifest)", run.manifest.get("model_identity"),
                    meta.get("identity"))
+    index = want.anchor.config.get("study", {}).get("label_index") if run.scorer == "pinned" else None
+    ok &= au.check(CHECK, meta.get("label_index") == index, str(meta_path), "label_index (the study's "
+                   "relevance logit, study.label_index of the anchor)", index, meta.get("label_index"))
     pins = locked_model_files(run, want)
     for name in sorted(set(pins) | set(listed)):  # exactly the pinned files: none more, none other
         ok &= au.check(CHECK, listed.get(name) == pins.get(name), str(meta_path),

@@ -32,9 +32,14 @@ import sys
 # first of all, before the slow imports: die with the audit (Linux PR_SET_PDEATHSIG), and exit at once when
 # the audit that started this process (its pid in argv) is already gone
 if __name__ == "__main__":  # the process the audit starts (a test may import the module)
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    if sys.platform.startswith("linux") and ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL) != 0:
+        sys.stderr.write(f"reinfer.py: prctl(PR_SET_PDEATHSIG) failed (errno {ctypes.get_errno()}): this "
+                         "process may outlive the audit\n")
     if len(sys.argv) > 1 and os.getppid() != int(sys.argv[1]):
+        sys.stderr.write(f"reinfer.py: the audit (pid {sys.argv[1]}) is not this process's parent (pid "
+                         f"{os.getppid()}): the audit is gone, or --reinfer-python is a wrapper that does "
+                         "not exec python (give the interpreter itself)\n")
+        sys.stderr.flush()
         os._exit(3)
 
 os.environ.update({"MKL_CBWR": "AUTO,STRICT", "MKL_DYNAMIC": "FALSE", "OMP_DYNAMIC": "FALSE",

@@ -274,10 +274,11 @@ def test_the_child_exits_at_once_when_the_audit_that_started_it_is_gone():
     proc = subprocess.run([sys.executable, "-I", "-B", str(AUDIT / "reinfer.py"), "1"], input="",
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 3 and time.monotonic() - t0 < 5
+    assert "is not this process's parent" in proc.stderr and "give the interpreter itself" in proc.stderr
 
 
 @pytest.mark.parametrize("edit", ["config.json changed, MODEL.json updated", "a listed file the pins lack",
-                                  "a name outside the folder"])
+                                  "a name outside the folder", "another relevance logit"])
 def test_the_model_folder_must_be_the_lock_folders_pinned_model(smoke_run, fixture_workdir, tmp_path, edit):
     """The folder re-inferred with must hold exactly the files the lock folder pins (not only what its own
     MODEL.json lists): a folder changed coherently with its MODEL.json would otherwise re-infer (and pass) a
@@ -293,6 +294,8 @@ def test_the_model_folder_must_be_the_lock_folders_pinned_model(smoke_run, fixtu
         config["layer_norm_eps"] = 1e-3
         (folder / "config.json").write_text(json.dumps(config))
         meta["files"]["config.json"] = hashlib.sha256((folder / "config.json").read_bytes()).hexdigest()
+    elif edit == "another relevance logit":  # the study declares none: MODEL.json cannot choose one
+        meta["label_index"] = 5
     elif edit.startswith("a listed file"):
         (folder / "modules.json").write_text("[]\n")
         meta["files"]["modules.json"] = hashlib.sha256(b"[]\n").hexdigest()
@@ -307,4 +310,5 @@ def test_the_model_folder_must_be_the_lock_folders_pinned_model(smoke_run, fixtu
     assert proc.returncode == 1 and result["failed_checks"] == ["reinfer"], proc.stdout[-2000:]
     assert result["info"]["reinfer"]["result"].startswith("not re-inferred")
     items = [f["item"] for f in failures(result, "reinfer")]
-    assert any("the lock folder's model pins" in i or "file name" in i for i in items), items
+    assert any(word in i for i in items for word in ("the lock folder's model pins", "file name",
+                                                      "label_index")), items
