@@ -238,7 +238,8 @@ IN_PROGRESS = {"ok": False, "failed_checks": ["audit"],
 
 def main(argv=None) -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):  # each ends the audit as SIGINT does
-        signal.signal(sig, terminated)
+        if signal.getsignal(sig) != signal.SIG_IGN:  # one the caller ignores stays ignored (nohup)
+            signal.signal(sig, terminated)
     args = parse_args(argv)
     if args.read_yaml is not None:
         return read_yaml(args.read_yaml)

@@ -209,6 +209,13 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+def default_signals() -> None:
+    """The audit's signals at their defaults, as in a terminal (a test runner's worker may ignore SIGINT,
+    and an ignored signal is inherited: the audit leaves it ignored)."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def alive(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
@@ -228,7 +235,7 @@ def test_an_audit_ended_by_a_signal_leaves_no_child_running_and_a_failed_verdict
     proc = subprocess.Popen([sys.executable, "-I", "-S", "-B", str(AUDIT), str(rundir), "--lockdir",
                              str(lockdir), "--configfile", str(FIXTURE_CONFIG), "--out", str(out),
                              *reinfer_args(fixture_workdir, "all")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=default_signals)
     deadline, child = time.monotonic() + 60, []
     while not child and time.monotonic() < deadline and proc.poll() is None:
         child = children_of(proc.pid)
