@@ -7,8 +7,8 @@ Signature: see checks_provenance."""
 from __future__ import annotations
 
 import hashlib
-import json
 
+from checks_columns import canonical_json
 from checks_reranker_run import run_file_pin
 from columns import PAIR_SPECIAL_TOKENS, TREC_RUNS
 from definitions import STANDIN
@@ -254,8 +254,9 @@ SHAPE_PADDING = "max_length (this check only; scoring pads to the longest pair o
 
 
 def same_json(a, b) -> bool:
-    """Equal as JSON texts: type-strict (``true`` is not ``1``, ``2.0`` is not ``2``), unlike Python's ==."""
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    """Equal as canonical JSON texts: type-strict (``true`` is not ``1``, ``2.0`` is not ``2``), unlike
+    Python's ==."""
+    return canonical_json(a) == canonical_json(b)
 
 
 def expected_shapes(run, want, first: str) -> dict:
