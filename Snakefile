@@ -74,5 +74,7 @@ else:
             # otherwise the confirmation opening, or the development run up to its audit
             [P[f"freeze_{name}"] for name in sorted(REPIN)] if REPIN else (P["opening"] if CONFIRM else P["audit"]),
             [] if REPIN else [P["pairs_parquet"], P["per_query_parquet"]],
+            # a derived backend's development run: its conclusion retention against the torch run (retention.smk)
+            [P["retention_md"]] if DERIVED and not (REPIN or CONFIRM) else [],
         default_target: True
 

@@ -8,6 +8,7 @@
     .venv/bin/python scripts/bench.py study --run [--smoke] | --rundir results/dev-standin   # a study's cost
     .venv/bin/python scripts/bench.py profile [--queries 4] [--threads 2]       # utilisation per stage
     .venv/bin/python scripts/bench.py plan [--measure | --check] [...]          # capacity model (bench_plan)
+    .venv/bin/python scripts/bench.py backends [--queries 12] [--rounds 2] [--retention]   # derived rerankers
 
 Data: the verified SciFact files (``--data``, default resources/data/scifact, i.e. after one run of the
 pipeline; ../shared/data/scifact works too), the committed frozen candidates and development split, and the
@@ -43,7 +44,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-COMMON = r"""
+DATA = r"""
 import json, os, resource, sys, time
 sys.path.insert(0, sys.argv[1] + "/workflow")
 from rerank_study import numerics
@@ -58,7 +59,6 @@ mp = pins.load_model_pins(sys.argv[1] + "/lockfiles")
 if not os.path.exists(folder + "/MODEL.json"):
     models.build_standin(mp["bi_encoder"], mp["cross_encoder"], folder, 110, 0.02)
 tok = scoring_model.load_tokenizer(folder)
-model = scoring_model.load_model(folder)
 queries = beir.read_queries(ARGS["data"] + "/queries.jsonl")
 ranked_all = candidates.read_candidates(sys.argv[1] + "/lockfiles/candidates/candidates.tsv")
 dev = open(sys.argv[1] + "/lockfiles/splits/dev.txt").read().split()
@@ -76,6 +76,8 @@ with open(ARGS["data"] + "/corpus.jsonl", encoding="utf-8") as fh:
 def rss_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 """
+# every child but the backends' loads the torch model
+COMMON = DATA + "model = scoring_model.load_model(folder)\n"
 
 SCORE_CHILD = COMMON + r"""
 import numpy as np
@@ -310,7 +312,7 @@ def bench_audit(rundir):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["score", "stress", "bootstrap", "audit", "calibrate", "study",
-                                     "profile", "plan"])
+                                     "profile", "plan", "backends"])
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
                     help="torch threads (default: the CPUs this process may use)")
     ap.add_argument("--queries", type=int, default=12, help="development queries (x 50 candidates)")
@@ -324,6 +326,8 @@ def main():
     ap.add_argument("--run", action="store_true", help="study: run the README's main command, fresh folders")
     ap.add_argument("--smoke", action="store_true", help="study --run: the smoke size")
     ap.add_argument("--cores", type=int, default=4, help="study --run: snakemake --cores")
+    ap.add_argument("--retention", action="store_true",
+                    help="backends: the whole development split, then each backend's conclusion retention")
     ap.add_argument("--wall", type=float, default=None, help="study --rundir: its wall seconds")
     a, rest = ap.parse_known_args()
     if rest and a.what != "plan":
@@ -343,6 +347,10 @@ def main():
         import bench_plan
 
         return bench_plan.main(rest, child, COMMON, args)
+    if a.what == "backends":
+        import bench_backends
+
+        return bench_backends.main(a, DATA, args)
     if a.what == "study":
         import bench_study
 

@@ -171,6 +171,10 @@ def reinfer_arguments(ap) -> None:
     ap.add_argument("--model-dir", type=Path, default=None,
                     help="with --reinfer: the scorer's model folder (MODEL.json and the model "
                          "files; verified)")
+    ap.add_argument("--derived-file", type=Path, default=None,
+                    help="with --reinfer, for a run of a derived backend (ce.backend: onnx, onnx-int8): its "
+                         "derived file (verified against the lock folder's pin), re-inferred with ONNX "
+                         "Runtime")
     ap.add_argument("--reinfer-python", type=Path, default=None,
                     help="with --reinfer: the python that runs reinfer.py (default: this interpreter)")
     ap.add_argument("--reinfer-threads", type=int, default=1, help="with --reinfer: torch threads "
@@ -246,7 +250,8 @@ def main(argv=None) -> int:
     au = Audit()
     if args.reinfer is not None:
         checks_reinfer.configure(batches=args.reinfer, model_dir=args.model_dir, seed=args.reinfer_seed,
-                                 python=args.reinfer_python, threads=args.reinfer_threads)
+                                 python=args.reinfer_python, threads=args.reinfer_threads,
+                                 derived_file=args.derived_file)
     out = args.out or (args.rundir / "audit.json")
     if out.parent.is_dir():  # until the verdict is written, the last word is that there is none
         write_result(out, IN_PROGRESS)

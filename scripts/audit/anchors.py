@@ -56,8 +56,13 @@ def verify_from_protocol(protocol: dict, cfg: dict) -> dict:
 
 
 def max_length(study: dict, scoring: dict) -> dict:
-    """A cross-encoder's input length setting; a run-file reranker (study.reranker_kind: run) has none."""
-    return {} if study["reranker_kind"] == "run" else {"max_length": scoring["max_length"]}
+    """A cross-encoder's input length setting and, when it is a derived file, its backend
+    (config.run_settings: the model itself adds nothing); a run-file reranker (study.reranker_kind: run) has
+    neither."""
+    if study["reranker_kind"] == "run":
+        return {}
+    name = scoring.get("backend", "torch")
+    return {"max_length": scoring["max_length"], **({} if name == "torch" else {"backend": name})}
 
 
 def calibration_from_config(cfg: dict, smoke: bool, confirmation: bool) -> dict:

@@ -17,9 +17,9 @@ from columns import (
     PARAMETRIC_TABLES,
     PROSE,
     PROVENANCE,
-    SCORING_SETTINGS,
     canonical,
     json_keys_of,
+    scoring_settings_of,
     table_columns,
     tables_of,
 )
@@ -128,4 +128,4 @@ def check_columns(run, want, au) -> None:
             found = read_json(path)
             _check_json(au, path, found, keys)
             if key in ("scoring_measurements", "shard_measurements") and isinstance(found, dict):
-                _check_json(au, path, found.get("settings"), SCORING_SETTINGS, "settings.")
+                _check_json(au, path, found.get("settings"), scoring_settings_of(want.settings), "settings.")

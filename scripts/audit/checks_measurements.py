@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+import backend
 from anchors import REPO
 from checks_scores import absent_for_a_run_file, expected_shapes, same_json, scorer_label, shard_tables
 from columns import DTYPE, NUMERICS
@@ -52,9 +53,11 @@ def _check_scoring(run, want, au) -> dict:
                                                "seed": ce["seed"], "max_length": want.settings["max_length"],
                                                "truncation": ce["truncation"]}, "settings.")
     locked, versions = locked_versions(), rec.get("versions") or {}
-    au.check("measurements", sorted(versions) == sorted(RECORDED_LIBRARIES), f, "versions",
-             list(RECORDED_LIBRARIES), sorted(versions))
-    for lib in RECORDED_LIBRARIES:
+    libraries = RECORDED_LIBRARIES + (backend.DERIVED_LIBRARIES if backend.backend_of(want) != backend.TORCH
+                                      else ())
+    au.check("measurements", sorted(versions) == sorted(libraries), f, "versions", sorted(libraries),
+             sorted(versions))
+    for lib in libraries:
         found = str(versions.get(lib, "")).split("+")[0]  # a local build tag (+cpu) is the same release
         au.check("measurements", found == locked.get(lib), f, f"versions.{lib}",
                  f"{locked.get(lib)} (the lock)", found)

@@ -45,6 +45,7 @@ import threading
 import time
 from pathlib import Path
 
+import backend
 from readers import read_json, rows_by_query, sha256_of, text_of
 
 CHECK = "reinfer"
@@ -58,8 +59,9 @@ class Request:
     """What the auditor asked for: ``batches`` None (the stage was not asked for), ``"all"`` or N; ``record``
     is what the stage did (audit.json ``info.reinfer``)."""
 
-    def __init__(self, batches=None, model_dir=None, seed=None, python=None, threads=1):
+    def __init__(self, batches=None, model_dir=None, seed=None, python=None, threads=1, derived_file=None):
         self.batches, self.model_dir, self.seed = batches, model_dir, seed
+        self.derived_file = derived_file  # a derived backend's file (--derived-file), checked against its pin
         self.python, self.threads = python or sys.executable, threads
         self.record = {"asked": batches is not None}
         # the draw's seed, drawn once: fresh randomness unless chosen by hand
@@ -285,11 +287,12 @@ def job_of(run, want, au, req: Request, drawn) -> tuple[dict, dict | None]:
     rows = batch_rows(run, drawn, want.settings["max_length"])
     texts = read_texts(run, au, rows)
     meta = verify_model_dir(run, want, au, Path(req.model_dir))
-    if texts is None or meta is None:
+    derived = backend.derived_job(run, want, au, req.derived_file, CHECK)
+    if texts is None or meta is None or derived is False:
         return rows, None
     queries, corpus = texts
     return rows, {"model_dir": str(Path(req.model_dir).resolve()), "files": meta["files"],
-                  "threads": req.threads,
+                  "threads": req.threads, "derived": derived,
                   "max_length": want.settings["max_length"], "label_index": meta.get("label_index"),
                   "batches": [[[queries[q], corpus[r["doc_id"]]] for r in batch]
                               for (q, _), batch in rows.items()]}
@@ -362,7 +365,7 @@ def stage(run, want, au, req: Request) -> None:
                 "their number",
         "drawn": [list(qb) for qb in drawn], "model_dir": str(Path(req.model_dir).resolve())})
     au.note(CHECK, f"{len(drawn)} of {len(batches)} batches drawn (seed {seed}, {req.record['seed_source']}) "
-                   "and re-inferred with sentence_transformers.CrossEncoder.predict; see info.reinfer")
+                   "and re-inferred with " + backend.by_what(want) + "; see info.reinfer")
     rows, job = job_of(run, want, au, req, drawn)
     if job is None:
         req.record["result"] = ("not re-inferred: an input or the model folder is not the run's (see "
@@ -381,5 +384,9 @@ def stage(run, want, au, req: Request) -> None:
     au.check(CHECK, answer["facts"]["mkl_cnr"] == "AUTO,STRICT", str(CHILD), "oneMKL numeric mode "
              "(MKL's report)",
              "AUTO,STRICT", answer["facts"]["mkl_cnr"])
+    if job["derived"] is not None:  # the child ran the verified derived file, with the pinned session
+        ran = {"sha256": job["derived"]["sha256"], "session": backend.SESSION}
+        au.check(CHECK, answer["facts"].get("derived") == ran, str(CHILD), "the derived file the child ran "
+                 "(hashed as read) and its session", ran, answer["facts"].get("derived"))
     req.record["results"] = compare(run, au, rows, answer)
     req.record["pairs"] = sum(b["pairs"] for b in req.record["results"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 
+import backend
 from checks_columns import canonical_json
 from checks_reranker_run import run_file_pin
 from columns import PAIR_SPECIAL_TOKENS, TREC_RUNS
@@ -126,22 +127,36 @@ def standin_identity(want) -> tuple[str, str]:
     return identity, pin["files"]["model.safetensors"]
 
 
+def model_of(run, want) -> tuple[str, str]:
+    """(identity, weights sha256) of the run's model, from the lock folder's pins: the pinned model's
+    repository at the pinned revision (with the declared relevance logit) and its weights, or the pinned
+    STAND-IN's."""
+    if run.scorer != "pinned":
+        return standin_identity(want)
+    ce = want.anchor.lock("model_pins.json")["cross_encoder"]
+    index = want.anchor.config.get("study", {}).get("label_index")
+    ident = f"{ce['repo']}@{ce['revision']}" + (f"#logit{index}" if index is not None else "")
+    return ident, ce["files"][ce["weights"]]["sha256"]
+
+
+def model_label(run, want) -> str:
+    """The manifest's model (identity and weights): the model's, whatever computed the logits."""
+    if run.reranker_kind == RUN_FILE:
+        return scorer_label(run, want)
+    ident, weights = model_of(run, want)
+    return f"{ident} weights-sha256:{weights}"
+
+
 def scorer_label(run, want) -> str:
     """What every pair's model column must say: the scorer's identity and weights, from the lock folder's pins
-    - the pinned model's repository at the pinned revision (with the declared relevance logit) and its
-      weights, or
-    the pinned STAND-IN's identity and weights; a run-file reranker: its name and its pinned run file, the
+    - the model's (``model_of``), with the anchor's derived backend and its pinned file sha256 after the
+      identity (``backend.scorer_identity``); a run-file reranker: its name and its pinned run file, the
     file's sha256. A run can name no other scorer."""
     if run.reranker_kind == RUN_FILE:
         pin = run_file_pin(run, want)
         return f"{want.settings['study']['reranker']} run:{pin['file']} weights-sha256:{pin['sha256']}"
-    if run.scorer != "pinned":
-        ident, weights = standin_identity(want)
-        return f"{ident} weights-sha256:{weights}"
-    ce = want.anchor.lock("model_pins.json")["cross_encoder"]
-    index = want.anchor.config.get("study", {}).get("label_index")
-    ident = f"{ce['repo']}@{ce['revision']}" + (f"#logit{index}" if index is not None else "")
-    return f"{ident} weights-sha256:{ce['files'][ce['weights']]['sha256']}"
+    ident, weights = model_of(run, want)
+    return f"{backend.scorer_identity(want, ident)} weights-sha256:{weights}"
 
 
 def check_scorer_label(run, want, au) -> None:
@@ -160,8 +175,9 @@ def check_scorer_label(run, want, au) -> None:
     au.check("scorer_label", run.manifest.get("model_identity", "").startswith(f"{STANDIN}:") == stand_in, mf,
              "model_identity", "the STAND-IN label exactly when the scorer is the stand-in",
              run.manifest.get("model_identity"))
-    au.check("scorer_label", f"{run.manifest.get('model_identity')} weights-sha256:" 
-             f"{run.manifest.get('model_weights_sha256')}" == label, mf, "model identity and weights", label,
+    model = model_label(run, want)
+    au.check("scorer_label", f"{run.manifest.get('model_identity')} weights-sha256:"
+             f"{run.manifest.get('model_weights_sha256')}" == model, mf, "model identity and weights", model,
              run.manifest.get("model_identity"))
     for i, row in enumerate(run.pair_rows, start=2):
         au.check("scorer_label", row["model"] == label, str(run.path("pairs")),

@@ -158,6 +158,13 @@ def json_keys_of(settings: dict) -> dict:
 SCORING_SETTINGS = {"batch_size": "measurements", "dtype": "measurements", "max_length": "measurements",
                     "seed": "measurements", "truncation": "measurements", "batching": PROSE,
                     "numerics": PROSE}
+
+
+def scoring_settings_of(settings: dict) -> dict:
+    """The keys of a run's scoring settings record: a derived backend's adds its name (docs/backends.md)."""
+    return {**SCORING_SETTINGS, **({"backend": "settings"} if "backend" in settings else {})}
+
+
 # the scoring contract every measurement record must state (docs/scoring.md)
 NUMERICS = "AUTO,STRICT"
 DTYPE = "float32"
@@ -224,6 +231,8 @@ def markdown() -> str:
         lines += [f"| `{key}` | `{k}` | JSON | {check} |" for k, check in keys.items()]
     lines += [f"| `scoring_measurements` | `settings.{k}` | JSON | {check} |"
               for k, check in SCORING_SETTINGS.items()]
+    lines.append("| `scoring_measurements` (ce.backend: a derived file) | `settings.backend` | JSON | "
+                 "settings |")
     trec = "`run_candidates` (candidates: trec)"
     lines += [f"| {trec} | `{c}` | {kind} | {check} |" for c, kind, check in TREC_CANDIDATES]
     for key, cols in RUN_FILE_TABLES.items():

@@ -9,6 +9,8 @@ nothing of the project and nothing of the audit: it scores with UPSTREAM
 ``sentence_transformers.CrossEncoder.predict``.
 
 Job (stdin, JSON): ``model_dir``, ``files`` (each model file the audit verified, with its sha256),
+``derived`` (a derived backend's file, its pinned sha256 and session, or null: ``derived_scorer`` runs it with
+ONNX Runtime instead of ``predict``),
 ``threads``, ``max_length``, ``label_index`` (the relevance logit of a several-output model, or null) and
 ``batches``: each a list of [query text, document text] pairs. The model is loaded from a PRIVATE COPY of
 exactly those files, each read once and hashed as read (a file that is not the bytes the audit verified stops
@@ -112,6 +114,61 @@ def private_copy(model_dir: str, files: dict, dest: Path) -> list[str]:
     return sorted(files)
 
 
+def float32_bits(scores: np.ndarray, label_index) -> list[str]:
+    """The relevance logits' float32 bit patterns (big-endian hex)."""
+    raw = relevance(np.asarray(scores), label_index).astype(">f4").tobytes()
+    return [raw[i:i + 4].hex() for i in range(0, len(raw), 4)]
+
+
+def upstream_scorer(folder: Path, job: dict):
+    """sentence-transformers' CrossEncoder on the private copy: each batch ONE predict call."""
+    from sentence_transformers import CrossEncoder
+
+    ce = CrossEncoder(str(folder), device="cpu", max_length=job["max_length"])
+
+    def score(batch):
+        return ce.predict(batch, batch_size=len(batch), activation_fn=torch.nn.Identity(),
+                          show_progress_bar=False, convert_to_numpy=True)
+
+    facts = {"model_activation": type(ce.activation_fn).__name__, "max_length": ce.max_length,
+             "predict": "CrossEncoder.predict(batch, batch_size=len(batch), "
+                        "activation_fn=torch.nn.Identity())"}
+    return score, facts
+
+
+def derived_scorer(folder: Path, job: dict, derived_copy: Path):
+    """A derived backend's file (docs/backends.md) run by ONNX Runtime with the pinned session, each batch as
+    ``predict`` forms it: rows longest first by characters (numpy.argsort of minus the pair's characters), the
+    tokenizer's joint call padded to the longest, the logits mapped back to the batch's order."""
+    import onnxruntime as ort
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(folder))
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads, opts.inter_op_num_threads = int(job["threads"]), 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = ort.InferenceSession(str(derived_copy), opts, providers=["CPUExecutionProvider"])
+
+    def score(batch):
+        order = np.argsort([-(len(q) + len(d)) for q, d in batch])
+        enc = tok([batch[i][0] for i in order], [batch[i][1] for i in order], padding=True,
+                  truncation="longest_first", max_length=job["max_length"], return_tensors="np")
+        feed = {k: enc[k].astype(np.int64) for k in ("input_ids", "token_type_ids", "attention_mask")}
+        logits = session.run(["logits"], feed)[0]
+        out = np.empty_like(logits)
+        out[order] = logits
+        return out
+
+    facts = {"onnxruntime": ort.__version__, "max_length": job["max_length"],
+             "derived": {"sha256": job["derived"]["sha256"],
+                         "session": {"graph_optimization_level": "ORT_ENABLE_ALL",
+                                     "execution_mode": "ORT_SEQUENTIAL", "inter_op_num_threads": 1}},
+             "predict": "onnxruntime.InferenceSession.run on predict's batch (rows longest first by "
+                        "characters, joint tokenizer call padded to the longest)"}
+    return score, facts
+
+
 def main() -> int:
     exit_with_parent(os.getppid())
     job = json.loads(sys.stdin.read())
@@ -119,30 +176,26 @@ def main() -> int:
     torch.set_num_threads(int(job["threads"]))
     import sentence_transformers
     import transformers
-    from sentence_transformers import CrossEncoder
 
     copy = Path(tempfile.mkdtemp(prefix="audit-model-"))
     try:
         copied = private_copy(job["model_dir"], job["files"], copy)
-        ce = CrossEncoder(str(copy), device="cpu", max_length=job["max_length"])
+        if job.get("derived"):  # the derived file too: read once, hashed as read, loaded from the copy
+            src = Path(job["derived"]["file"])
+            private_copy(str(src.parent), {src.name: job["derived"]["sha256"]}, copy / "derived")
+            score, facts = derived_scorer(copy, job, copy / "derived" / src.name)
+        else:
+            score, facts = upstream_scorer(copy, job)
     finally:
         shutil.rmtree(copy, ignore_errors=True)  # loaded: the weights are in memory
     loaded = time.perf_counter()
-    bits = []
-    for batch in job["batches"]:
-        scores = ce.predict(batch, batch_size=len(batch), activation_fn=torch.nn.Identity(),
-                            show_progress_bar=False, convert_to_numpy=True)
-        raw = relevance(np.asarray(scores), job["label_index"]).astype(">f4").tobytes()  # float32, big-endian
-        bits.append([raw[i:i + 4].hex() for i in range(0, len(raw), 4)])
-    facts = {"torch": torch.__version__, "sentence_transformers": sentence_transformers.__version__,
-             "transformers": transformers.__version__, "numpy": np.__version__,
-             "cpu_capability": torch.backends.cpu.get_cpu_capability(), "mkl_cnr": mkl_cnr(),
-             "threads": torch.get_num_threads(), "model_activation": type(ce.activation_fn).__name__,
-             "max_length": ce.max_length, "model_files": copied,
-             "predict": "CrossEncoder.predict(batch, batch_size=len(batch), "
-                        "activation_fn=torch.nn.Identity())",
-             "load_seconds": round(loaded - t0, 3), "inference_seconds": round(time.perf_counter() - loaded,
-                                                                               3)}
+    bits = [float32_bits(score(batch), job["label_index"]) for batch in job["batches"]]
+    facts.update({"torch": torch.__version__, "sentence_transformers": sentence_transformers.__version__,
+                  "transformers": transformers.__version__, "numpy": np.__version__,
+                  "cpu_capability": torch.backends.cpu.get_cpu_capability(), "mkl_cnr": mkl_cnr(),
+                  "threads": torch.get_num_threads(), "model_files": copied,
+                  "load_seconds": round(loaded - t0, 3),
+                  "inference_seconds": round(time.perf_counter() - loaded, 3)})
     print(json.dumps({"bits": bits, "facts": facts}))
     return 0
 

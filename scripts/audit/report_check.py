@@ -66,7 +66,7 @@ def _accept_p(mine: dict, theirs: dict) -> None:
 def expected_lines(run, want, au) -> list:
     """Every line report.md must have, in order (strings split at their newlines)."""
     s = shown_summary(run, want)
-    standin = is_standin(run, au)
+    standin = is_standin(run, want, au)
     started = opening_record(run, want, au) if run.kind == "confirmation" else None
     head = title(run, started) if started else f"# Development analysis — `{run.manifest.get('run')}`"
     out = head_lines(s, head, standin) + body_lines(s)

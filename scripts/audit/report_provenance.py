@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+import backend
 import report_prose as prose
 from checks_reranker_run import run_file_pin
 from definitions import STANDIN
@@ -64,9 +65,9 @@ def data_rows(run, want, pins: dict, opened: list) -> list:
                   row("candidates params", candidate_params_text(cand))]
 
 
-def is_standin(run, au) -> bool:
+def is_standin(run, want, au) -> bool:
     """The scorer is the stand-in: the manifest's scorer says so, and its model identity, summary.json and
-    every pair's model label agree (each recorded)."""
+    every pair's model label agree (each recorded; a derived backend's label names its pinned file)."""
     f, standin = str(run.manifest_path), run.scorer == STANDIN
     identity = str(run.manifest.get("model_identity"))
     au.check(CHECK, identity.startswith(f"{STANDIN}:") == standin, f, "scorer: the model identity agrees "
@@ -76,9 +77,11 @@ def is_standin(run, au) -> bool:
     if run.reranker_kind == RUN_FILE:  # no pairs: the identity names the run file (check 'scorer_label')
         return standin
     labels = {r["model"] for r in run.pair_rows}
-    want_label = f"{identity} weights-sha256:{run.manifest.get('model_weights_sha256')}"
+    want_label = (f"{backend.scorer_identity(want, identity)} "
+                  f"weights-sha256:{run.manifest.get('model_weights_sha256')}")
     au.check(CHECK, labels == {want_label}, str(run.path("pairs")), "scorer: every pair's model label is the "
-             "manifest's identity and weights", want_label, sorted(labels)[:3])
+             "manifest's identity (with the anchor's derived backend) and weights", want_label,
+             sorted(labels)[:3])
     return standin
 
 
@@ -143,10 +146,11 @@ def scoring_contract(run, want, pins: dict) -> dict:
     protocol."""
     if "protocol" in pins:
         return {k: v for k, v in pins["protocol"]["scoring"].items() if k != "inference"}
-    ce = want.anchor.config["ce"]
+    ce, name = want.anchor.config["ce"], backend.backend_of(want)
+    derived = {} if name == backend.TORCH else {"backend": name, "numerics": backend.DERIVED_NUMERICS}
     return {"batch_size": ce["batch_size"], "batching": prose.SCORING_BATCHING, "dtype": ce["dtype"],
             "max_length": want.settings["max_length"], "numerics": prose.SCORING_NUMERICS, "seed": ce["seed"],
-            "truncation": ce["truncation"]}
+            "truncation": ce["truncation"], **derived}
 
 
 def shape_rows(run, want) -> list:

@@ -128,10 +128,11 @@ def test_type_column_states_the_constraints():
     assert rows["splits.dev_size"] == "integer ≥ 1 (`posint`)"
     assert rows["study.label_index"] == "`null` or integer ≥ 0"
     assert rows["bootstrap.percentiles"] == "list; each item: number 0 ≤ x ≤ 100; exactly 2 items"
-    assert rows["repin"] == ("string matching `^((data|model|splits|candidates|reranker_run)"
-                             "(,(data|model|splits|candidates|reranker_run))*)?$`")
+    assert rows["repin"] == ("string matching `^((data|model|splits|candidates|reranker_run|backend)"
+                             "(,(data|model|splits|candidates|reranker_run|backend))*)?$`")
     # `|` escaped in the table
-    assert "`^((data\\|model\\|splits\\|candidates\\|reranker_run)" in README.read_text(encoding="utf-8")
+    assert "`^((data\\|model\\|splits\\|candidates\\|reranker_run\\|backend)" in \
+        README.read_text(encoding="utf-8")
 
 
 def test_config_yaml_and_schema_name_the_same_keys():

@@ -167,6 +167,8 @@ def test_cache_key_changes_with_every_setting():
                                 {"torch": "x"}, ["q"], ["d"]),
         scoring.batch_cache_key("m", SETTINGS, {"torch": "y"}, ["q"], ["d"]),
         scoring.batch_cache_key("m", SETTINGS, {"torch": "x"}, ["q"], ["d2"]),
+        scoring.batch_cache_key("m", scoring.ScoringSettings(512, "longest_first", 16, 110, "float32",
+                                                             "onnx-int8"), {"torch": "x"}, ["q"], ["d"]),
     ]
     assert len({base, *changed}) == 1 + len(changed)
     # the batching rule and the numeric mode are part of every key (other bits under another rule or mode);
@@ -176,7 +178,7 @@ def test_cache_key_changes_with_every_setting():
     assert "AUTO,STRICT" in SETTINGS.as_dict()["numerics"] and "token length" in \
         SETTINGS.as_dict()["batching"]
     cfg = {"max_length": 512, "truncation": "longest_first", "batch_size": 16, "seed": 110,
-           "dtype": "float32", "shape_check_pairs": 2}
+           "dtype": "float32", "shape_check_pairs": 2, "backend": "torch"}
     assert scoring.contract({**cfg, "threads": 4, "shards": 1}) == scoring.contract({**cfg, "threads": 1,
                                                                                      "shards": 7})
 

@@ -252,7 +252,7 @@ def _slice_family(inp: _StatisticsInput, fam: str, weights: Mapping[str, float])
     return fam_out
 
 
-def _guardrails(summary: Mapping, tolerated: Mapping[str, float]) -> dict:
+def guardrails(summary: Mapping, tolerated: Mapping[str, float]) -> dict:
     """Each guardrail comparison passes when its grouped interval's lower bound >= -tolerated loss."""
     guard = {}
     for name, loss in tolerated.items():
@@ -288,7 +288,7 @@ def _exploratory_tests(inp: _StatisticsInput, ev: Mapping) -> list[dict]:
 def _plan_section(inp: _StatisticsInput, summary: Mapping, ev: Mapping) -> dict:
     """The analysis plan: primary, guardrails (pass/fail), exploratory per-slice comparisons (Holm, BH)."""
     return {"primary": {"comparison": summary["primary"], "metric": inp.metric},
-            "guardrails": _guardrails(summary, ev["guardrails"]), "exploratory": _exploratory_tests(inp, ev),
+            "guardrails": guardrails(summary, ev["guardrails"]), "exploratory": _exploratory_tests(inp, ev),
             "exploratory_test": "exact sign test (wins vs losses of the per-query Δ; ties dropped); "
                                 "p adjusted over all non-empty exploratory tests with Holm and "
                                 "Benjamini-Hochberg"}

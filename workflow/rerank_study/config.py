@@ -10,7 +10,7 @@ import copy
 from pathlib import Path
 
 from .errors import ConfigError
-from .names import CROSS_ENCODER, STAND_IN
+from .names import CROSS_ENCODER, RUN_FILE, STAND_IN, TORCH_BACKEND
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 SCHEMA_PATH = PACKAGE_DIR.parent / "schemas" / "config.schema.yaml"
@@ -118,6 +118,10 @@ def _cross_key_problems(cfg: dict) -> list[str]:
         problems.append("config key 'smoke_settings.queries': larger than splits.dev_size")
     if max(cfg["metrics"]["recall_ks"]) > cand["depth"]:
         problems.append("config key 'metrics.recall_ks': a cut-off deeper than the candidate lists")
+    if cfg["study"]["reranker_kind"] == RUN_FILE and cfg["ce"]["backend"] != TORCH_BACKEND:
+        problems.append(f"config key 'ce.backend': {cfg['ce']['backend']!r} derives a cross-encoder; this "
+                        "study's reranker is a run file (study.reranker_kind: run), which infers nothing: "
+                        "drop it")
     ev = cfg["evalstats"]
     from .evalstats import validate_slices
 
@@ -160,7 +164,9 @@ def run_name(cfg: dict) -> str:
     """The development run's folder name (a confirmation opening is named by its protocol)."""
     if cfg["run_name"]:
         return cfg["run_name"]
-    return ("smoke" if cfg["smoke"] else "dev") + ("-standin" if cfg["scorer"] == STAND_IN else "")
+    backend = cfg["ce"]["backend"]
+    return (("smoke" if cfg["smoke"] else "dev") + ("-standin" if cfg["scorer"] == STAND_IN else "")
+            + ("" if backend == TORCH_BACKEND else f"-{backend}"))
 
 
 def run_shape(cfg: dict, confirmation: bool = False) -> tuple[int | None, int]:
@@ -176,14 +182,19 @@ def run_settings(cfg: dict, confirmation: bool = False) -> dict:
     n_queries, depth = run_shape(cfg, confirmation)
     b = cfg["bootstrap"]
     # a cross-encoder's input length (a run-file reranker has none: nothing is tokenised here)
-    scoring = ({"max_length": cfg["ce"]["max_length"]} if cfg["study"]["reranker_kind"] == CROSS_ENCODER
-               else {})
+    scoring = ({"max_length": cfg["ce"]["max_length"], **backend_setting(cfg["ce"])}
+               if cfg["study"]["reranker_kind"] == CROSS_ENCODER else {})
     return {"study": cfg["study"], "n_queries": n_queries, "depth": depth, "blend_k": cfg["blend"]["k"],
             "metrics": cfg["metrics"],
             "bootstrap_B": b["B"], "bootstrap_seed": b["confirm_seed"] if confirmation else b["seed"],
             "percentiles": b["percentiles"], "threshold": cfg["threshold"], "comparisons": cfg["comparisons"],
             **scoring, "evalstats": cfg["evalstats"],
             **verify_settings(cfg), "calibration": calibration_settings(cfg, confirmation)}
+
+
+def backend_setting(ce: dict) -> dict:
+    """A derived backend in the run's settings (none for the model itself, whose runs keep their bytes)."""
+    return {} if ce["backend"] == TORCH_BACKEND else {"backend": ce["backend"]}
 
 
 def verify_settings(cfg: dict) -> dict:

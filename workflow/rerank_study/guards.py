@@ -36,7 +36,8 @@ def check_invocation(cfg: dict, repin: set, confirm: bool) -> None:
         raise ConfigError(f"repin={cfg['repin']}: pin the data ALONE first (repin=data), commit it, then "
                           "re-pin the splits / candidates that are drawn from it in a second invocation.")
     for alone, what in (("model", "the reranker's model files"),
-                        ("reranker_run", "the reranker's development run")):
+                        ("reranker_run", "the reranker's development run"),
+                        ("backend", "a derived reranker's file")):
         if alone in repin and repin != {alone}:
             raise ConfigError(f"repin={cfg['repin']}: repin={alone} pins {what} ALONE (an invocation of its "
                               "own; data first; then splits, candidates, and the model or a run-file "

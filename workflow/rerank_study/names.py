@@ -26,6 +26,7 @@ SCORERS = (PINNED, STAND_IN)
 # ------------------------------------------------------------------------ reranker kinds --
 CROSS_ENCODER = "cross-encoder"  # a pinned Hugging Face sequence classifier, scored by this pipeline
 RUN_FILE = "run"                 # a pinned TREC run of the frozen candidates, made by any system
+TORCH_BACKEND = "torch"          # ce.backend: the model itself (the others are derived files: backends.py)
 RERANKER_KINDS = (CROSS_ENCODER, RUN_FILE)
 
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from . import numerics
 from .errors import PipelineError
 from .fileio import canonical_json, fmt_float, read_json, sha256_text, write_json
+from .names import TORCH_BACKEND
 from .scoring_batches import PairEncoder, batch_plan
 from .scoring_model import score_rows
 
@@ -50,6 +51,9 @@ BATCHING = ("per query: candidates sorted by truncated joint token length descen
             "ascending; consecutive chunks of batch_size; pad to longest; rows inside a batch longest first "
             "by characters (as sentence-transformers 6.2 predict)")
 NUMERICS = f"fp32; oneMKL MKL_CBWR={numerics.CNR_ENV['MKL_CBWR']} (thread count: speed only)"
+# a derived backend's numerics (backends.SESSION): its runtime's CPU kernels under fixed session settings
+DERIVED_NUMERICS = ("ONNX Runtime CPU execution provider, ORT_ENABLE_ALL, sequential, one inter-op thread "
+                    "(intra-op thread count: speed only)")
 
 
 @dataclass(frozen=True)
@@ -63,21 +67,44 @@ class ScoringSettings:
     batch_size: int
     seed: int
     dtype: str
+    backend: str = TORCH_BACKEND
 
     @classmethod
     def from_config(cls, ce: Mapping) -> ScoringSettings:
         """From the config's ``ce`` block (its ``threads`` and ``shards`` are speed/placement, not
         settings)."""
-        return cls(ce["max_length"], ce["truncation"], ce["batch_size"], ce["seed"], ce["dtype"])
+        return cls(ce["max_length"], ce["truncation"], ce["batch_size"], ce["seed"], ce["dtype"],
+                   ce["backend"])
+
+    @property
+    def derived(self) -> bool:
+        """Scored by a derived file (ONNX Runtime), not by the model itself."""
+        return self.backend != TORCH_BACKEND
 
     def as_dict(self) -> dict:
-        return {"max_length": self.max_length, "truncation": self.truncation, "batch_size": self.batch_size,
-                "seed": self.seed, "dtype": self.dtype, "batching": BATCHING, "numerics": NUMERICS}
+        """The settings as recorded (a derived backend adds its name; the model's own keep their bytes)."""
+        out = {"max_length": self.max_length, "truncation": self.truncation, "batch_size": self.batch_size,
+               "seed": self.seed, "dtype": self.dtype, "batching": BATCHING, "numerics": NUMERICS}
+        if self.derived:
+            out.update(backend=self.backend, numerics=DERIVED_NUMERICS)
+        return out
 
 
 def contract(ce: Mapping) -> dict:
     """The scoring contract as the frozen confirmation protocol records it (one source: these settings)."""
     return ScoringSettings.from_config(ce).as_dict()
+
+
+def scorer_identity(meta: Mapping, backend: str = TORCH_BACKEND, derived_sha256: str | None = None) -> str:
+    """What scored: the model's identity, with a derived backend's name and file sha256 after it."""
+    if backend == TORCH_BACKEND:
+        return meta["identity"]
+    return f"{meta['identity']} {backend}:sha256:{derived_sha256}"
+
+
+def scorer_label(meta: Mapping, identity: str) -> str:
+    """The ``model`` column of pairs.tsv: the scorer's identity and the model's weights sha256."""
+    return f"{identity} weights-sha256:{meta['weights_sha256']}"
 
 
 def batch_cache_key(model_identity: str, settings: ScoringSettings, versions: dict,
@@ -88,13 +115,20 @@ def batch_cache_key(model_identity: str, settings: ScoringSettings, versions: di
                                    "versions": versions, "pairs": pair_hash}, sort_keys=True))
 
 
-def library_versions() -> dict:
+def library_versions(settings: ScoringSettings | None = None) -> dict:
+    """The libraries that decide a logit (a derived backend adds its runtime's)."""
     import tokenizers
     import torch
     import transformers
 
-    return {"torch": torch.__version__, "transformers": transformers.__version__,
-            "tokenizers": tokenizers.__version__}
+    out = {"torch": torch.__version__, "transformers": transformers.__version__,
+           "tokenizers": tokenizers.__version__}
+    if settings is not None and settings.derived:
+        import onnx
+        import onnxruntime
+
+        out.update(onnx=onnx.__version__, onnxruntime=onnxruntime.__version__)
+    return out
 
 
 # ----------------------------------------------------------------------- the score cache --

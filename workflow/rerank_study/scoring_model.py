@@ -45,11 +45,24 @@ def load_model(model_dir):
 
     model = AutoModelForSequenceClassification.from_pretrained(str(model_dir), dtype=torch.float32)
     model.eval()
-    meta = Path(model_dir) / "MODEL.json"
-    # the relevance logit of a several-output model, declared by the study (recorded in MODEL.json)
-    model.relevance_index = json.loads(meta.read_text(encoding="utf-8")).get("label_index") if meta.exists() \
-        else None
+    model.relevance_index = label_index(model_dir)
     return model
+
+
+def label_index(model_dir) -> int | None:
+    """The relevance logit of a several-output model, declared by the study (recorded in MODEL.json)."""
+    meta = Path(model_dir) / "MODEL.json"
+    return json.loads(meta.read_text(encoding="utf-8")).get("label_index") if meta.exists() else None
+
+
+def load_scorer(model_dir, settings: ScoringSettings, threads: int, derived_file=None):
+    """What computes the logits: the model itself, or (a derived backend) its verified derived file run by
+    ONNX Runtime behind the same call (``backends.OrtClassifier``)."""
+    if not settings.derived:
+        return load_model(model_dir)
+    from .backends import OrtClassifier
+
+    return OrtClassifier(derived_file, threads, label_index(model_dir))
 
 
 def load_cross_encoder(model_dir):

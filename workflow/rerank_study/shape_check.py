@@ -22,7 +22,7 @@ def expected_shapes(n: int, max_length: int, arch: Mapping) -> dict:
 
 def cache_file(cache_dir: Path, identity: str, settings, qs: Sequence[str], ds: Sequence[str]) -> Path:
     """Where the forward's shapes of these pairs are cached (beside the model's score cache)."""
-    key = scoring.batch_cache_key(identity, settings, scoring.library_versions(), qs, ds)
+    key = scoring.batch_cache_key(identity, settings, scoring.library_versions(settings), qs, ds)
     return Path(cache_dir) / "shapes" / f"shape-{key}.json"
 
 

@@ -7,7 +7,7 @@ from rerank_study import layout
 from rerank_study.config import candidate_params, run_name, run_settings, run_shape
 from rerank_study.fingerprint import library_sha256
 from rerank_study.layout import manifest_keys
-from rerank_study.names import CROSS_ENCODER, RUN_FILE, STAND_IN
+from rerank_study.names import CROSS_ENCODER, RUN_FILE, STAND_IN, TORCH_BACKEND
 from rerank_study.reference import reference_name
 from rerank_study.seal.method import method_sha256
 
@@ -53,6 +53,8 @@ METHOD_SHA = method_sha256(Path(workflow.basedir), LOCK, config["study_file"] or
 MODEL_FOLDER = (f"standin-seed{config['standin']['head_seed']}" if config["scorer"] == STAND_IN
                 else f"ce-{MODEL_PINS.get('cross_encoder', {}).get('revision', 'unpinned')}")
 
+BACKEND = config["ce"]["backend"]  # what computes the logits: the model itself (torch) or a derived, pinned file
+DERIVED = BACKEND != TORCH_BACKEND
 SHARDS = config["ce"]["shards"]  # scoring jobs: query i of the run's canonical order -> shard i mod SHARDS
 P = {
     # verified data (dev side); the sealed confirmation qrels live elsewhere (confirm.smk)
@@ -94,6 +96,12 @@ P = {
     "reranker_confirm_run": f"{LOCK}/{layout.RERANKER_CONFIRM_RUN}",
     # the cross-encoder (pinned or stand-in)
     "model": f"{RES}/models/{MODEL_FOLDER}/MODEL.json",
+    # a derived backend's file (ce.backend), made from the verified model folder and checked against its pin
+    "backend_model": f"{RES}/models/{MODEL_FOLDER}-{BACKEND}/model.onnx",  # beside (never inside) the model folder
+    "freeze_backend": f"{RES}/freeze/backend-{BACKEND}.json",
+    # a derived backend's conclusion retention against the torch run of the same study (retention.smk)
+    "retention_json": f"{OUT}/retention/{RUN}/retention.json",
+    "retention_md": f"{OUT}/retention/{RUN}/retention.md",
     "score_cache": f"{RES}/cache/ce_scores",
     # the scoring shards (score.smk): intermediate files, gathered by rule score into the run's pairs.tsv
     "score_shard_pairs": f"{RUNDIR}/shards/score-of-{SHARDS}/{{shard}}.tsv",

@@ -60,6 +60,49 @@ else:
 
 
 
+rule backend_model:
+    """A derived backend's file (ce.backend: ONNX Runtime fp32 or int8; rerank_study.backends), made from the verified
+    model folder by the pinned recipe and checked against its pin in <lockdir>/derived_pins.json (no pin, another
+    library version or other bytes: a stop before anything is scored). The pin itself is written only by
+    repin=backend (rule freeze_backend)."""
+    input:
+        model=P["model"],
+        model_pins=P["model_pins"],
+        derived_pins=P["derived_pins"],
+    output:
+        P["backend_model"],
+    params:
+        code=CODE,  # library source hash: a change in the science reruns the rule
+        backend=BACKEND,
+    log:
+        log_of(f"backend_model_{BACKEND}", per_run=False),
+    script:
+        "../scripts/backend_model.py"
+
+
+rule freeze_backend:
+    """Explicit first pinning (--config repin=backend, alone, with the committed config file of ce.backend): the
+    derived file of ce.backend made from the verified model folder, its sha256 and recipe written into
+    <lockdir>/derived_pins.json (this changes the experiment: commit it). Refuses an existing pin."""
+    input:
+        model=P["model"],
+        model_pins=P["model_pins"],
+    output:
+        P["freeze_backend"],
+    params:
+        allowed="backend" in REPIN,
+        backend=BACKEND,
+        pins=P["derived_pins"],
+    log:
+        log_of(f"freeze_backend_{BACKEND}", per_run=False),
+    script:
+        "../scripts/freeze_backend.py"
+
+
+# a derived backend's scoring rules read its verified file (none for the model itself: its runs are unchanged)
+BACKEND_INPUTS = {"backend_model": P["backend_model"], "derived_pins": P["derived_pins"]} if DERIVED else {}
+
+
 # Scoring is sharded: ce.shards jobs (rule score_shard), each scoring the queries at positions
 # shard, shard + N, shard + 2N, ... of the run's canonical query order (scoring.assign_shards), then
 # one gather (rule score) that writes the run's single pairs.tsv in canonical order. Batches are per
@@ -82,6 +125,7 @@ rule score_shard:
         data_pins=P["data_pins"],
         model_pins=P["model_pins"],
         model=P["model"],
+        **BACKEND_INPUTS,
     output:
         pairs=P["score_shard_pairs"],
         measurements=P["score_shard_measurements"],
@@ -113,6 +157,7 @@ rule score:
         shard_measurements=expand(P["score_shard_measurements"], shard=range(SHARDS)),
         candidates=P["run_candidates"],
         model=P["model"],
+        **BACKEND_INPUTS,
     output:
         pairs=P["pairs"],
         shape_check=P["shape_check"],
@@ -138,6 +183,8 @@ rule verify_scores:
         queries=P["queries"],
         data_pins=P["data_pins"],
         model=P["model"],
+        model_pins=P["model_pins"],
+        **BACKEND_INPUTS,
     output:
         record=P["verification"],
         measurements=P["verification_measurements"],

@@ -9,4 +9,5 @@ include: "evaluate.smk"
 include: "analyse.smk"
 include: "report.smk"
 include: "confirm.smk"
+include: "retention.smk"
 

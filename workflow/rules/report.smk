@@ -106,6 +106,8 @@ rule audit:
         # a cross-encoder's folder (MODEL.json and the model files): what the auditor re-infers with; a run-file
         # reranker has nothing to re-infer (the audit re-derives its scores from the pinned run)
         model=[P["model"]] if RERANKER_KIND == CROSS_ENCODER else [],
+        # a derived backend's file (ce.backend): re-inferred by the auditor with ONNX Runtime
+        backend_model=[P["backend_model"]] if DERIVED else [],
     output:
         P["audit"],
     params:
@@ -114,7 +116,9 @@ rule audit:
         lockdir=lambda w, input: os.path.dirname(input.data_pins),
         # the second stage: the auditor's own re-inference (audit.reinfer_batches; an opening: every batch)
         reinfer=lambda w, input: (f"--reinfer {'all' if CONFIRM else config['audit']['reinfer_batches']} --model-dir "
-                                  f"{shlex.quote(os.path.dirname(input.model[0]))}" if input.model else ""),
+                                  f"{shlex.quote(os.path.dirname(input.model[0]))}"
+                                  + (f" --derived-file {shlex.quote(input.backend_model[0])}" if input.backend_model else "")
+                                  if input.model else ""),
         python=sys.executable,
         script=str(Path(workflow.basedir) / "scripts" / "audit"),  # a standard-library package: python -I -S <folder>
         study=f"--study {config['study_file']}" if config["study_file"] else "",  # the anchor of another study

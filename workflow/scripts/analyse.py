@@ -2,7 +2,7 @@
 declared evaluation statistics; saves both index matrices, every replicate and summary.json
 (every statistical number of the report)."""
 
-from rerank_study import analysis, names, splits
+from rerank_study import analysis, names, run_tables, splits
 from rerank_study.errors import PipelineError
 from rerank_study.fileio import atomic_open, fmt_float, read_tsv, sha256_file, write_json
 from rerank_study.rule import run
@@ -15,16 +15,6 @@ def write_matrix(path, idx, prefix):
             fh.write(f"{b}\t" + "\t".join(map(str, row)) + "\n")
 
 
-def read_groups(path) -> tuple[list[str], list[list[str]]]:
-    gids, groups = [], []
-    for r in read_tsv(path):
-        if not gids or gids[-1] != r["group_id"]:
-            gids.append(r["group_id"])
-            groups.append([])
-        groups[-1].append(r["qid"])
-    return gids, groups
-
-
 def main(sm):
     qids = splits.read_split(sm.input.queries)
     rows = read_tsv(sm.input.per_query)
@@ -34,12 +24,8 @@ def main(sm):
     plan = analysis.AnalysisPlan.from_settings({
         "metrics": p.metrics, "comparisons": p.comparisons, "bootstrap_B": p.B, "bootstrap_seed": p.seed,
         "percentiles": p.percentiles, "threshold": p.threshold})
-    rank_col = str(names.FIRST_REL_RANK)
-    table = {r["qid"]: {k: float(v) for k, v in r.items() if k != "qid" and not k.endswith(rank_col)
-                        and not k.startswith("n_")} for r in rows}
-    first_rel = {r["qid"]: {m: (int(r[names.column(m, rank_col)]) if r[names.column(m, rank_col)] else None)
-                            for m in names.METHODS} for r in rows}
-    gids, groups = read_groups(sm.input.groups)
+    table, first_rel = run_tables.metric_table(rows), run_tables.first_relevant(rows)
+    gids, groups = run_tables.read_groups(sm.input.groups)
     summary, g_idx, q_idx, reps = analysis.analyse(qids, table, groups, gids, plan=plan, first_rel=first_rel)
     counts = {r["qid"]: (int(r["n_relevant"]), int(r["n_relevant_in_candidates"])) for r in rows}
     summary["evalstats"] = analysis.evaluation_statistics(qids, table, counts=counts, first_rel=first_rel,

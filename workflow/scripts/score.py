@@ -8,7 +8,7 @@ import logging
 import time
 from pathlib import Path
 
-from rerank_study import candidates, models, scoring, shape_check
+from rerank_study import backends, candidates, models, scoring, shape_check
 from rerank_study.errors import PipelineError
 from rerank_study.fileio import read_json, read_tsv, write_json, write_tsv
 from rerank_study.rule import peak_rss_mib, run
@@ -27,7 +27,8 @@ def main(sm):
     shard_files = list(sm.input.shards)
     rows = scoring.gather_shards(ranked, [(f, read_tsv(f, scoring.PAIR_HEADER)) for f in shard_files])
     meta = models.load_model_meta(Path(sm.input.model).parent)  # re-verifies every file
-    label = f"{meta['identity']} weights-sha256:{meta['weights_sha256']}"
+    pins = sm.input.derived_pins if settings.derived else None
+    label = scoring.scorer_label(meta, backends.pinned_identity(settings, meta, pins))
     if {r["model"] for r in rows} != {label}:
         raise PipelineError("SHARD MISMATCH: the shards were scored by "
                             f"{sorted({r['model'] for r in rows})}, this run's model is {label}: delete "
@@ -36,7 +37,7 @@ def main(sm):
     shapes = shape_check.run_record(shards, sm.input.shard_measurements, label)
     write_tsv(sm.output.pairs, scoring.PAIR_HEADER, [[r[c] for c in scoring.PAIR_HEADER] for r in rows])
     write_json(sm.output.shape_check, shapes)
-    versions = scoring.library_versions()
+    versions = scoring.library_versions(settings)
 
     threads = sorted({m["threads"] for m in shards})
     inference = summed(shards, "inference_seconds")

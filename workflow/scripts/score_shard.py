@@ -15,7 +15,7 @@ from pathlib import Path  # noqa: E402
 
 from tqdm import tqdm  # noqa: E402
 
-from rerank_study import beir, candidates, machine, models, scoring, scoring_model, shape_check  # noqa: E402
+from rerank_study import backends, beir, candidates, machine, models, scoring, scoring_model, shape_check  # noqa: E402
 from rerank_study.acquire import verified_path  # noqa: E402
 from rerank_study.fileio import read_json, write_json, write_tsv  # noqa: E402
 from rerank_study.pins import DataPins  # noqa: E402
@@ -25,20 +25,20 @@ log = logging.getLogger("score_shard")
 
 
 class LoadedOnce:
-    """The model, loaded once when first needed (by the shape check or the scoring), and its load seconds."""
+    """The scorer, loaded once when first needed (by the shape check or the scoring), and its load seconds."""
 
-    def __init__(self, model_dir: Path):
-        self.model_dir, self.model, self.seconds = model_dir, None, 0.0
+    def __init__(self, load):
+        self.load, self.model, self.seconds = load, None, 0.0
 
     def __call__(self):
         if self.model is None:
             t0 = time.perf_counter()
-            self.model = scoring_model.load_model(self.model_dir)
+            self.model = self.load()
             self.seconds = time.perf_counter() - t0
         return self.model
 
 
-def checked_shapes(sm, ranked, queries, doc_text, tok, model, settings, meta, label, cache_dir) -> dict:
+def checked_shapes(sm, ranked, queries, doc_text, tok, model, settings, identity, label, cache_dir) -> dict:
     """The shape check of this shard's first query's first pairs (stops when the shapes are not the pinned
     architecture's); its record (None: a shard without queries scores nothing), with its seconds."""
     t0 = time.perf_counter()
@@ -47,7 +47,7 @@ def checked_shapes(sm, ranked, queries, doc_text, tok, model, settings, meta, la
     qid = next(iter(ranked))
     docs = ranked[qid][:sm.params.ce["shape_check_pairs"]]
     qs, ds = [queries[qid]] * len(docs), [doc_text[d] for d in docs]
-    cached = shape_check.cache_file(cache_dir, meta["identity"], settings, qs, ds)
+    cached = shape_check.cache_file(cache_dir, identity, settings, qs, ds)
     shapes, from_cache = shape_check.measured_shapes(tok, model, qs, ds, settings, cached,
                                                      fresh=bool(sm.params.fresh))
     arch = read_json(sm.input.model_pins)["cross_encoder"]["architecture"]  # the verified config.json's
@@ -75,19 +75,20 @@ def main(sm):
     del corpus  # only this shard's documents are kept
     model_dir = Path(sm.input.model).parent
     meta = models.load_model_meta(model_dir)  # re-verifies every file before anything is loaded
-    label = f"{meta['identity']} weights-sha256:{meta['weights_sha256']}"
-    versions = scoring.library_versions()
+    derived, identity = backends.scorer_of(sm.input, settings, model_dir, meta)
+    label = scoring.scorer_label(meta, identity)
+    versions = scoring.library_versions(settings)
     cache_dir = Path(sm.params.cache) / scoring.CACHE_FORMAT / meta["identity_sha256"][:16]
 
     t0 = time.perf_counter()
     tok = scoring_model.load_tokenizer(model_dir)
     t_tok = time.perf_counter() - t0
-    model = LoadedOnce(model_dir)
-    shapes = checked_shapes(sm, ranked, queries, doc_text, tok, model, settings, meta, label, cache_dir)
+    model = LoadedOnce(lambda: scoring_model.load_scorer(model_dir, settings, sm.threads, derived))
+    shapes = checked_shapes(sm, ranked, queries, doc_text, tok, model, settings, identity, label, cache_dir)
     n_pairs = sum(len(v) for v in ranked.values())
     with tqdm(total=n_pairs, desc=f"cross-encoder pairs (shard {shard + 1}/{shards})", unit="pair") as bar:
         rows, counts = scoring.score_run(ranked, queries, doc_text, tok, model, settings,
-                                         meta["identity"], versions, scoring.ScoreCache(cache_dir),
+                                         identity, versions, scoring.ScoreCache(cache_dir),
                                          progress=bar.update, after_query=numerics.malloc_trim,
                                          fresh=bool(sm.params.fresh))
     write_tsv(sm.output.pairs, scoring.PAIR_HEADER,

@@ -13,7 +13,7 @@ import logging  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from rerank_study import beir, candidates, models, scoring, scoring_model, verification  # noqa: E402
+from rerank_study import backends, beir, candidates, models, scoring, scoring_model, verification  # noqa: E402
 from rerank_study.acquire import verified_path  # noqa: E402
 from rerank_study.errors import PipelineError  # noqa: E402
 from rerank_study.fileio import fmt_float, read_tsv, write_json  # noqa: E402
@@ -43,11 +43,13 @@ def main(sm):
     queries = beir.read_queries(verified_path(sm.input.queries, "queries.jsonl", pins))
     model_dir = Path(sm.input.model).parent
     meta = models.load_model_meta(model_dir)
+    derived, identity = backends.scorer_of(sm.input, settings, model_dir, meta)
     tok = scoring_model.load_tokenizer(model_dir)
     rows, counts = scoring.reinfer_batches(ranked, queries,
                                            {d: corpus[d].full_text for q in ranked for d in ranked[q]}, tok,
-                                           lambda: scoring_model.load_model(model_dir), settings,
-                                           meta["identity"], scoring.library_versions(), sample)
+                                           lambda: scoring_model.load_scorer(model_dir, settings, sm.threads,
+                                                                             derived), settings,
+                                           identity, scoring.library_versions(settings), sample)
     again = {(r["qid"], r["doc_id"]): (r["batch"], r["logit"]) for r in rows}
     pairs = verification.compare(sample, recorded, again)
     unequal = [p for p in pairs if not p["equal"]]

@@ -1,0 +1,84 @@
+"""A derived backend (``ce.backend``: ``onnx`` or ``onnx-int8``, docs/backends.md) as the audit sees it: the
+ANCHOR names it (the committed config and the config files the run's invocation gave, or the frozen
+protocol's scoring contract); the lock folder pins its file (``derived_pins.json`` -> ``backends.<backend>``,
+the entry whose source is the run's model). ``torch``, the model itself, adds nothing to any record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from problems import Unreadable
+from readers import sha256_of
+
+TORCH = "torch"
+DERIVED = ("onnx", "onnx-int8")
+# the scoring record's numerics of a derived backend (the pipeline's scoring.DERIVED_NUMERICS)
+DERIVED_NUMERICS = (
+    "ONNX Runtime CPU execution provider, ORT_ENABLE_ALL, sequential, one inter-op thread "
+    "(intra-op thread count: speed only)"
+)
+# recorded beside the model's libraries by a derived backend's run
+DERIVED_LIBRARIES = ("onnx", "onnxruntime")
+# the session the child runs the derived file with (the pipeline's backends.SESSION)
+SESSION = {
+    "graph_optimization_level": "ORT_ENABLE_ALL",
+    "execution_mode": "ORT_SEQUENTIAL",
+    "inter_op_num_threads": 1,
+}
+
+
+def backend_of(want) -> str:
+    """The anchor's backend (``settings.backend``; absent: the model itself)."""
+    return want.settings.get("backend", TORCH)
+
+
+def derived_pin(want, model_identity: str) -> dict | None:
+    """The lock folder's pin of the anchor's derived backend for the model ``model_identity`` (None:
+    torch)."""
+    name = backend_of(want)
+    if name == TORCH:
+        return None
+    pins = (want.anchor.lock("derived_pins.json").get("backends") or {}).get(name) or {}
+    found = [p for p in pins.values() if (p.get("source") or {}).get("identity") == model_identity]
+    if len(found) != 1:
+        raise Unreadable(
+            want.anchor.lockdir / "derived_pins.json",
+            f"must pin backend {name!r} of {model_identity} exactly once (backends.{name}); it "
+            f"pins it {len(found)} times",
+        )
+    return found[0]
+
+
+def scorer_identity(want, model_identity: str) -> str:
+    """What scored: the model's identity, with the derived backend's name and pinned file sha256 after it."""
+    pin = derived_pin(want, model_identity)
+    return model_identity if pin is None else f"{model_identity} {backend_of(want)}:sha256:{pin['sha256']}"
+
+
+def by_what(want) -> str:
+    """What re-infers: upstream predict, or ONNX Runtime on the anchor's derived backend's file."""
+    name = backend_of(want)
+    return ("sentence_transformers.CrossEncoder.predict" if name == TORCH
+            else f"ONNX Runtime, the derived file of backend {name!r}")
+
+
+def derived_job(run, want, au, derived_file, check: str):
+    """A derived backend's part of the re-inference job (its file, the pin's sha256, the session), None for
+    the model itself, False when the file (``--derived-file``) is not given or is not the lock folder's pin
+    (recorded in ``au`` under ``check``)."""
+    pin = derived_pin(want, run.manifest.get("model_identity"))
+    f = str(run.manifest_path)
+    if pin is None:
+        ok = au.check(check, derived_file is None, f, "--derived-file", "not given: the run's scorer is "
+                      "the model itself (no derived backend in the anchor)", str(derived_file))
+        return None if ok else False
+    if not au.check(check, derived_file is not None, f, "--derived-file", "the derived file of backend "
+                    f"{backend_of(want)!r} (the anchor's; docs/backends.md)", "not given"):
+        return False
+    path = Path(derived_file)
+    found = sha256_of(path) if path.is_file() else "missing"
+    if not au.check(check, found == pin["sha256"], str(path), f"sha256 (the lock folder's pin of backend "
+                    f"{backend_of(want)!r})", pin["sha256"], found):
+        return False
+    return {"backend": backend_of(want), "file": str(path.resolve()), "sha256": pin["sha256"],
+            "session": SESSION}

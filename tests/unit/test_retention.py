@@ -1,0 +1,132 @@
+"""Conclusion retention (rerank_study.retention): Kendall's tau-b, the top-k overlap and the largest
+|delta logit| against hand calculation; the paired interval of the difference and the changed verdicts on
+tables whose answer
+is known by construction; and the per-query table rebuilt from the committed stand-in reference's logits equal
+to the per-query table the pipeline committed beside them."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from conftest import full_mirror
+
+from rerank_study import analysis, beir, candidates, retention, splits
+from rerank_study.config import load_config, run_settings
+from rerank_study.fileio import read_tsv
+from rerank_study.grouping import evidence_groups
+from rerank_study.names import column
+
+ROOT = Path(__file__).resolve().parents[2]
+REFERENCE = ROOT / "lockfiles" / "reference" / "standin-dev"
+
+
+def test_agreement_of_two_scorers_by_hand():
+    ref = {"a": 3.0, "b": 2.0, "c": 1.0, "d": 0.0}
+    other = {"a": 3.0, "b": 1.0, "c": 2.0, "d": 0.5}
+    got = retention.query_agreement(ref, other, k=2)
+    # 6 pairs, one discordant (b, c): tau = (5 - 1) / 6; top 2: {a, b} against {a, c}
+    assert got["kendall_tau_b"] == pytest.approx(4 / 6, abs=1e-15)
+    assert got["top2_overlap"] == 0.5
+    assert got["max_abs_delta_logit"] == 1.0 and got["pairs_equal"] == 1 and got["pairs"] == 4
+
+
+def test_tau_is_tau_b_when_scores_tie():
+    # pairs (a,b): tied in ref only; (a,c): concordant; (b,c): tied in other only
+    # tau_b = (n_c - n_d) / sqrt((n0 - n1)(n0 - n2)) = 1 / sqrt(2 * 2)
+    got = retention.query_agreement({"a": 1.0, "b": 1.0, "c": 0.0}, {"a": 1.0, "b": 0.0, "c": 0.0}, k=1)
+    assert got["kendall_tau_b"] == pytest.approx(0.5, abs=1e-15)
+    with pytest.raises(ValueError, match="different candidates"):
+        retention.query_agreement({"a": 1.0}, {"b": 1.0}, k=1)
+
+
+def test_summary_over_queries():
+    ref = {"1": {"a": 2.0, "b": 1.0}, "2": {"a": 2.0, "b": 1.0, "c": 0.0}}
+    other = {"1": {"a": 1.0, "b": 2.0}, "2": {"a": 2.0, "b": 1.0, "c": 0.25}}
+    got = retention.logit_agreement(["1", "2"], ref, other, k=1)
+    assert got["kendall_tau_b"] == {"min": -1.0, "median": 0.0, "mean": 0.0}
+    assert got["top1_overlap"] == {"min": 0.0, "median": 0.5, "mean": 0.5}
+    assert got["max_abs_delta_logit"] == 1.0 and got["pairs_equal"] == 2 and got["pairs"] == 5
+
+
+def _plan(B=200):
+    return analysis.AnalysisPlan(
+        comparisons={"blend-ce": ("blend", "ce"), "ce-rrf": ("ce", "rrf")},
+        primary="blend-ce",
+        metric="ndcg@10",
+        B=B,
+        seed=7,
+        percentiles=(2.5, 97.5),
+        threshold=0.01,
+    )
+
+
+def _table(values):  # qid -> (rrf, ce, blend)
+    return {
+        q: {column(m, "ndcg@10"): v for m, v in zip(("rrf", "ce", "blend"), vals)}
+        for q, vals in values.items()
+    }
+
+
+def test_the_same_scorer_retains_everything_and_its_difference_is_exactly_zero():
+    t = _table({"1": (0.1, 0.2, 0.4), "2": (0.3, 0.2, 0.5), "3": (0.0, 0.1, 0.1), "4": (0.2, 0.6, 0.6)})
+    groups = [["1", "2"], ["3"], ["4"]]
+    got = retention.conclusion(list(t), groups, t, t, _plan(), {"ce-rrf": 0.02})
+    assert got["conclusion_retained"] and got["verdicts_changed"] == []
+    assert got["difference"]["mean"] == 0.0 and got["difference"]["grouped_interval"] == [0.0, 0.0]
+    assert got["reference"] == got["other"]
+
+
+def test_a_constant_shift_of_the_primary_delta_gives_that_shift_as_its_interval_and_flips_verdicts():
+    ref = _table({"1": (0.1, 0.2, 0.5), "2": (0.3, 0.2, 0.5), "3": (0.0, 0.1, 0.4), "4": (0.2, 0.6, 0.9)})
+    other = _table({q: (r["rrf_ndcg@10"], r["ce_ndcg@10"], r["ce_ndcg@10"]) for q, r in ref.items()})
+    # reference blend - ce = 0.3 for every query; other: 0 for every query -> the difference is -0.3 in every
+    # replicate of any draw
+    got = retention.conclusion(list(ref), [["1", "2"], ["3"], ["4"]], ref, other, _plan(), {})
+    assert got["difference"]["mean"] == pytest.approx(-0.3, abs=1e-12)
+    lo, hi = got["difference"]["grouped_interval"]
+    assert lo == pytest.approx(-0.3, abs=1e-12) and hi == pytest.approx(-0.3, abs=1e-12)
+    assert not got["difference"]["covers_0"] and not got["conclusion_retained"]
+    assert "blend-ce.grouped_covers_0" in got["verdicts_changed"]
+    assert "blend-ce.mean_reaches_threshold" in got["verdicts_changed"]
+    assert not any(v.startswith("ce-rrf.") for v in got["verdicts_changed"])  # ce is the same in both
+
+
+def test_a_guardrail_that_flips_is_a_changed_verdict():
+    ref = _table({"1": (0.5, 0.6, 0.6), "2": (0.5, 0.6, 0.6), "3": (0.5, 0.6, 0.6)})
+    other = _table({"1": (0.5, 0.4, 0.6), "2": (0.5, 0.4, 0.6), "3": (0.5, 0.4, 0.6)})
+    got = retention.conclusion(list(ref), [["1"], ["2"], ["3"]], ref, other, _plan(), {"ce-rrf": 0.02})
+    assert (
+        got["guardrails"]["reference"]["ce-rrf"]["pass"] and not got["guardrails"]["other"]["ce-rrf"]["pass"]
+    )
+    assert "guardrail ce-rrf.pass" in got["verdicts_changed"]
+
+
+@pytest.mark.slow
+def test_the_table_from_the_committed_reference_logits_is_its_committed_per_query_table():
+    data = full_mirror()
+    cfg = load_config(ROOT / "config" / "config.yaml")
+    qids = splits.read_split(ROOT / "lockfiles" / "splits" / "dev.txt")
+    cands = candidates.read_candidates(ROOT / "lockfiles" / "candidates" / "candidates.tsv")
+    qrels = beir.read_qrels(data / "qrels" / "train.tsv")
+    logits: dict = {}
+    for r in read_tsv(REFERENCE / "logits.tsv"):
+        logits.setdefault(r["qid"], {})[r["doc_id"]] = float(r["logit"])
+    table = retention.method_table(
+        qids, {q: cands[q] for q in qids}, logits, qrels, cfg["metrics"], cfg["blend"]["k"]
+    )
+    committed = {r["qid"]: r for r in read_tsv(REFERENCE / "per_query.tsv")}
+    assert list(committed) == qids
+    for q in qids:
+        for col, val in table[q].items():
+            want = committed[q][col]
+            assert (val is None and want == "") or math.isclose(float(want), val, rel_tol=0, abs_tol=0), (
+                q,
+                col,
+            )
+    plan = analysis.AnalysisPlan.from_settings(run_settings(cfg))
+    got = retention.conclusion(
+        qids, evidence_groups(qids, qrels), table, table, plan, cfg["evalstats"]["guardrails"]
+    )
+    assert got["conclusion_retained"] and got["difference"]["grouped_interval"] == [0.0, 0.0]

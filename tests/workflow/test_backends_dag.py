@@ -1,0 +1,145 @@
+"""A derived backend (ce.backend: onnx-int8, docs/backends.md) end to end on the fixture, as a user runs it:
+
+* ``repin=backend`` makes the stand-in's derived file in another process and writes the very pin committed in
+  lockfiles/derived_pins.json (same sha256, same recipe); a second ``repin=backend`` is refused;
+* the smoke run with the backend's config file scores, re-infers its own sample, passes its audit (whose own
+  re-inference runs the derived file with ONNX Runtime in its child) and writes the retention table against the
+  torch smoke run of the same fixture;
+* bad input stops before anything is scored: a derived file that is not its pin, a recipe whose runtime version
+  is not the installed one, a backend without a pin; the retention refuses to start without the torch run; the
+  audit refuses a backend run re-inferred without its derived file.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import DATA, FIXTURE, ROOT, run_snakemake
+
+BACKENDS = ROOT / "config" / "backends"
+RUN = "smoke-standin-onnx-int8"
+STANDIN_IDENTITY = json.loads((ROOT / "lockfiles" / "model_pins.json").read_text())["standin"]["identity_sha256"]
+COMMITTED = json.loads((ROOT / "lockfiles" / "derived_pins.json").read_text())["backends"]
+
+
+def backend_run(wd: Path, backend: str, *args: str, check: bool = True, **config):
+    """Snakemake on the fixture with the backend's committed config file over the fixture's."""
+    return run_snakemake(wd, "--configfile", str(DATA / "fixture_config.yaml"), str(BACKENDS / f"{backend}.yaml"),
+                         *args, config={"data_mirror": str(FIXTURE), "smoke": "true", **config}, check=check,
+                         fixture=False)
+
+
+def copy_world(src: Path, dest: Path, subs=("lockfiles", "resources", "results")) -> Path:
+    for sub in subs:
+        shutil.copytree(src / sub, dest / sub, symlinks=True)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def world(smoke_run, fixture_workdir, tmp_path_factory) -> Path:
+    """A copy of the fixture's work folder (the torch smoke run done); the backend pinned, then run."""
+    wd = copy_world(fixture_workdir, tmp_path_factory.mktemp("backend"))
+    backend_run(wd, "onnx-int8", repin="backend")
+    backend_run(wd, "onnx-int8")
+    return wd
+
+
+def test_repin_backend_writes_the_committed_pin_and_never_overwrites_it(world):
+    pins = json.loads((world / "lockfiles" / "derived_pins.json").read_text())["backends"]
+    assert pins["onnx-int8"][STANDIN_IDENTITY] == COMMITTED["onnx-int8"][STANDIN_IDENTITY]
+    again = backend_run(world, "onnx-int8", repin="backend", check=False)
+    assert again.returncode != 0 and "a pin is never overwritten" in again.stderr + again.stdout
+
+
+def test_the_backend_run_passes_its_audit_with_the_auditors_own_onnx_runtime_reinference(world):
+    rundir = world / "results" / RUN
+    audit = json.loads((rundir / "audit.json").read_text())
+    assert audit["ok"] is True, audit.get("failed_checks")
+    pin = COMMITTED["onnx-int8"][STANDIN_IDENTITY]
+    child = audit["info"]["reinfer"]["child"]
+    assert child["derived"]["sha256"] == pin["sha256"] and audit["info"]["reinfer"]["pairs"] > 0
+    manifest = json.loads((rundir / "manifest.json").read_text())
+    assert manifest["settings"]["backend"] == "onnx-int8"
+    labels = {line.split("\t")[-1] for line in (rundir / "pairs.tsv").read_text().splitlines()[1:]}
+    assert labels == {f"{manifest['model_identity']} onnx-int8:sha256:{pin['sha256']} "
+                      f"weights-sha256:{manifest['model_weights_sha256']}"}
+    assert json.loads((rundir / "verification.json").read_text())["all_equal"] is True
+
+
+def test_the_retention_table_compares_the_same_pairs_scored_by_torch_and_by_int8(world):
+    rec = json.loads((world / "results" / "retention" / RUN / "retention.json").read_text())
+    assert rec["runs"] == ["smoke-standin", RUN] and rec["backend"] == "onnx-int8"
+    torch_logits = {tuple(r.split("\t")[:2]): float(r.split("\t")[3])
+                    for r in (world / "results" / "smoke-standin" / "pairs.tsv").read_text().splitlines()[1:]}
+    int8_logits = {tuple(r.split("\t")[:2]): float(r.split("\t")[3])
+                   for r in (world / "results" / RUN / "pairs.tsv").read_text().splitlines()[1:]}
+    assert set(torch_logits) == set(int8_logits) and rec["agreement"]["pairs"] == len(torch_logits)
+    largest = max(abs(int8_logits[k] - torch_logits[k]) for k in torch_logits)
+    assert rec["agreement"]["max_abs_delta_logit"] == largest and 0 < largest < 0.05  # quantised, near
+    torch_summary = json.loads((world / "results" / "smoke-standin" / "summary.json").read_text())
+    primary = torch_summary["comparisons"][torch_summary["primary"]]
+    assert rec["conclusion"]["reference"]["primary_mean"] == primary["mean"]
+    assert rec["conclusion"]["reference"]["grouped_interval"] == primary["grouped_interval"]
+    assert "| conclusion retained |" in (world / "results" / "retention" / RUN / "retention.md").read_text()
+
+
+def _stops(proc, message: str) -> None:
+    out = proc.stdout + proc.stderr
+    workdir = Path(proc.args[proc.args.index("--directory") + 1])
+    logs = "".join(p.read_text(errors="replace") for p in workdir.rglob("*.log"))
+    assert proc.returncode != 0 and (message in out or message in logs), out[-3000:]
+
+
+def test_a_derived_file_that_is_not_its_pin_stops_before_scoring(world, tmp_path):
+    wd = copy_world(world, tmp_path)
+    derived = wd / "resources" / "models" / "standin-seed110-onnx-int8" / "model.onnx"
+    data = bytearray(derived.read_bytes())
+    data[-1] ^= 1
+    derived.write_bytes(bytes(data))
+    shard = wd / "results" / RUN / "shards" / "score-of-1" / "0.tsv"
+    before = shard.read_bytes()
+    _stops(backend_run(wd, "onnx-int8", "--forcerun", "score_shard", check=False),
+           "DERIVED FILE DIFFERS FROM ITS PIN")
+    assert not shard.exists() or shard.read_bytes() == before
+
+
+def test_a_recipe_whose_runtime_version_is_not_installed_stops_before_scoring(world, tmp_path):
+    wd = copy_world(world, tmp_path)
+    path = wd / "lockfiles" / "derived_pins.json"
+    pins = json.loads(path.read_text())
+    pins["backends"]["onnx-int8"][STANDIN_IDENTITY]["recipe"]["versions"]["onnxruntime"] = "1.0.0"
+    path.write_text(json.dumps(pins, indent=2, sort_keys=True) + "\n")
+    _stops(backend_run(wd, "onnx-int8", "--forcerun", "backend_model", check=False),
+           "RUNTIME VERSION DIFFERS FROM THE RECIPE")
+
+
+def test_a_backend_without_a_pin_stops_before_scoring(world, tmp_path):
+    wd = copy_world(world, tmp_path)
+    proc = backend_run(wd, "onnx", check=False)
+    _stops(proc, "NO PIN for backend 'onnx'")
+    assert not (wd / "results" / "smoke-standin-onnx" / "pairs.tsv").exists()
+
+
+def test_the_retention_refuses_to_start_without_the_torch_run(world, tmp_path):
+    wd = copy_world(world, tmp_path, subs=("lockfiles", "resources"))
+    proc = backend_run(wd, "onnx-int8", check=False)
+    _stops(proc, "RETENTION of backend 'onnx-int8'")
+    assert not (wd / "results").exists() or not any((wd / "results").iterdir())
+
+
+def test_the_audit_of_a_backend_run_without_its_derived_file_fails(world, tmp_path):
+    rundir = world / "results" / RUN
+    out = subprocess.run([sys.executable, "-I", "-S", "-B", str(ROOT / "scripts" / "audit"), str(rundir),
+                          "--lockdir", str(world / "lockfiles"), "--configfile", str(DATA / "fixture_config.yaml"),
+                          "--configfile", str(BACKENDS / "onnx-int8.yaml"), "--reinfer", "1", "--model-dir",
+                          str(world / "resources" / "models" / "standin-seed110"), "--reinfer-python",
+                          sys.executable, "--out", str(tmp_path / "audit.json")], capture_output=True, text=True)
+    assert out.returncode != 0
+    verdict = json.loads((tmp_path / "audit.json").read_text())
+    assert verdict["ok"] is False and "reinfer" in verdict["failed_checks"]
+    assert "--derived-file" in out.stdout + out.stderr
