@@ -2,12 +2,12 @@
 
 * ``repin=backend`` makes the stand-in's derived file in another process and writes the very pin committed in
   lockfiles/derived_pins.json (same sha256, same recipe); a second ``repin=backend`` is refused;
-* the smoke run with the backend's config file scores, re-infers its own sample, passes its audit (whose own
-  re-inference runs the derived file with ONNX Runtime in its child) and writes the retention table against the
-  torch smoke run of the same fixture;
-* bad input stops before anything is scored: a derived file that is not its pin, a recipe whose runtime version
-  is not the installed one, a backend without a pin; the retention refuses to start without the torch run; the
-  audit refuses a backend run re-inferred without its derived file.
+* the smoke run with the backend's config file scores, re-infers its own sample, passes its audit (whose
+  own re-inference runs the derived file with ONNX Runtime in its child) and writes the retention table
+  against the torch smoke run of the same fixture;
+* bad input stops before anything is scored: a derived file that is not its pin, a recipe whose runtime
+  version is not the installed one, a backend without a pin; the retention refuses to start without the torch
+  run; the audit refuses a backend run re-inferred without its derived file.
 """
 
 from __future__ import annotations
@@ -23,14 +23,15 @@ from conftest import DATA, FIXTURE, ROOT, run_snakemake
 
 BACKENDS = ROOT / "config" / "backends"
 RUN = "smoke-standin-onnx-int8"
-STANDIN_IDENTITY = json.loads((ROOT / "lockfiles" / "model_pins.json").read_text())["standin"]["identity_sha256"]
+STANDIN_IDENTITY = json.loads((ROOT / "lockfiles" / "model_pins.json").read_text())["standin"][
+    "identity_sha256"]
 COMMITTED = json.loads((ROOT / "lockfiles" / "derived_pins.json").read_text())["backends"]
 
 
 def backend_run(wd: Path, backend: str, *args: str, check: bool = True, **config):
     """Snakemake on the fixture with the backend's committed config file over the fixture's."""
-    return run_snakemake(wd, "--configfile", str(DATA / "fixture_config.yaml"), str(BACKENDS / f"{backend}.yaml"),
-                         *args, config={"data_mirror": str(FIXTURE), "smoke": "true", **config}, check=check,
+    return run_snakemake(wd, "--configfile", str(DATA / "fixture_config.yaml"),
+                         str(BACKENDS / f"{backend}.yaml"), *args, config={"data_mirror": str(FIXTURE), "smoke": "true", **config}, check=check,
                          fixture=False)
 
 
@@ -135,8 +136,9 @@ def test_the_retention_refuses_to_start_without_the_torch_run(world, tmp_path):
 def test_the_audit_of_a_backend_run_without_its_derived_file_fails(world, tmp_path):
     rundir = world / "results" / RUN
     out = subprocess.run([sys.executable, "-I", "-S", "-B", str(ROOT / "scripts" / "audit"), str(rundir),
-                          "--lockdir", str(world / "lockfiles"), "--configfile", str(DATA / "fixture_config.yaml"),
-                          "--configfile", str(BACKENDS / "onnx-int8.yaml"), "--reinfer", "1", "--model-dir",
+                          "--lockdir", str(world / "lockfiles"), "--configfile",
+                          str(DATA / "fixture_config.yaml"), "--configfile", str(BACKENDS / "onnx-int8.yaml"),
+                          "--reinfer", "1", "--model-dir",
                           str(world / "resources" / "models" / "standin-seed110"), "--reinfer-python",
                           sys.executable, "--out", str(tmp_path / "audit.json")], capture_output=True, text=True)
     assert out.returncode != 0
