@@ -31,7 +31,8 @@ COMMITTED = json.loads((ROOT / "lockfiles" / "derived_pins.json").read_text())["
 def backend_run(wd: Path, backend: str, *args: str, check: bool = True, **config):
     """Snakemake on the fixture with the backend's committed config file over the fixture's."""
     return run_snakemake(wd, "--configfile", str(DATA / "fixture_config.yaml"),
-                         str(BACKENDS / f"{backend}.yaml"), *args, config={"data_mirror": str(FIXTURE), "smoke": "true", **config}, check=check,
+                         str(BACKENDS / f"{backend}.yaml"), *args,
+                         config={"data_mirror": str(FIXTURE), "smoke": "true", **config}, check=check,
                          fixture=False)
 
 
@@ -140,7 +141,8 @@ def test_the_audit_of_a_backend_run_without_its_derived_file_fails(world, tmp_pa
                           str(DATA / "fixture_config.yaml"), "--configfile", str(BACKENDS / "onnx-int8.yaml"),
                           "--reinfer", "1", "--model-dir",
                           str(world / "resources" / "models" / "standin-seed110"), "--reinfer-python",
-                          sys.executable, "--out", str(tmp_path / "audit.json")], capture_output=True, text=True)
+                          sys.executable, "--out", str(tmp_path / "audit.json")], capture_output=True,
+                         text=True)
     assert out.returncode != 0
     verdict = json.loads((tmp_path / "audit.json").read_text())
     assert verdict["ok"] is False and "reinfer" in verdict["failed_checks"]
