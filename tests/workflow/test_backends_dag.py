@@ -132,6 +132,12 @@ def test_the_retention_refuses_to_start_without_the_torch_run(world, tmp_path):
     proc = backend_run(wd, "onnx-int8", check=False)
     _stops(proc, "RETENTION of backend 'onnx-int8'")
     assert not (wd / "results").exists() or not any((wd / "results").iterdir())
+    # the run's audit alone needs no torch run: the DAG up to it is built (a dry run)
+    audit_only = run_snakemake(wd, "--configfile", str(DATA / "fixture_config.yaml"),
+                               str(BACKENDS / "onnx-int8.yaml"), "-n",
+                               config={"data_mirror": str(FIXTURE), "smoke": "true"}, fixture=False,
+                               targets=(str(wd / "results" / RUN / "audit.json"),))
+    assert "audit" in audit_only.stdout
 
 
 def test_the_audit_of_a_backend_run_without_its_derived_file_fails(world, tmp_path):
