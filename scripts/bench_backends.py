@@ -36,9 +36,9 @@ def scorer(threads):
     if backend == "torch":
         torch.set_num_threads(threads)
         return scoring_model.load_model(folder)
-    path, _ = backends.ready(folder, backend, arch, sys.argv[1] + "/lockfiles/derived_pins.json",
+    data, _ = backends.ready(folder, backend, arch, sys.argv[1] + "/lockfiles/derived_pins.json",
                              ARGS["models"] + f"/bench-standin-{backend}/" + backends.FILE)
-    return backends.OrtClassifier(path, threads)
+    return backends.OrtClassifier(data, threads)
 
 
 def score(model, which):

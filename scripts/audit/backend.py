@@ -39,14 +39,32 @@ def derived_pin(want, model_identity: str) -> dict | None:
     if name == TORCH:
         return None
     pins = (want.anchor.lock("derived_pins.json").get("backends") or {}).get(name) or {}
-    found = [p for p in pins.values() if (p.get("source") or {}).get("identity") == model_identity]
+    found = [(k, p) for k, p in pins.items() if (p.get("source") or {}).get("identity") == model_identity]
+    where = want.anchor.lockdir / "derived_pins.json"
     if len(found) != 1:
-        raise Unreadable(
-            want.anchor.lockdir / "derived_pins.json",
-            f"must pin backend {name!r} of {model_identity} exactly once (backends.{name}); it "
-            f"pins it {len(found)} times",
-        )
-    return found[0]
+        raise Unreadable(where, f"must pin backend {name!r} of {model_identity} exactly once "
+                                f"(backends.{name}); it pins it {len(found)} times")
+    key, pin = found[0]
+    problem = slot_problem(name, key, pin)
+    if problem:
+        raise Unreadable(where, f"backends.{name}.{key}: {problem} (a pin must be of its slot)")
+    return pin
+
+
+def slot_problem(name: str, key: str, pin: dict) -> str | None:
+    """Why a pin filed under backend ``name`` and key ``key`` is not of that slot: its recipe is another
+    backend's (its name, its steps: export and fusion, then quantisation for int8 only), or its key is not its
+    source's identity sha256."""
+    recipe = pin.get("recipe") or {}
+    steps = [s.get("step") for s in recipe.get("steps") or []]
+    want = ["export", "fusion"] + (["quantisation"] if name == "onnx-int8" else [])
+    if recipe.get("backend") != name:
+        return f"its recipe is backend {recipe.get('backend')!r}'s"
+    if steps != want:
+        return f"its recipe's steps are {steps}, backend {name!r} has {want}"
+    if (pin.get("source") or {}).get("identity_sha256") != key:
+        return f"its source's identity sha256 is {(pin.get('source') or {}).get('identity_sha256')}"
+    return None
 
 
 def scorer_identity(want, model_identity: str) -> str:

@@ -103,7 +103,7 @@ def test_logits_are_the_same_bits_at_1_2_and_4_threads_and_on_repetition(derived
 
 def test_a_derived_file_that_differs_from_its_pin_stops(derived, tmp_path):
     pin = {"sha256": sha256_file(derived["onnx"])}
-    assert backends.verify_derived(derived["onnx"], pin, "derived_pins.json") == pin["sha256"]
+    assert backends.verify_derived(derived["onnx"], pin, "derived_pins.json") == derived["onnx"].read_bytes()
     bad = tmp_path / "model.onnx"
     data = bytearray(derived["onnx"].read_bytes())
     data[-1] ^= 1
@@ -156,3 +156,17 @@ def test_the_pin_names_its_source_recipe_and_file_and_is_found_by_source(derived
     assert backends.pin_of(pins, "onnx-int8", meta["identity_sha256"], "p.json") == pin
     with pytest.raises(BackendError, match="NO PIN for backend 'onnx'.*repin=backend"):
         backends.pin_of(pins, "onnx", meta["identity_sha256"], "p.json")
+
+
+def test_a_pin_must_be_of_its_slot(derived, tiny_models):
+    src = tiny_models[1]
+    meta = {"identity": "tiny", "identity_sha256": "ab" * 32, "weights_sha256": "cd" * 32}
+    fp32 = backends.pin_entry("onnx", meta, _arch(src), derived["onnx"])
+    backends.check_slot(fp32, "onnx", meta, _arch(src), "p.json")  # its own slot
+    slot = "(?s)PIN NOT OF ITS SLOT.*backend: pinned 'onnx', this slot's recipe gives 'onnx-int8'"
+    with pytest.raises(BackendError, match=slot):
+        backends.check_slot(fp32, "onnx-int8", meta, _arch(src), "p.json")  # the fp32 pin filed as int8
+    with pytest.raises(BackendError, match="source: pinned"):
+        backends.check_slot(fp32, "onnx", {**meta, "weights_sha256": "ef" * 32}, _arch(src), "p.json")
+    with pytest.raises(BackendError, match="steps"):
+        backends.check_slot(fp32, "onnx", meta, {**_arch(src), "num_attention_heads": 4}, "p.json")

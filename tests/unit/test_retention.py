@@ -130,3 +130,35 @@ def test_the_table_from_the_committed_reference_logits_is_its_committed_per_quer
         qids, evidence_groups(qids, qrels), table, table, plan, cfg["evalstats"]["guardrails"]
     )
     assert got["conclusion_retained"] and got["difference"]["grouped_interval"] == [0.0, 0.0]
+
+
+def _side(settings, labels, derived=None, asked=True):
+    stage = {"asked": asked, "pairs": 20 if asked else None, "note": None if asked else "not asked for",
+             "child": {"derived": {"sha256": derived}} if derived else {}}
+    return {"manifest": {"model_identity": "M", "model_weights_sha256": "W", "scorer": "stand-in",
+                         "lockdir": "../../lockfiles", "kind": "development", "settings": settings},
+            "verdict": {"ok": True, "info": {"reinfer": stage}}, "labels": set(labels)}
+
+
+TORCH_LABEL, INT8_LABEL = "M weights-sha256:W", "M onnx-int8:sha256:P weights-sha256:W"
+
+
+def test_the_two_sides_must_be_the_torch_run_and_the_backend_run_of_one_model_each_reinferred():
+    torch_side = _side({"max_length": 512}, [TORCH_LABEL])
+    int8_side = _side({"max_length": 512, "backend": "onnx-int8"}, [INT8_LABEL], derived="P")
+    assert retention.side_problems("onnx-int8", "P", torch_side, int8_side) == []
+    # a torch run named as the backend's run: its settings and labels name no backend
+    relabelled = _side({"max_length": 512}, [TORCH_LABEL])
+    got = retention.side_problems("onnx-int8", "P", torch_side, relabelled)
+    assert any("settings name backend None" in p for p in got) and any("scored by" in p for p in got)
+    assert any("re-inferred with derived file None" in p for p in got)
+    # a passing audit that re-inferred nothing
+    unchecked = _side({"max_length": 512, "backend": "onnx-int8"}, [INT8_LABEL], asked=False)
+    got = retention.side_problems("onnx-int8", "P", torch_side, unchecked)
+    assert any("re-inferred nothing" in p for p in got)
+    # another file than the pin, another model, a torch side that names a backend
+    assert retention.side_problems("onnx-int8", "Q", torch_side, int8_side)
+    other_model = {**torch_side, "manifest": {**torch_side["manifest"], "model_identity": "N"}}
+    got = retention.side_problems("onnx-int8", "P", other_model, int8_side)
+    assert any("model_identity" in p for p in got)
+    assert retention.side_problems("onnx-int8", "P", int8_side, int8_side)

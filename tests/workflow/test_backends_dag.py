@@ -153,3 +153,34 @@ def test_the_audit_of_a_backend_run_without_its_derived_file_fails(world, tmp_pa
     verdict = json.loads((tmp_path / "audit.json").read_text())
     assert verdict["ok"] is False and "reinfer" in verdict["failed_checks"]
     assert "--derived-file" in out.stdout + out.stderr
+
+
+def test_a_torch_run_in_the_backends_folder_is_refused_by_the_retention(world, tmp_path):
+    """The red team's relabelling: a torch run named as the backend's run, then the retention alone."""
+    wd = copy_world(world, tmp_path)
+    shutil.rmtree(wd / "results" / RUN)
+    shutil.rmtree(wd / "results" / "retention")
+    run_snakemake(wd, config={"smoke": "true", "run_name": RUN})  # a torch run, its audit passes
+    proc = backend_run(wd, "onnx-int8", "--rerun-triggers", "mtime", check=False)
+    _stops(proc, "NOT THE TORCH AND THE onnx-int8 RUN OF ONE MODEL")
+    assert not (wd / "results" / "retention" / RUN / "retention.json").exists()
+
+
+def test_a_backend_on_the_command_line_is_refused_at_start(world, tmp_path):
+    wd = copy_world(world, tmp_path, subs=("lockfiles",))
+    proc = run_snakemake(wd, "-n", config={"smoke": "true", "ce": "{backend: onnx-int8}"}, check=False)
+    _stops(proc, "a backend is set by its committed config file")
+
+
+def test_the_audit_refuses_a_pin_filed_under_another_backend(world, tmp_path):
+    """The red team's slot swap: the fp32 pin filed under onnx-int8 (and the fp32 file in its place)."""
+    wd = copy_world(world, tmp_path, subs=("lockfiles",))
+    path = wd / "lockfiles" / "derived_pins.json"
+    pins = json.loads(path.read_text())
+    pins["backends"]["onnx-int8"][STANDIN_IDENTITY] = COMMITTED["onnx"][STANDIN_IDENTITY]
+    path.write_text(json.dumps(pins, indent=2, sort_keys=True) + "\n")
+    out = subprocess.run([sys.executable, "-I", "-S", "-B", str(ROOT / "scripts" / "audit"),
+                          str(world / "results" / RUN), "--lockdir", str(wd / "lockfiles"), "--configfile",
+                          str(DATA / "fixture_config.yaml"), "--configfile", str(BACKENDS / "onnx-int8.yaml"),
+                          "--out", str(tmp_path / "audit.json")], capture_output=True, text=True)
+    assert out.returncode != 0 and "a pin must be of its slot" in out.stdout + out.stderr

@@ -33,7 +33,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from .errors import PipelineError
-from .fileio import read_json, sha256_file, write_json
+from .fileio import read_json, sha256_bytes, sha256_file, write_json
 from .models import load_model_meta
 from .names import TORCH_BACKEND
 
@@ -143,9 +143,11 @@ def check_versions(pin: Mapping, what: str) -> None:
             )
 
 
-def verify_derived(path, pin: Mapping, pins_path) -> str:
-    """The derived file's sha256 must be its pin's; returns it."""
-    found = sha256_file(path) if Path(path).is_file() else "missing"
+def verify_derived(path, pin: Mapping, pins_path) -> bytes:
+    """The derived file read ONCE; its sha256 must be its pin's; returns the bytes that were hashed (what is
+    then loaded: the file is never opened again)."""
+    data = Path(path).read_bytes() if Path(path).is_file() else None
+    found = "missing" if data is None else sha256_bytes(data)
     if found != pin["sha256"]:
         raise BackendError(
             f"DERIVED FILE DIFFERS FROM ITS PIN: {path}\n  sha256 expected: {pin['sha256']} "
@@ -153,7 +155,7 @@ def verify_derived(path, pin: Mapping, pins_path) -> str:
             "made again by the pinned recipe); if it differs again, this machine's libraries do "
             "not reproduce the recipe: nothing was scored with it."
         )
-    return found
+    return data
 
 
 def pin_of(pins: Mapping, backend: str, source_identity_sha256: str, pins_path) -> dict:
@@ -166,6 +168,24 @@ def pin_of(pins: Mapping, backend: str, source_identity_sha256: str, pins_path) 
             f"with repin=backend (the file's sha256 and its recipe are then committed)."
         )
     return dict(pin)
+
+
+def check_slot(pin: Mapping, backend: str, meta: Mapping, arch: Mapping, pins_path) -> None:
+    """A pin must be what its slot says: made from THIS model (its source) by THIS backend's recipe for this
+    architecture (every step, the session; the versions are check_versions'), of the file name the recipe
+    writes."""
+    want, found = recipe(backend, arch), pin.get("recipe") or {}
+    source = {k: meta[k] for k in ("identity", "identity_sha256", "weights_sha256")}
+    problems = [f"{key}: pinned {found.get(key)!r}, this slot's recipe gives {want[key]!r}"
+                for key in ("backend", "steps", "session") if found.get(key) != want[key]]
+    if pin.get("source") != source:
+        problems.append(f"source: pinned {pin.get('source')}, the model is {source}")
+    if pin.get("file") != FILE:
+        problems.append(f"file: pinned {pin.get('file')!r}, the recipe writes {FILE!r}")
+    if problems:
+        raise BackendError(f"PIN NOT OF ITS SLOT: {pins_path} backends.{backend}.{meta['identity_sha256']}:"
+                           "\n  " + "\n  ".join(problems) + "\n  fix: restore the committed lock folder, or "
+                           "re-pin with repin=backend (the entry is then made by the recipe).")
 
 
 def pin_entry(backend: str, source_meta: Mapping, arch: Mapping, path) -> dict:
@@ -183,20 +203,23 @@ def pin_entry(backend: str, source_meta: Mapping, arch: Mapping, path) -> dict:
     }
 
 
-def ready(model_dir, backend: str, arch: Mapping, pins_path, dest) -> tuple[Path, str]:
-    """The verified derived file of ``backend`` for the verified folder ``model_dir`` and its sha256: its pin
-    found, the libraries checked against the recipe, the file made into ``dest`` when absent (by the recipe,
-    never without its pin) and its sha256 checked against the pin. Everything before scoring."""
+def ready(model_dir, backend: str, arch: Mapping, pins_path, dest) -> tuple[bytes, str]:
+    """The verified derived file of ``backend`` for the verified folder ``model_dir`` (its bytes, read once)
+    and its sha256: its pin found and of its slot, the libraries checked against the recipe, the file made
+    into ``dest`` when absent (by the recipe, never without its pin) and its sha256 checked against the pin.
+    Everything before scoring."""
     meta = load_model_meta(model_dir)
     pin = pin_of(read_json(pins_path), backend, meta["identity_sha256"], pins_path)
     check_versions(pin, f"backend {backend!r} of {meta['identity']} ({pins_path})")
+    check_slot(pin, backend, meta, arch, pins_path)
     if not Path(dest).is_file():
         derive(model_dir, backend, arch, dest)
-    return Path(dest), verify_derived(dest, pin, pins_path)
+    return verify_derived(dest, pin, pins_path), pin["sha256"]
 
 
-def scorer_of(rule_input, settings, model_dir, meta: Mapping) -> tuple[Path | None, str]:
-    """(the verified derived file or None, the scorer's identity) of a scoring rule: a derived backend's file
+def scorer_of(rule_input, settings, model_dir, meta: Mapping) -> tuple[bytes | None, str]:
+    """(the verified derived file's bytes or None, the scorer's identity) of a scoring rule: a derived
+    backend's file
     (input ``backend_model``) is checked against its pin (``derived_pins``) and its recipe's library versions
     before anything is scored; the architecture is the pinned one (``model_pins``)."""
     from .scoring import scorer_identity
@@ -204,8 +227,8 @@ def scorer_of(rule_input, settings, model_dir, meta: Mapping) -> tuple[Path | No
     if not settings.derived:
         return None, scorer_identity(meta)
     arch = read_json(rule_input.model_pins)["cross_encoder"]["architecture"]
-    path, sha = ready(model_dir, settings.backend, arch, rule_input.derived_pins, rule_input.backend_model)
-    return path, scorer_identity(meta, settings.backend, sha)
+    data, sha = ready(model_dir, settings.backend, arch, rule_input.derived_pins, rule_input.backend_model)
+    return data, scorer_identity(meta, settings.backend, sha)
 
 
 def pinned_identity(settings, meta: Mapping, pins_path) -> str:
@@ -334,8 +357,9 @@ class _WithHidden:
 
 
 # ----------------------------------------------------------------------------------- running one --
-def session(path, threads: int):
-    """An ONNX Runtime session of the derived file with the recipe's settings."""
+def session(model, threads: int):
+    """An ONNX Runtime session of the derived file (its verified bytes, or a path) with the recipe's
+    settings."""
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
@@ -343,7 +367,8 @@ def session(path, threads: int):
     opts.inter_op_num_threads = SESSION["inter_op_num_threads"]
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return ort.InferenceSession(str(path), opts, providers=[SESSION["provider"]])
+    source = model if isinstance(model, bytes) else str(model)
+    return ort.InferenceSession(source, opts, providers=[SESSION["provider"]])
 
 
 class OrtClassifier:
@@ -351,8 +376,8 @@ class OrtClassifier:
     attention_mask=..., output_hidden_states=...)`` with torch tensors gives ``.logits`` (float32) and,
     when asked, ``.hidden_states`` (the last one only, which is all the shape check reads)."""
 
-    def __init__(self, path, threads: int, relevance_index: int | None = None):
-        self.session, self.relevance_index = session(path, threads), relevance_index
+    def __init__(self, model, threads: int, relevance_index: int | None = None):
+        self.session, self.relevance_index = session(model, threads), relevance_index
         # what the file says of itself (the shape check compares it): its hidden state's fixed last axis
         hidden = next(o for o in self.session.get_outputs() if o.name == "last_hidden_state")
         self.config = SimpleNamespace(hidden_size=hidden.shape[-1])

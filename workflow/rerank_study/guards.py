@@ -46,6 +46,18 @@ def check_invocation(cfg: dict, repin: set, confirm: bool) -> None:
         raise ConfigError("a confirmation opening analyses the whole confirmation set: drop smoke=true")
 
 
+def check_backend_source(command_line: dict) -> None:
+    """``ce.backend`` comes from a committed config file (``--configfile config/backends/<backend>.yaml``, or
+    a study file), never from ``--config``: the audit's anchor is the committed files, so a backend given on
+    the command line would score a whole run that its audit then fails."""
+    ce = command_line.get("ce")
+    backend = ce.get("backend") if isinstance(ce, dict) else None
+    if backend is not None:
+        raise ConfigError(f"--config ce={{backend: {backend}}}: a backend is set by its committed config "
+                          "file, which the audit reads too. Fix: --configfile config/backends/"
+                          f"{backend}.yaml (and drop it from --config).")
+
+
 def _require(path: Path, what: str, repin_key: str, lockdir) -> None:
     if not path.exists():
         raise MissingInputError(f"MISSING {what}: {path} does not exist. It is a committed input of the "

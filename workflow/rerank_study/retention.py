@@ -145,6 +145,35 @@ def conclusion(
     }
 
 
+def side_problems(backend: str, pin_sha256: str, ref: Mapping, other: Mapping) -> list[str]:
+    """Why two audited runs are not the torch run and the ``backend`` run of ONE model: each side is
+    ``{"manifest", "verdict", "labels"}`` (its audited manifest, its audit verdict, the set of its pairs'
+    model labels). The torch side names no backend; the other names ``backend`` and its pinned file; both
+    audits re-inferred a sample, the backend's with exactly that file."""
+    mr, mo = ref["manifest"], other["manifest"]
+    same = ("model_identity", "model_weights_sha256", "scorer", "lockdir", "kind")
+    out = [f"manifest {k}: {mr.get(k)!r} (torch) against {mo.get(k)!r}"
+           for k in same if mr.get(k) != mo.get(k)]
+    if "backend" in mr.get("settings", {}):
+        out.append(f"the torch side's settings name backend {mr['settings']['backend']!r}")
+    if mo.get("settings", {}).get("backend") != backend:
+        out.append(f"the {backend} side's settings name backend {mo.get('settings', {}).get('backend')!r}")
+    model, weights = mr.get("model_identity"), mr.get("model_weights_sha256")
+    derived_label = f"{model} {backend}:sha256:{pin_sha256} weights-sha256:{weights}"
+    torch_label = f"{model} weights-sha256:{weights}"
+    for name, side, want in (("torch", ref, torch_label), (backend, other, derived_label)):
+        if side["labels"] != {want}:
+            out.append(f"the {name} side's pairs were scored by {sorted(side['labels'])[:2]}, not {want!r}")
+    for name, side, derived in (("torch", ref, None), (backend, other, pin_sha256)):
+        stage = (side["verdict"].get("info") or {}).get("reinfer") or {}
+        if not (stage.get("asked") and stage.get("pairs")):
+            out.append(f"the {name} side's audit re-inferred nothing (info.reinfer: {stage.get('note')!r})")
+        ran = ((stage.get("child") or {}).get("derived") or {}).get("sha256")
+        if stage.get("asked") and ran != derived:
+            out.append(f"the {name} side's audit re-inferred with derived file {ran!r}, not {derived!r}")
+    return out
+
+
 def _primary(summary: Mapping, primary: str) -> dict:
     c = summary["comparisons"][primary]
     return {

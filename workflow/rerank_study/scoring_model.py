@@ -55,14 +55,14 @@ def label_index(model_dir) -> int | None:
     return json.loads(meta.read_text(encoding="utf-8")).get("label_index") if meta.exists() else None
 
 
-def load_scorer(model_dir, settings: ScoringSettings, threads: int, derived_file=None):
-    """What computes the logits: the model itself, or (a derived backend) its verified derived file run by
-    ONNX Runtime behind the same call (``backends.OrtClassifier``)."""
+def load_scorer(model_dir, settings: ScoringSettings, threads: int, derived=None):
+    """What computes the logits: the model itself, or (a derived backend) its verified derived file's bytes
+    run by ONNX Runtime behind the same call (``backends.OrtClassifier``)."""
     if not settings.derived:
         return load_model(model_dir)
     from .backends import OrtClassifier
 
-    return OrtClassifier(derived_file, threads, label_index(model_dir))
+    return OrtClassifier(derived, threads, label_index(model_dir))
 
 
 def load_cross_encoder(model_dir):

@@ -19,6 +19,8 @@ LOCK = config["lockdir"]
 REPIN = repin_set(config)  # explicit re-pinning only (freeze_* targets); empty for every analysis run
 CONFIRM = bool(config["unseal"])
 _checked(_guards.check_invocation, config, REPIN, CONFIRM)
+# a derived backend is set by a committed config file (which the audit reads as its anchor), never by --config
+_checked(_guards.check_backend_source, workflow.config_settings.config)  # the --config values alone
 # an opening: the repository's own lock folder (or a labelled test fixture), no repin, frozen settings, pins and
 # method, a tree equal to its commit, the locked environment, no look the ledgers do not know
 UNSEAL = _checked(_seal_guard.check_unseal, config, LOCK, workflow.basedir) if CONFIRM else None

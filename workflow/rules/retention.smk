@@ -17,9 +17,10 @@ if DERIVED and not CONFIRM and not REPIN:
                                 f"{TORCH_RUNDIR}/audit.json). Fix: run it first, with the same --config but without "
                                 "the backend's --configfile; or ask for this run's audit alone: snakemake "
                                 f"{RUNDIR}/audit.json (with this invocation's options).")
-        return {f"{side}_{key}": f"{rundir}/{name}" for side, rundir in (("torch", TORCH_RUNDIR), ("backend", RUNDIR))
-                for key, name in (("audit", "audit.json"), ("manifest", "manifest.json"),
-                                  ("per_query", "per_query.tsv"), ("pairs", "pairs.tsv"), ("groups", "groups.tsv"))}
+        files = {f"{side}_{key}": f"{rundir}/{name}" for side, rundir in (("torch", TORCH_RUNDIR), ("backend", RUNDIR))
+                 for key, name in (("audit", "audit.json"), ("manifest", "manifest.json"),
+                                   ("per_query", "per_query.tsv"), ("pairs", "pairs.tsv"), ("groups", "groups.tsv"))}
+        return {**files, "derived_pins": P["derived_pins"]}  # the backend's pinned file (both audits' subject)
 
     rule retention:
         """The torch run's and this run's audited files (each read once against its audited manifest): both analyses

@@ -14,10 +14,9 @@ log = logging.getLogger("backend_model")
 
 def main(sm):
     arch = read_json(sm.input.model_pins)["cross_encoder"]["architecture"]
-    path, sha = backends.ready(
-        Path(sm.input.model).parent, sm.params.backend, arch, sm.input.derived_pins, sm.output[0]
-    )
-    log.info("derived %s: %s (sha256 %s, its pin's)", sm.params.backend, path, sha)
+    _, sha = backends.ready(Path(sm.input.model).parent, sm.params.backend, arch, sm.input.derived_pins,
+                            sm.output[0])
+    log.info("derived %s: %s (sha256 %s, its pin's)", sm.params.backend, sm.output[0], sha)
 
 
 if __name__ == "__main__":

@@ -29,9 +29,9 @@ def side(sm, which: str, run_name: str) -> dict:
         k: audited.listed(man, k, getattr(sm.input, f"{which}_{k}"), what)
         for k in ("per_query", "pairs", "groups")
     }
-    rows = read_tsv(files["per_query"])
+    rows, pairs = read_tsv(files["per_query"]), read_tsv(files["pairs"])
     logits: dict = {}
-    for r in read_tsv(files["pairs"]):
+    for r in pairs:
         logits.setdefault(r["qid"], {})[r["doc_id"]] = float(r["logit"])
     return {
         "manifest": read_json(man),
@@ -40,6 +40,8 @@ def side(sm, which: str, run_name: str) -> dict:
         "logits": logits,
         "groups": run_tables.read_groups(files["groups"])[1],
         "name": run_name,
+        "verdict": verdict,
+        "labels": {r["model"] for r in pairs},
     }
 
 
@@ -108,9 +110,26 @@ def markdown(rec: dict) -> str:
     return "\n".join(head + [f"| {k} | {x} | {y} |" for k, x, y in rows]) + "\n"
 
 
+def pinned_sha256(pins_path, backend: str, model_identity: str) -> str:
+    """The sha256 the lock folder pins for ``backend`` of the model ``model_identity``."""
+    found = [p["sha256"] for p in ((read_json(pins_path).get("backends") or {}).get(backend) or {}).values()
+             if (p.get("source") or {}).get("identity") == model_identity]
+    if len(found) != 1:
+        raise PipelineError(f"{pins_path}: pins backend {backend!r} of {model_identity} {len(found)} times "
+                            "(exactly once expected): restore the committed lock folder.")
+    return found[0]
+
+
 def main(sm):
     ref, other = (side(sm, w, n) for w, n in zip(("torch", "backend"), sm.params.runs))
     check_comparable(ref, other)
+    pin = pinned_sha256(sm.input.derived_pins, sm.params.backend, ref["manifest"].get("model_identity"))
+    problems = retention.side_problems(sm.params.backend, pin, ref, other)
+    if problems:
+        raise PipelineError(f"NOT THE TORCH AND THE {sm.params.backend} RUN OF ONE MODEL: "
+                            f"{sm.params.runs}:\n  " + "\n  ".join(problems) + "\n  fix: run both "
+                            "with the README's command (the backend's run with its --configfile), each to "
+                            "its audit with its re-inference; nothing was written.")
     settings = ref["manifest"]["settings"]
     plan = analysis.AnalysisPlan.from_settings(settings)
     rec = {
