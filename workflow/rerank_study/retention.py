@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from scipy.stats import kendalltau
 
 from . import analysis, metrics, names
 from . import bootstrap as bs
+from .errors import PipelineError
 from .grouping import group_ids
 from .ranking import order_by_score, rerank_query
 
@@ -172,6 +174,22 @@ def side_problems(backend: str, pin_sha256: str, ref: Mapping, other: Mapping) -
         if stage.get("asked") and ran != derived:
             out.append(f"the {name} side's audit re-inferred with derived file {ran!r}, not {derived!r}")
     return out
+
+
+def rule_inputs(torch_rundir: str, rundir: str, derived_pins: str, backend: str) -> dict:
+    """Rule retention's inputs: both runs' audited files and the lock folder's pins; the torch run must exist
+    (it is read, never made, by the backend's invocation)."""
+    if not Path(f"{torch_rundir}/audit.json").is_file():
+        raise PipelineError(f"RETENTION of backend {backend!r} compares this run with the fp32 torch run of "
+                            f"the same study, queries and candidates, {torch_rundir}, which does not exist "
+                            f"(no {torch_rundir}/audit.json). Fix: run it first, with the same --config but "
+                            "without the backend's --configfile; or ask for this run's audit alone: "
+                            f"snakemake {rundir}/audit.json (with this invocation's options).")
+    names = (("audit", "audit.json"), ("manifest", "manifest.json"), ("per_query", "per_query.tsv"),
+             ("pairs", "pairs.tsv"), ("groups", "groups.tsv"))
+    sides = (("torch", torch_rundir), ("backend", rundir))
+    files = {f"{side}_{key}": f"{folder}/{name}" for side, folder in sides for key, name in names}
+    return {**files, "derived_pins": derived_pins}
 
 
 def _primary(summary: Mapping, primary: str) -> dict:
