@@ -8,6 +8,7 @@ from pathlib import Path
 
 from . import layout
 from .errors import ConfigError, MissingInputError
+from .names import TORCH_BACKEND
 
 
 def check_no_problems(what: str, problems: list[str]) -> None:
@@ -52,7 +53,7 @@ def check_backend_source(command_line: dict) -> None:
     the command line would score a whole run that its audit then fails."""
     ce = command_line.get("ce")
     backend = ce.get("backend") if isinstance(ce, dict) else None
-    if backend is not None:
+    if backend not in (None, TORCH_BACKEND):  # the default needs no file
         raise ConfigError(f"--config ce={{backend: {backend}}}: a backend is set by its committed config "
                           "file, which the audit reads too. Fix: --configfile config/backends/"
                           f"{backend}.yaml (and drop it from --config).")
