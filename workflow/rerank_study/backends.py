@@ -210,7 +210,7 @@ def ready(model_dir, backend: str, arch: Mapping, pins_path, dest) -> tuple[byte
     Everything before scoring."""
     meta = load_model_meta(model_dir)
     pin = pin_of(read_json(pins_path), backend, meta["identity_sha256"], pins_path)
-    check_slot(pin, backend, meta, arch, pins_path)  # first: a pin of another slot names that, not its versions
+    check_slot(pin, backend, meta, arch, pins_path)  # first: a pin of another slot says so
     check_versions(pin, f"backend {backend!r} of {meta['identity']} ({pins_path})")
     if not Path(dest).is_file():
         derive(model_dir, backend, arch, dest)
