@@ -29,6 +29,12 @@ private temporary copy of exactly those bytes, and writes the logits as JSON on 
 audit (``stop_children``: a signal or an error ends it too). The bits are
 those of this machine's CPU kind: re-infer on the machine kind that made the run (another ISA may differ in
 the last bits; check 'reference' holds a run to a committed reference within a measured tolerance instead).
+
+A derived backend's run (docs/backends.md): the child runs the file ``--derived-file`` names (which must be
+the lock folder's pin, hashed as read) with ONNX Runtime and the pinned session, and makes that file AGAIN
+from the private copy of the verified model by the recipe, coded a second time in the child
+(``reinfer.rederive``): its sha256 must be the pin's, so a pin whose sha256 is not its recipe's file of this
+model fails here, whatever its recipe block says.
 """
 
 from __future__ import annotations
@@ -384,9 +390,12 @@ def stage(run, want, au, req: Request) -> None:
     au.check(CHECK, answer["facts"]["mkl_cnr"] == "AUTO,STRICT", str(CHILD), "oneMKL numeric mode "
              "(MKL's report)",
              "AUTO,STRICT", answer["facts"]["mkl_cnr"])
-    if job["derived"] is not None:  # the child ran the verified derived file, with the pinned session
-        ran = {"sha256": job["derived"]["sha256"], "session": backend.SESSION}
+    if job["derived"] is not None:  # the child ran the verified derived file, with the pinned session, and
+        # made it again from the verified source by the recipe: the pin is the recipe's file of this model
+        sha = job["derived"]["sha256"]
+        ran = {"sha256": sha, "session": backend.SESSION, "rederived_sha256": sha}
         au.check(CHECK, answer["facts"].get("derived") == ran, str(CHILD), "the derived file the child ran "
-                 "(hashed as read) and its session", ran, answer["facts"].get("derived"))
+                 "(hashed as read), its session, and the sha256 of the file the child made again from the "
+                 "verified model by the recipe", ran, answer["facts"].get("derived"))
     req.record["results"] = compare(run, au, rows, answer)
     req.record["pairs"] = sum(b["pairs"] for b in req.record["results"])

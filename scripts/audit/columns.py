@@ -134,9 +134,20 @@ CROSS_STUDY_SOURCE = "copied from the study's audited run"
 CROSS_STUDY = tuple((c, kind, CROSS_STUDY_SOURCE) for c, kind in (
     ("study", TEXT), ("dataset", TEXT), ("reranker_kind", TEXT), ("reranker", TEXT), ("reranker_sha256",
                                                                                       TEXT),
-    ("scorer", TEXT), ("run", TEXT), ("n_queries", INT), ("n_groups", INT), ("rrf_mean", FLOAT),
+    ("backend", TEXT), ("scorer", TEXT), ("run", TEXT), ("n_queries", INT), ("n_groups", INT),
+    ("rrf_mean", FLOAT),
     ("ce_mean", FLOAT), ("blend_mean", FLOAT), ("primary", TEXT), ("primary_delta", FLOAT),
     ("primary_grouped_lo", FLOAT), ("primary_grouped_hi", FLOAT), ("audit", TEXT)))
+# its retention section (cross_study_retention.tsv): one row per study of a derived backend, computed from its
+# audited run and its torch twin's (the cross-study rule; no run check recomputes it)
+CROSS_RETENTION_SOURCE = "the study's audited run against its torch twin's (conclusion retention)"
+CROSS_RETENTION = tuple((c, kind, CROSS_RETENTION_SOURCE) for c, kind in (
+    ("study", TEXT), ("backend", TEXT), ("torch_study", TEXT), ("torch_primary_mean", FLOAT),
+    ("torch_grouped_lo", FLOAT), ("torch_grouped_hi", FLOAT), ("primary_mean", FLOAT), ("grouped_lo", FLOAT),
+    ("grouped_hi", FLOAT), ("delta_difference", FLOAT), ("delta_difference_lo", FLOAT),
+    ("delta_difference_hi", FLOAT), ("verdicts_changed", TEXT), ("conclusion_retained", TEXT),
+    ("kendall_tau_b_min", FLOAT), ("kendall_tau_b_median", FLOAT), ("top10_overlap_min", FLOAT),
+    ("top10_overlap_mean", FLOAT), ("max_abs_delta_logit", FLOAT), ("note", TEXT)))
 
 
 def tables_of(settings: dict) -> dict:
@@ -242,4 +253,6 @@ def markdown() -> str:
                   for k, check in RUN_FILE_JSON_KEYS[key].items()]
     lines += [f"| `cross_study` (several studies) | `{c}` | {kind} | {check} |"
               for c, kind, check in CROSS_STUDY]
+    lines += [f"| `cross_study_retention` (several studies, a derived backend) | `{c}` | {kind} | {check} |"
+              for c, kind, check in CROSS_RETENTION]
     return "\n".join(lines) + "\n"

@@ -10,7 +10,8 @@ nothing of the project and nothing of the audit: it scores with UPSTREAM
 
 Job (stdin, JSON): ``model_dir``, ``files`` (each model file the audit verified, with its sha256),
 ``derived`` (a derived backend's file, its pinned sha256 and session, or null: ``derived_scorer`` runs it with
-ONNX Runtime instead of ``predict``),
+ONNX Runtime instead of ``predict``, and ``rederive`` makes that file again from the copy by the recipe:
+its sha256 is reported as ``facts.derived.rederived_sha256``),
 ``threads``, ``max_length``, ``label_index`` (the relevance logit of a several-output model, or null) and
 ``batches``: each a list of [query text, document text] pairs. The model is loaded from a PRIVATE COPY of
 exactly those files, each read once and hashed as read (a file that is not the bytes the audit verified stops
@@ -169,6 +170,60 @@ def derived_scorer(folder: Path, job: dict, derived_copy: Path):
     return score, facts
 
 
+# the documented recipe (docs/backends.md), written here again so that the pipeline's derivation
+# (rerank_study.backends.derive) is checked by a second one: the same library calls, the same arguments
+RECIPE_OPSET = 17
+RECIPE_INPUTS = ("input_ids", "token_type_ids", "attention_mask")
+RECIPE_OUTPUTS = ("logits", "last_hidden_state")
+RECIPE_EXAMPLE = (["a query", "a second query"], ["a document", "another document text"])
+
+
+def rederive(folder: Path, backend: str, out_dir: Path) -> str:
+    """The derived file made again from the private copy of the verified source folder by the recipe
+    (TorchScript export, ONNX Runtime's BERT fusion at level 0, int8 dynamic quantisation for onnx-int8);
+    its sha256. Equal to the pin: the pinned file is what the recipe makes of THIS model."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.transformers import optimizer
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    class WithHidden(torch.nn.Module):  # the export's module: attribute 'inner' (the graph's node names)
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids, token_type_ids, attention_mask):
+            out = self.inner(input_ids=input_ids, token_type_ids=token_type_ids,
+                             attention_mask=attention_mask, output_hidden_states=True)
+            return out.logits, out.hidden_states[-1]
+
+    model = AutoModelForSequenceClassification.from_pretrained(
+        str(folder), dtype=torch.float32, attn_implementation="eager").eval()
+    enc = AutoTokenizer.from_pretrained(str(folder))(*RECIPE_EXAMPLE, padding=True, return_tensors="pt")
+    axes = {0: "batch", 1: "sequence"}
+    exported, fused, int8 = (out_dir / n for n in ("exported.onnx", "fused.onnx", "int8.onnx"))
+    with torch.no_grad():
+        torch.onnx.export(WithHidden(model), tuple(enc[k] for k in RECIPE_INPUTS), str(exported),
+                          input_names=list(RECIPE_INPUTS), output_names=list(RECIPE_OUTPUTS),
+                          opset_version=RECIPE_OPSET, dynamo=False,
+                          dynamic_axes={**{k: axes for k in RECIPE_INPUTS}, "logits": {0: "batch"},
+                                        "last_hidden_state": axes})
+    cfg = model.config
+    optimizer.optimize_model(str(exported), model_type="bert", num_heads=cfg.num_attention_heads,
+                             hidden_size=cfg.hidden_size, opt_level=0,
+                             use_gpu=False).save_model_to_file(str(fused))
+    out = fused
+    if backend == "onnx-int8":
+        import onnx
+
+        quantize_dynamic(str(fused), str(int8), weight_type=QuantType.QInt8, per_channel=True,
+                         reduce_range=False, op_types_to_quantize=["MatMul", "Attention"],
+                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+        out = int8
+    elif backend != "onnx":
+        raise SystemExit(f"backend {backend!r}: no recipe (onnx, onnx-int8)")
+    return hashlib.sha256(out.read_bytes()).hexdigest()
+
+
 def main() -> int:
     exit_with_parent(os.getppid())
     job = json.loads(sys.stdin.read())
@@ -184,6 +239,9 @@ def main() -> int:
             src = Path(job["derived"]["file"])
             private_copy(str(src.parent), {src.name: job["derived"]["sha256"]}, copy / "derived")
             score, facts = derived_scorer(copy, job, copy / "derived" / src.name)
+            (copy / "rederived").mkdir()
+            facts["derived"]["rederived_sha256"] = rederive(copy, job["derived"]["backend"],
+                                                            copy / "rederived")
         else:
             score, facts = upstream_scorer(copy, job)
     finally:

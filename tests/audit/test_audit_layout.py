@@ -53,9 +53,10 @@ def test_the_documented_columns_are_the_audits():
 
 
 def test_the_cross_study_table_is_declared_column_by_column():
-    from rerank_study.cross_table import CROSS_STUDY_COLUMNS
+    from rerank_study.cross_table import CROSS_STUDY_COLUMNS, RETENTION_COLUMNS
 
     assert tuple(c for c, _, _ in audit_module("columns").CROSS_STUDY) == CROSS_STUDY_COLUMNS
+    assert tuple(c for c, _, _ in audit_module("columns").CROSS_RETENTION) == RETENTION_COLUMNS
 
 
 def test_every_table_and_json_artefact_has_its_columns_documented():

@@ -69,6 +69,25 @@ def test_each_backend_is_made_to_the_same_bytes_in_another_process(derived, tiny
     )  # int8 matrices (embeddings stay fp32)
 
 
+def test_the_audits_second_derivation_makes_the_same_bytes(derived, tiny_models, tmp_path):
+    """The audit's child codes the recipe again (scripts/audit/reinfer.py rederive, none of the project's
+    code): from the same source folder it must make the same files, or a pin could not be bound to its
+    recipe."""
+    audit = Path(__file__).resolve().parents[2] / "scripts" / "audit"
+    code = (
+        "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); import reinfer; "
+        "[print(b, reinfer.rederive(Path(sys.argv[2]), b, Path(sys.argv[3]) / b) if (Path(sys.argv[3]) / b)"
+        ".mkdir() is None else '') for b in ('onnx', 'onnx-int8')]"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-B", "-c", code, str(audit), str(tiny_models[1]), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert dict(zip(out[0::2], out[1::2])) == {b: sha256_file(p) for b, p in derived.items()}
+
+
 def test_the_fp32_backend_gives_the_torch_logits_and_int8_stays_near_them(derived, tiny_models):
     src = tiny_models[1]
     tok, torch_model = scoring_model.load_cross_encoder(src)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import full_mirror
 
-from rerank_study import analysis, beir, candidates, retention, splits
+from rerank_study import analysis, audited, beir, candidates, retention, splits
 from rerank_study.config import load_config, run_settings
 from rerank_study.fileio import read_tsv
 from rerank_study.grouping import evidence_groups
@@ -132,9 +132,11 @@ def test_the_table_from_the_committed_reference_logits_is_its_committed_per_quer
     assert got["conclusion_retained"] and got["difference"]["grouped_interval"] == [0.0, 0.0]
 
 
-def _side(settings, labels, derived=None, asked=True):
+def _side(settings, labels, derived=None, asked=True, rederived="same"):
+    made = derived if rederived == "same" else rederived
     stage = {"asked": asked, "pairs": 20 if asked else None, "note": None if asked else "not asked for",
-             "child": {"derived": {"sha256": derived}} if derived else {}}
+             "seed_source": audited.FRESH_DRAW,
+             "child": {"derived": {"sha256": derived, "rederived_sha256": made}} if derived else {}}
     return {"manifest": {"model_identity": "M", "model_weights_sha256": "W", "scorer": "stand-in",
                          "lockdir": "../../lockfiles", "kind": "development", "settings": settings},
             "verdict": {"ok": True, "info": {"reinfer": stage}}, "labels": set(labels)}
@@ -156,9 +158,29 @@ def test_the_two_sides_must_be_the_torch_run_and_the_backend_run_of_one_model_ea
     unchecked = _side({"max_length": 512, "backend": "onnx-int8"}, [INT8_LABEL], asked=False)
     got = retention.side_problems("onnx-int8", "P", torch_side, unchecked)
     assert any("re-inferred nothing" in p for p in got)
+    # a passing audit whose draw was chosen by hand
+    hand = _side({"max_length": 512, "backend": "onnx-int8"}, [INT8_LABEL], derived="P")
+    hand["verdict"]["info"]["reinfer"]["seed_source"] = "--reinfer-seed: CHOSEN BY HAND"
+    got = retention.side_problems("onnx-int8", "P", torch_side, hand)
+    assert got == ["the onnx-int8 side: its audit's re-inference drew its batches by '--reinfer-seed: CHOSEN "
+                   "BY HAND', not 'secrets.randbits(64), drawn at audit time'"]
     # another file than the pin, another model, a torch side that names a backend
     assert retention.side_problems("onnx-int8", "Q", torch_side, int8_side)
     other_model = {**torch_side, "manifest": {**torch_side["manifest"], "model_identity": "N"}}
     got = retention.side_problems("onnx-int8", "P", other_model, int8_side)
     assert any("model_identity" in p for p in got)
     assert retention.side_problems("onnx-int8", "P", int8_side, int8_side)
+    # the pinned file ran, but the audit made another file from the model by the recipe (or none): the pin
+    # is not the recipe's file
+    for made in ("F", None):
+        settings = {"max_length": 512, "backend": "onnx-int8"}
+        unbound = _side(settings, [INT8_LABEL], derived="P", rederived=made)
+        got = retention.side_problems("onnx-int8", "P", torch_side, unbound)
+        assert got == [f"the onnx-int8 side's audit made the derived file again with sha256 {made!r}, not "
+                       "the pin's 'P'"]
+
+
+def test_the_fresh_draw_is_the_audits_own_record():
+    """audited.FRESH_DRAW is the text the audit writes for a draw by fresh randomness (its source, read)."""
+    source = (Path(__file__).resolve().parents[2] / "scripts" / "audit" / "checks_reinfer.py").read_text()
+    assert f'else "{audited.FRESH_DRAW}"' in source

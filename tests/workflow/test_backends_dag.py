@@ -184,3 +184,71 @@ def test_the_audit_refuses_a_pin_filed_under_another_backend(world, tmp_path):
                           str(DATA / "fixture_config.yaml"), "--configfile", str(BACKENDS / "onnx-int8.yaml"),
                           "--out", str(tmp_path / "audit.json")], capture_output=True, text=True)
     assert out.returncode != 0 and "a pin must be of its slot" in out.stdout + out.stderr
+
+
+def test_the_audit_fails_a_pin_whose_sha256_is_not_its_recipes_file(world, tmp_path):
+    """The red team's unbound pin: the onnx-int8 pin keeps its int8 recipe but takes the fp32 file's sha256
+    and size, and the fp32 file is put in the int8 file's place. The pipeline cannot tell (the file is its
+    pin); the audit's child makes the int8 file again from the verified model by the recipe and fails the
+    run."""
+    sys.path.insert(0, str(ROOT / "workflow"))
+    from rerank_study import backends
+
+    wd = copy_world(world, tmp_path)
+    path = wd / "lockfiles" / "derived_pins.json"
+    pins = json.loads(path.read_text())
+    fp32 = COMMITTED["onnx"][STANDIN_IDENTITY]
+    pins["backends"]["onnx-int8"][STANDIN_IDENTITY].update(sha256=fp32["sha256"], bytes=fp32["bytes"])
+    path.write_text(json.dumps(pins, indent=2, sort_keys=True) + "\n")
+    model = wd / "resources" / "models" / "standin-seed110"
+    arch = json.loads((ROOT / "lockfiles" / "model_pins.json").read_text())["cross_encoder"]["architecture"]
+    backends.derive(model, "onnx", arch, model.parent / "standin-seed110-onnx-int8" / backends.FILE)
+    for sub in (f"results/{RUN}", "results/retention"):
+        shutil.rmtree(wd / sub)
+    _stops(backend_run(wd, "onnx-int8", check=False), "AUDIT FAILED: reinfer\n")
+    failed = (wd / "results" / RUN / "logs" / "audit.log").read_text().split("FAILED CHECKS:")[1]
+    assert "the file the child made again from the verified model by the recipe" in failed
+    assert failed.count("\n  [") == 1  # nothing else failed: the pipeline took the file (it is its pin)
+
+
+def test_a_backend_study_beside_its_torch_study_has_its_retention_in_the_cross_study_table(tmp_path):
+    """Two studies of one invocation: the fixture study and its twin scored by onnx-int8 (a study file that
+    sets ce.backend, its own lock folder with the committed pin). The cross-study table names each backend;
+    its retention section holds the int8 study against the torch study, equal to an independent reading of
+    the two runs' per-query tables."""
+    from conftest import make_lockdir, studies_arg, write_yaml
+
+    from rerank_study.config import load_config
+
+    base = load_config(ROOT / "config" / "config.yaml")
+    files = []
+    for name, extra in (("scifact-fixture", {}), ("scifact-fixture-int8", {"ce": {"backend": "onnx-int8"}})):
+        lock = make_lockdir(tmp_path / f"{name}-lock")
+        pins = json.loads((lock / "derived_pins.json").read_text())
+        pins["backends"] = {"onnx-int8": {STANDIN_IDENTITY: COMMITTED["onnx-int8"][STANDIN_IDENTITY]}}
+        (lock / "derived_pins.json").write_text(json.dumps(pins, indent=2, sort_keys=True) + "\n")
+        files.append(write_yaml(tmp_path / f"{name}.yaml", {
+            "study": {**base["study"], "name": name}, "lockdir": str(lock), "data_mirror": str(FIXTURE),
+            "scorer": "stand-in", "splits": {"dev_size": 8, "confirm_size": 6, "seed": 110}, **extra}))
+    run_snakemake(tmp_path, config={"studies": studies_arg(*files), "smoke": "true"}, fixture=False)
+    cross = tmp_path / "results" / "cross-study" / "scifact-fixture+scifact-fixture-int8"
+    import pandas as pd
+
+    table = pd.read_csv(cross / "cross_study.tsv", sep="\t")
+    assert table["backend"].tolist() == ["torch", "onnx-int8"]
+    kept = pd.read_csv(cross / "cross_study_retention.tsv", sep="\t")
+    assert kept[["study", "backend", "torch_study"]].values.tolist() == [
+        ["scifact-fixture-int8", "onnx-int8", "scifact-fixture"]]
+    runs = [tmp_path / "results" / s / r for s, r in (("scifact-fixture", "smoke-standin"),
+                                                      ("scifact-fixture-int8", RUN))]
+    means = []
+    for run in runs:  # the primary's per-query delta, read here from each run's own table
+        s = json.loads((run / "summary.json").read_text())
+        a, b = (s["comparisons"][s["primary"]][k] for k in ("a", "b"))
+        pq = pd.read_csv(run / "per_query.tsv", sep="\t", dtype={"qid": str})
+        means.append((pq[f"{a}_{s['metric']}"] - pq[f"{b}_{s['metric']}"]).mean())
+    row = kept.iloc[0]
+    assert row["torch_primary_mean"] == pytest.approx(means[0], abs=1e-12)
+    assert row["primary_mean"] == pytest.approx(means[1], abs=1e-12)
+    assert row["delta_difference"] == pytest.approx(means[1] - means[0], abs=1e-12)
+    assert "Conclusion retention" in (cross / "cross_study.md").read_text()

@@ -10,6 +10,8 @@ from .fileio import VerifiedFile, input_bytes, read_json
 from .pins import verify_against
 
 FIX = "re-run the run (snakemake) so that its audit is of these files"
+# the audit's record of a draw by fresh randomness (scripts/audit/checks_reinfer.py, info.reinfer.seed_source)
+FRESH_DRAW = "secrets.randbits(64), drawn at audit time"
 
 
 def verdict_of(audit_path) -> tuple[VerifiedFile, dict]:
@@ -34,3 +36,16 @@ def listed(manifest: VerifiedFile, key: str, path, what: str) -> VerifiedFile:
     shas = {a["key"]: a["sha256"] for a in read_json(manifest)["artefacts"]}
     return verify_against(path, shas.get(key), f"{what}'s {key} (as its audited manifest lists it)",
                           f"The file changed after its audit: {FIX}.")
+
+
+def reinfer_problem(verdict: dict) -> str | None:
+    """Why a passing audit of a scored run does not vouch for its logits: its re-inference stage was not
+    asked for, re-inferred no pair, or drew its batches by a seed chosen by hand (the DAG's audit draws them
+    by fresh randomness); None when it re-inferred a fresh sample."""
+    stage = (verdict.get("info") or {}).get("reinfer") or {}
+    if not (stage.get("asked") and stage.get("pairs")):
+        return f"its audit re-inferred nothing (info.reinfer: {stage.get('note')!r})"
+    if stage.get("seed_source") != FRESH_DRAW:
+        return (f"its audit's re-inference drew its batches by {stage.get('seed_source')!r}, not "
+                f"{FRESH_DRAW!r}")
+    return None

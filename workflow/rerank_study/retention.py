@@ -22,7 +22,7 @@ from pathlib import Path
 
 from scipy.stats import kendalltau
 
-from . import analysis, metrics, names
+from . import analysis, audited, metrics, names
 from . import bootstrap as bs
 from .errors import PipelineError
 from .grouping import group_ids
@@ -151,9 +151,10 @@ def side_problems(backend: str, pin_sha256: str, ref: Mapping, other: Mapping) -
     """Why two audited runs are not the torch run and the ``backend`` run of ONE model: each side is
     ``{"manifest", "verdict", "labels"}`` (its audited manifest, its audit verdict, the set of its pairs'
     model labels). The torch side names no backend; the other names ``backend`` and its pinned file; both
-    audits re-inferred a sample, the backend's with exactly that file."""
+    audits re-inferred a sample, the backend's with exactly that file, which its audit also made again from
+    the model by the recipe (the pin is the recipe's file)."""
     mr, mo = ref["manifest"], other["manifest"]
-    same = ("model_identity", "model_weights_sha256", "scorer", "lockdir", "kind")
+    same = ("model_identity", "model_weights_sha256", "scorer", "kind")  # the pins: the inputs' sha256
     out = [f"manifest {k}: {mr.get(k)!r} (torch) against {mo.get(k)!r}"
            for k in same if mr.get(k) != mo.get(k)]
     if "backend" in mr.get("settings", {}):
@@ -168,11 +169,15 @@ def side_problems(backend: str, pin_sha256: str, ref: Mapping, other: Mapping) -
             out.append(f"the {name} side's pairs were scored by {sorted(side['labels'])[:2]}, not {want!r}")
     for name, side, derived in (("torch", ref, None), (backend, other, pin_sha256)):
         stage = (side["verdict"].get("info") or {}).get("reinfer") or {}
-        if not (stage.get("asked") and stage.get("pairs")):
-            out.append(f"the {name} side's audit re-inferred nothing (info.reinfer: {stage.get('note')!r})")
-        ran = ((stage.get("child") or {}).get("derived") or {}).get("sha256")
-        if stage.get("asked") and ran != derived:
-            out.append(f"the {name} side's audit re-inferred with derived file {ran!r}, not {derived!r}")
+        if audited.reinfer_problem(side["verdict"]):
+            out.append(f"the {name} side: {audited.reinfer_problem(side['verdict'])}")
+        child = (stage.get("child") or {}).get("derived") or {}
+        if stage.get("asked") and child.get("sha256") != derived:
+            out.append(f"the {name} side's audit re-inferred with derived file {child.get('sha256')!r}, "
+                       f"not {derived!r}")
+        if stage.get("asked") and child.get("rederived_sha256") != derived:
+            out.append(f"the {name} side's audit made the derived file again with sha256 "
+                       f"{child.get('rederived_sha256')!r}, not the pin's {derived!r}")
     return out
 
 
@@ -185,10 +190,10 @@ def rule_inputs(torch_rundir: str, rundir: str, derived_pins: str, backend: str)
                             f"(no {torch_rundir}/audit.json). Fix: run it first, with the same --config but "
                             "without the backend's --configfile; or ask for this run's audit alone: "
                             f"snakemake {rundir}/audit.json (with this invocation's options).")
-    names = (("audit", "audit.json"), ("manifest", "manifest.json"), ("per_query", "per_query.tsv"),
-             ("pairs", "pairs.tsv"), ("groups", "groups.tsv"))
+    from .retention_run import run_files
+
     sides = (("torch", torch_rundir), ("backend", rundir))
-    files = {f"{side}_{key}": f"{folder}/{name}" for side, folder in sides for key, name in names}
+    files = {f"{side}_{key}": path for side, folder in sides for key, path in run_files(folder).items()}
     return {**files, "derived_pins": derived_pins}
 
 

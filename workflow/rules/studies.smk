@@ -4,6 +4,7 @@
 # with Snakemake's own `module` and `use rule` statements, written for this invocation's study names into a
 # generated file that is included here (rerank_study.studies.modules_file): the statements need literal names.
 
+from rerank_study import layout as _layout
 from rerank_study.config import run_name as _run_name
 
 if config["unseal"]:
@@ -24,15 +25,23 @@ CROSS = f"{config['results']}/cross-study/{'+'.join(STUDY_CONFIGS)}/cross_study"
 
 rule cross_study:
     """One row per study: the three method means, the primary delta with its grouped interval, n queries,
-    n groups, the reranker (kind, identity, sha256), the audit verdict (each study's run must have passed its audit)."""
+    n groups, the reranker (kind, identity, sha256), its backend, the audit verdict (each study's run must have passed
+    its audit); then the retention section: each study of a derived backend against the invocation's fp32 torch study
+    of the same model and inputs (rerank_study.retention_run, as rule retention)."""
     input:
         summaries=[f"{r}/summary.json" for r in STUDY_RUNS.values()],
         audits=[f"{r}/audit.json" for r in STUDY_RUNS.values()],
         manifests=[f"{r}/manifest.json" for r in STUDY_RUNS.values()],  # what each reranker is (identity, sha256)
+        # the retention's sides (each listed by its audited manifest) and each study's derived pins
+        per_query=[f"{r}/per_query.tsv" for r in STUDY_RUNS.values()],
+        pairs=[f"{r}/pairs.tsv" for r in STUDY_RUNS.values()],
+        groups=[f"{r}/groups.tsv" for r in STUDY_RUNS.values()],
+        derived_pins=[f"{c['lockdir']}/{_layout.DERIVED_PINS}" for c in STUDY_CONFIGS.values()],
     output:
         tsv=f"{CROSS}.tsv",
         parquet=f"{CROSS}.parquet",
         md=f"{CROSS}.md",
+        retention=f"{CROSS}_retention.tsv",
     params:
         studies=list(STUDY_CONFIGS.values()),
         runs=[os.path.basename(r) for r in STUDY_RUNS.values()],

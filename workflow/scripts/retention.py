@@ -1,159 +1,27 @@
-"""Rule retention: a derived backend's run against the same study's fp32 torch run (rerank_study.retention),
-each side read from the files its passing audit vouches for (rerank_study.audited). Both runs must have
-analysed the same queries of the same candidates with the same settings but the backend; the evidence groups
-must be equal."""
+"""Rule retention: a derived backend's run against the same study's fp32 torch run
+(rerank_study.retention_run: each side read from the files its passing audit vouches for, both held to
+what they claim and compared on the same queries, inputs, groups and settings but the backend)
+-> retention.json and retention.md."""
 
 import logging
 
-from rerank_study import analysis, audited, retention, run_tables
-from rerank_study.errors import PipelineError
-from rerank_study.fileio import atomic_write_text, read_json, read_tsv, write_json
+from rerank_study import retention_run
+from rerank_study.fileio import atomic_write_text, write_json
 from rerank_study.rule import run
 
 log = logging.getLogger("retention")
-INPUT_KEYS = (
-    "candidates",
-    "split_dev",
-    "qrels_dev",
-    "corpus",
-    "queries",
-)  # the same pairs, texts and judgements
-
-
-def side(sm, which: str, run_name: str) -> dict:
-    """One run's audited manifest, per-query table, logits and groups."""
-    what = f"run {run_name}"
-    _, verdict = audited.verdict_of(getattr(sm.input, f"{which}_audit"))
-    man = audited.audited_manifest(verdict, getattr(sm.input, f"{which}_manifest"), what)
-    files = {
-        k: audited.listed(man, k, getattr(sm.input, f"{which}_{k}"), what)
-        for k in ("per_query", "pairs", "groups")
-    }
-    rows, pairs = read_tsv(files["per_query"]), read_tsv(files["pairs"])
-    logits: dict = {}
-    for r in pairs:
-        logits.setdefault(r["qid"], {})[r["doc_id"]] = float(r["logit"])
-    return {
-        "manifest": read_json(man),
-        "qids": [r["qid"] for r in rows],
-        "table": run_tables.metric_table(rows),
-        "logits": logits,
-        "groups": run_tables.read_groups(files["groups"])[1],
-        "name": run_name,
-        "verdict": verdict,
-        "labels": {r["model"] for r in pairs},
-    }
-
-
-def check_comparable(ref: dict, other: dict) -> None:
-    """Same analysed queries, inputs, groups and settings but the backend; else a stop naming the
-    difference."""
-    inputs = [
-        {a["key"]: a["sha256"] for a in s["manifest"]["artefacts"] if a["key"] in INPUT_KEYS}
-        for s in (ref, other)
-    ]
-    settings = [{k: v for k, v in s["manifest"]["settings"].items() if k != "backend"} for s in (ref, other)]
-    for what, a, b in (
-        ("analysed queries", ref["qids"], other["qids"]),
-        ("inputs (sha256)", *inputs),
-        ("evidence groups", ref["groups"], other["groups"]),
-        ("settings but the backend", *settings),
-    ):
-        if a != b:
-            raise PipelineError(
-                f"NOT COMPARABLE: runs {ref['name']} and {other['name']} differ in their {what}; "
-                "the retention compares two scorers of the SAME pairs: rerun both with the same "
-                "--config (the backend's --configfile only for the backend's run)."
-            )
-
-
-def markdown(rec: dict) -> str:
-    c, a = rec["conclusion"], rec["agreement"]
-    ref, oth, d = c["reference"], c["other"], c["difference"]
-    rows = [
-        ("primary", f"{c['primary']} ({c['metric']})", ""),
-        ("primary mean Δ", f"{ref['primary_mean']:.6f}", f"{oth['primary_mean']:.6f}"),
-        (
-            "grouped interval",
-            f"[{ref['grouped_interval'][0]:.6f}, {ref['grouped_interval'][1]:.6f}]",
-            f"[{oth['grouped_interval'][0]:.6f}, {oth['grouped_interval'][1]:.6f}]",
-        ),
-        (
-            "its Δ − torch's Δ (grouped paired interval)",
-            "",
-            f"{d['mean']:+.6f} [{d['grouped_interval'][0]:+.6f}, {d['grouped_interval'][1]:+.6f}]",
-        ),
-        ("verdicts changed", "", ", ".join(c["verdicts_changed"]) or "none"),
-        ("conclusion retained", "", "yes" if c["conclusion_retained"] else "NO"),
-        (
-            "Kendall τ-b of the logits per query: min / median / mean",
-            "",
-            " / ".join(f"{a['kendall_tau_b'][k]:.4f}" for k in ("min", "median", "mean")),
-        ),
-        (
-            "top-10 overlap per query: min / mean",
-            "",
-            f"{a['top10_overlap']['min']:.2f} / {a['top10_overlap']['mean']:.4f}",
-        ),
-        ("largest abs Δ logit", "", f"{a['max_abs_delta_logit']:.3e}"),
-        ("pairs with the same logit", "", f"{a['pairs_equal']} of {a['pairs']}"),
-    ]
-    head = [
-        f"# Conclusion retention: backend `{rec['backend']}` against fp32 torch",
-        "",
-        f"Runs: `{rec['runs'][0]}` (torch) and `{rec['runs'][1]}` ({rec['backend']}); the same "
-        f"{len(rec['queries'])} queries, candidates, groups and bootstrap draws.",
-        "",
-        "| | torch | " + rec["backend"] + " |",
-        "|---|---|---|",
-    ]
-    return "\n".join(head + [f"| {k} | {x} | {y} |" for k, x, y in rows]) + "\n"
-
-
-def pinned_sha256(pins_path, backend: str, model_identity: str) -> str:
-    """The sha256 the lock folder pins for ``backend`` of the model ``model_identity``."""
-    found = [p["sha256"] for p in ((read_json(pins_path).get("backends") or {}).get(backend) or {}).values()
-             if (p.get("source") or {}).get("identity") == model_identity]
-    if len(found) != 1:
-        raise PipelineError(f"{pins_path}: pins backend {backend!r} of {model_identity} {len(found)} times "
-                            "(exactly once expected): restore the committed lock folder.")
-    return found[0]
 
 
 def main(sm):
-    ref, other = (side(sm, w, n) for w, n in zip(("torch", "backend"), sm.params.runs))
-    check_comparable(ref, other)
-    pin = pinned_sha256(sm.input.derived_pins, sm.params.backend, ref["manifest"].get("model_identity"))
-    problems = retention.side_problems(sm.params.backend, pin, ref, other)
-    if problems:
-        raise PipelineError(f"NOT THE TORCH AND THE {sm.params.backend} RUN OF ONE MODEL: "
-                            f"{sm.params.runs}:\n  " + "\n  ".join(problems) + "\n  fix: run both "
-                            "with the README's command (the backend's run with its --configfile), each to "
-                            "its audit with its re-inference; nothing was written.")
-    settings = ref["manifest"]["settings"]
-    plan = analysis.AnalysisPlan.from_settings(settings)
-    rec = {
-        "backend": sm.params.backend,
-        "runs": list(sm.params.runs),
-        "queries": ref["qids"],
-        "conclusion": retention.conclusion(
-            ref["qids"],
-            ref["groups"],
-            ref["table"],
-            other["table"],
-            plan,
-            settings["evalstats"]["guardrails"],
-        ),
-        "agreement": retention.logit_agreement(ref["qids"], ref["logits"], other["logits"]),
-    }
+    keys = [k for k, _ in retention_run.SIDE_FILES]
+    sides = [retention_run.side({k: getattr(sm.input, f"{which}_{k}") for k in keys}, n)
+             for which, n in zip(("torch", "backend"), sm.params.runs)]
+    rec = retention_run.record(*sides, sm.params.backend, sm.input.derived_pins, sm.params.runs)
     write_json(sm.output.json, rec)
-    atomic_write_text(sm.output.md, markdown(rec))
-    log.info(
-        "retention of %s: conclusion %s; verdicts changed: %s",
-        sm.params.backend,
-        "retained" if rec["conclusion"]["conclusion_retained"] else "NOT retained",
-        rec["conclusion"]["verdicts_changed"] or "none",
-    )
+    atomic_write_text(sm.output.md, retention_run.markdown(rec))
+    log.info("retention of %s: conclusion %s; verdicts changed: %s", sm.params.backend,
+             "retained" if rec["conclusion"]["conclusion_retained"] else "NOT retained",
+             rec["conclusion"]["verdicts_changed"] or "none")
 
 
 if __name__ == "__main__":
