@@ -14,27 +14,21 @@ text in pairs.tsv, bit for bit. For speed the child is started before the other 
 the same draw) and runs beside them; the check uses its answer only when the job it builds itself, after
 every other check, is that job exactly (else it starts a child on its own job).
 
-The texts are the run's verified inputs: the query text of queries.jsonl and ``(title + " " + text).strip()``
-of corpus.jsonl, both files hashed against the manifest (whose hashes check 'lockfile_pins' holds to the
-pins). The model folder (``--model-dir``; the DAG's audit rule names resources/models/<folder>/) must hold
-exactly the files its MODEL.json lists, with their sha256, its weights and identity those of the manifest, and
-those files exactly the ones the lock folder pins (the pinned model's, or every built file of the STAND-IN),
-each a name inside the folder.
+The texts are the run's verified inputs (queries.jsonl; ``(title + " " + text).strip()`` of corpus.jsonl),
+hashed against the manifest (held to the pins by check 'lockfile_pins'). The model folder (``--model-dir``)
+must hold exactly the files its MODEL.json lists, with their sha256, its weights and identity the manifest's,
+and those files exactly the ones the lock folder pins (the pinned model's, or the STAND-IN's built files).
 
-torch cannot be imported by the audit (python -I -S): the inference runs in a child process, ``reinfer.py`` of
-this folder, started with the environment's python (``--reinfer-python``, default: this interpreter) as
-``python -I -B reinfer.py`` with the numeric-mode variables in its environment; it reads the job (texts of the
-drawn batches, and the sha256 of each verified model file) as JSON on stdin, loads the model from a
-private temporary copy of exactly those bytes, and writes the logits as JSON on stdout. No child outlives the
-audit (``stop_children``: a signal or an error ends it too). The bits are
-those of this machine's CPU kind: re-infer on the machine kind that made the run (another ISA may differ in
-the last bits; check 'reference' holds a run to a committed reference within a measured tolerance instead).
-
-A derived backend's run (docs/backends.md): the child runs the file ``--derived-file`` names (which must be
-the lock folder's pin, hashed as read) with ONNX Runtime and the pinned session, and makes that file AGAIN
-from the private copy of the verified model by the recipe, coded a second time in the child
-(``reinfer.rederive``): its sha256 must be the pin's, so a pin whose sha256 is not its recipe's file of this
-model fails here, whatever its recipe block says.
+torch cannot be imported by the audit (python -I -S): a child process, ``reinfer.py`` of this folder, runs
+the inference: ``python -I -B reinfer.py`` with the environment's python (``--reinfer-python``: the
+interpreter itself, checked in /proc by ``child_process``) and the numeric-mode variables. It reads the job
+(the drawn batches' texts, each verified model file's sha256) on stdin, loads the model from a private copy
+of exactly those bytes and writes the logits on stdout; none outlives the audit (``stop_children``). The bits
+are this CPU kind's: re-infer on the machine kind that made the run (check 'reference' holds a run to a
+committed reference within a measured tolerance instead). A derived backend's run (docs/backends.md): the
+child runs ``--derived-file`` (the lock folder's pin, hashed as read) with ONNX Runtime and the pinned
+session, and makes that file AGAIN from the verified model by the recipe, coded a second time in the child
+(``reinfer.rederive``): its sha256 must be the pin's.
 """
 
 from __future__ import annotations
@@ -52,6 +46,7 @@ import time
 from pathlib import Path
 
 import backend
+import child_process
 from readers import read_json, rows_by_query, sha256_of, text_of
 
 CHECK = "reinfer"
@@ -189,14 +184,18 @@ RUNNING: list = []  # every child process started, so that none outlives the aud
 def run_child(req: Request, job: dict) -> tuple[dict | None, str]:
     """The child's answer (None when it failed) and its stderr's tail."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}, **CNR_ENV, **OFFLINE_ENV}
+    argv = [str(req.python), "-I", "-B", str(CHILD), str(os.getpid())]  # the audit's pid: see reinfer.py
     try:
-        # the audit's pid: the child exits when it is not its parent (and dies with it)
-        proc = subprocess.Popen([str(req.python), "-I", "-B", str(CHILD), str(os.getpid())],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, env=env)
     except OSError as exc:
         return None, f"cannot start {req.python}: {exc}"
     RUNNING.append(proc)
+    problem = child_process.started_as(proc.pid, req.python, argv)  # Popen returns after the exec
+    if problem:
+        proc.kill()
+        proc.wait()
+        return None, problem
     stdout, stderr = proc.communicate(json.dumps(job))
     lines = stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
@@ -364,8 +363,7 @@ def stage(run, want, au, req: Request) -> None:
     drawn = draw(batches, req.batches, seed)
     req.record.update({
         "asked": True, "batches_asked": req.batches, "batches_in_run": len(batches), "seed": seed,
-        "seed_source": ("--reinfer-seed: CHOSEN BY HAND (a forced draw, for tests), not fresh randomness"
-                        if hand
+        "seed_source": ("--reinfer-seed: CHOSEN BY HAND (a forced draw), not fresh randomness" if hand
                         else "secrets.randbits(64), drawn at audit time"),
         "draw": "random.Random(seed).sample(batches in run order, N); every batch when N = all or N >= "
                 "their number",
@@ -378,18 +376,19 @@ def stage(run, want, au, req: Request) -> None:
                                 "the failures)")
         return
     answer, stderr, req.record["child_seconds"], early = child_answer(req, job)
-    req.record["child_started"] = ("before the other checks, on this job (it ran beside them)" if early
-                                   else "after the other checks")
-    if not au.check(CHECK, answer is not None, str(CHILD), "the re-inference process",
-                    "exit 0 with the logits", stderr):
+    req.record["child_started"] = "before the other checks, on this job" if early else "after them"
+    if not au.check(CHECK, answer is not None, str(CHILD), "the re-inference process", "exit 0, logits",
+                    stderr):
         return
     req.record["child"] = answer["facts"]
+    req.record["child_process"] = {"python": os.path.realpath(str(req.python)), "script_sha256":
+                                   child_process.script_sha256(CHILD)}
+    req.record["model_files_sha256"] = job["files"]  # every file of the verified model the child loaded
     au.check(CHECK, answer["facts"].get("model_files") == sorted(job["files"]), str(CHILD),
              "the model files the child loaded (a private copy, each hashed as read)", sorted(job["files"]),
              answer["facts"].get("model_files"))
     au.check(CHECK, answer["facts"]["mkl_cnr"] == "AUTO,STRICT", str(CHILD), "oneMKL numeric mode "
-             "(MKL's report)",
-             "AUTO,STRICT", answer["facts"]["mkl_cnr"])
+             "(MKL's report)", "AUTO,STRICT", answer["facts"]["mkl_cnr"])
     if job["derived"] is not None:  # the child ran the verified derived file, with the pinned session, and
         # made it again from the verified source by the recipe: the pin is the recipe's file of this model
         sha = job["derived"]["sha256"]

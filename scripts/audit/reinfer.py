@@ -170,8 +170,8 @@ def derived_scorer(folder: Path, job: dict, derived_copy: Path):
     return score, facts
 
 
-# the documented recipe (docs/backends.md), written here again so that the pipeline's derivation
-# (rerank_study.backends.derive) is checked by a second one: the same library calls, the same arguments
+# the documented recipe (docs/backends.md), written here a second time so that the pipeline's derivation is
+# checked by another: the same library calls, the same arguments
 RECIPE_OPSET = 17
 RECIPE_INPUTS = ("input_ids", "token_type_ids", "attention_mask")
 RECIPE_OUTPUTS = ("logits", "last_hidden_state")

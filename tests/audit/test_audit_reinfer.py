@@ -6,6 +6,7 @@ forged with it; the model folder must be the run's; a child that cannot run fail
 the standard-library audit runs and says the stage was not asked for."""
 
 import json
+import os
 import signal
 import struct
 import subprocess
@@ -14,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import AUDIT, audit_module, read_json
+from conftest import AUDIT, ROOT, audit_module, read_json
 from forged_runs import FIXTURE_CONFIG, copy_run, failures, forge_logit, model_dir, read_rows, run_audit
 
 SEED = 20240611  # a draw forced by hand (--reinfer-seed, tests only)
@@ -173,8 +174,24 @@ def test_the_model_folder_must_hold_exactly_the_runs_model(smoke_run, fixture_wo
 
 
 def test_a_reinference_process_that_cannot_run_fails_the_check(smoke_run, fixture_workdir, tmp_path):
-    fake = tmp_path / "python-without-torch"
-    fake.write_text("#!/bin/sh\necho 'No module named torch' >&2\nexit 3\n")
+    """A python interpreter without the child's libraries (an empty virtual environment)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "empty")], check=True)
+    rundir, lockdir = copy_run(smoke_run, fixture_workdir, tmp_path / "w")
+    args = list(reinfer_args(fixture_workdir))
+    args[args.index("--reinfer-python") + 1] = str(tmp_path / "empty" / "bin" / "python")
+    proc, result = run_audit(rundir, lockdir, *args)
+    assert proc.returncode == 1 and result["failed_checks"] == ["reinfer"]
+    (fail,) = failures(result, "reinfer")
+    assert fail["item"] == "the re-inference process" and "exit 1" in fail["found"] and "No module named" in \
+        fail["found"]
+
+
+def test_a_wrapper_as_the_reinference_python_is_refused(smoke_run, fixture_workdir, tmp_path):
+    """The red team's wrapper: a script given as --reinfer-python that runs another child script under the
+    real interpreter (here: the real child itself, so only the wrapper is wrong) - the process the audit
+    started is not the interpreter running reinfer.py, read back from /proc."""
+    fake = tmp_path / "wrapper"
+    fake.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
     fake.chmod(0o755)
     rundir, lockdir = copy_run(smoke_run, fixture_workdir, tmp_path / "w")
     args = list(reinfer_args(fixture_workdir))
@@ -182,8 +199,22 @@ def test_a_reinference_process_that_cannot_run_fails_the_check(smoke_run, fixtur
     proc, result = run_audit(rundir, lockdir, *args)
     assert proc.returncode == 1 and result["failed_checks"] == ["reinfer"]
     (fail,) = failures(result, "reinfer")
-    assert fail["item"] == "the re-inference process" and "exit 3" in fail["found"] and "torch" in \
-        fail["found"]
+    assert fail["item"] == "the re-inference process" and "not a wrapper" in fail["found"]
+
+
+def test_the_reinference_records_the_child_it_ran_and_every_model_file(smoke_run, fixture_workdir, tmp_path):
+    import hashlib
+
+    rundir, lockdir = copy_run(smoke_run, fixture_workdir, tmp_path / "w")
+    proc, result = run_audit(rundir, lockdir, *reinfer_args(fixture_workdir))
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    stage = result["info"]["reinfer"]
+    child = ROOT / "scripts" / "audit" / "reinfer.py"
+    assert stage["child_process"] == {"python": os.path.realpath(sys.executable),
+                                      "script_sha256": hashlib.sha256(child.read_bytes()).hexdigest()}
+    folder = fixture_workdir / "resources" / "models" / "standin-seed110"
+    meta = json.loads((folder / "MODEL.json").read_text())
+    assert stage["model_files_sha256"] == meta["files"]
 
 
 @pytest.mark.parametrize("args, message", [(["--reinfer", "2"], "--reinfer needs --model-dir"),

@@ -13,10 +13,10 @@ SIBLINGS = {p.stem for p in MODULES}
 # The ONE exemption from the standard-library rule: reinfer.py is not part of the standard-library audit but
 # the process its optional second stage (--reinfer N, check 'reinfer') STARTS - with the environment's python,
 # never imported - to re-infer the auditor's own sample with upstream sentence-transformers, which needs
-# torch (and, for a derived backend's run, ONNX Runtime on the derived file). It may import those libraries
-# and the standard library, and nothing of the audit or the project.
+# torch (and, for a derived backend's run, ONNX Runtime on the derived file, and the recipe's onnx). It may
+# import those libraries and the standard library, and nothing of the audit or the project.
 REINFER_CHILD = "reinfer.py"
-REINFER_LIBRARIES = {"numpy", "torch", "sentence_transformers", "transformers", "onnxruntime"}
+REINFER_LIBRARIES = {"numpy", "torch", "sentence_transformers", "transformers", "onnx", "onnxruntime"}
 
 
 def imported_modules(path: Path) -> set[str]:

@@ -135,7 +135,7 @@ def test_the_table_from_the_committed_reference_logits_is_its_committed_per_quer
 def _side(settings, labels, derived=None, asked=True, rederived="same"):
     made = derived if rederived == "same" else rederived
     stage = {"asked": asked, "pairs": 20 if asked else None, "note": None if asked else "not asked for",
-             "seed_source": audited.FRESH_DRAW,
+             "seed_source": audited.FRESH_DRAW, "model_files_sha256": {"config.json": "c", "model.bin": "w"},
              "child": {"derived": {"sha256": derived, "rederived_sha256": made}} if derived else {}}
     return {"manifest": {"model_identity": "M", "model_weights_sha256": "W", "scorer": "stand-in",
                          "lockdir": "../../lockfiles", "kind": "development", "settings": settings},
@@ -158,6 +158,11 @@ def test_the_two_sides_must_be_the_torch_run_and_the_backend_run_of_one_model_ea
     unchecked = _side({"max_length": 512, "backend": "onnx-int8"}, [INT8_LABEL], asked=False)
     got = retention.side_problems("onnx-int8", "P", torch_side, unchecked)
     assert any("re-inferred nothing" in p for p in got)
+    # the same model name and weights, another file (the red team's config.json of another activation)
+    other_files = _side({"max_length": 512, "backend": "onnx-int8"}, [INT8_LABEL], derived="P")
+    other_files["verdict"]["info"]["reinfer"]["model_files_sha256"]["config.json"] = "c2"
+    got = retention.side_problems("onnx-int8", "P", torch_side, other_files)
+    assert len(got) == 1 and got[0].startswith("the two audits re-inferred with other model files")
     # a passing audit whose draw was chosen by hand
     hand = _side({"max_length": 512, "backend": "onnx-int8"}, [INT8_LABEL], derived="P")
     hand["verdict"]["info"]["reinfer"]["seed_source"] = "--reinfer-seed: CHOSEN BY HAND"

@@ -63,11 +63,32 @@ def test_cross_study_row_reads_the_summary_it_is_given():
     row = cross_table.cross_study_row(cfg, summary, {"ok": True}, "dev", manifest)
     assert row == {"study": "s", "dataset": "d", "reranker_kind": "run",
                    "reranker": "m run:reranker/dev.trec",
-                   "reranker_sha256": "ab" * 32, "scorer": "pinned", "run": "dev", "n_queries": 7,
+                   "reranker_sha256": "ab" * 32, "backend": "none", "scorer": "pinned", "run": "dev",
+                   "n_queries": 7,
                    "n_groups": 5, "rrf_mean": 0.1, "ce_mean": 0.2, "blend_mean": 0.3,
                    "primary": "blend-ce (ndcg@10)", "primary_delta": 0.1, "primary_grouped_lo": -0.05,
                    "primary_grouped_hi": 0.25, "audit": "PASSED"}
     assert tuple(row) == cross_table.CROSS_STUDY_COLUMNS
+
+
+def _manifest(backend=None, model="M", inputs=None):
+    settings = {"max_length": 512, **({"backend": backend} if backend else {})}
+    arts = [{"key": k, "sha256": v} for k, v in (inputs or {"corpus": "c", "queries": "q"}).items()]
+    return {"model_identity": model, "model_weights_sha256": "W", "settings": settings, "artefacts": arts}
+
+
+def test_the_backend_column_and_the_torch_twin_of_a_derived_study():
+    assert [cross_table.backend_of(m) for m in (_manifest(), _manifest("onnx-int8"), {"settings": {}})] == \
+        ["torch", "onnx-int8", "none"]
+    keys = ("corpus", "queries")
+    int8, torch, other_model = _manifest("onnx-int8"), _manifest(), _manifest(model="N")
+    other_inputs = _manifest(inputs={"corpus": "c", "queries": "q2"})
+    # the first torch study of the same model, weights and inputs; never a derived one, never itself
+    assert cross_table.torch_twin(0, [int8, other_model, other_inputs, torch, _manifest()], keys) == 3
+    assert cross_table.torch_twin(0, [int8, other_model, other_inputs, _manifest("onnx")], keys) is None
+    row = cross_table.retention_row("s", "onnx-int8", None, None)
+    assert tuple(row) == cross_table.RETENTION_COLUMNS and row["primary_mean"] is None
+    assert row["note"].startswith("no fp32 torch study of the same model and inputs")
 
 
 def test_a_study_file_the_audit_cannot_read_stops_at_start(tmp_path):

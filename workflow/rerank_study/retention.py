@@ -150,7 +150,8 @@ def conclusion(
 def side_problems(backend: str, pin_sha256: str, ref: Mapping, other: Mapping) -> list[str]:
     """Why two audited runs are not the torch run and the ``backend`` run of ONE model: each side is
     ``{"manifest", "verdict", "labels"}`` (its audited manifest, its audit verdict, the set of its pairs'
-    model labels). The torch side names no backend; the other names ``backend`` and its pinned file; both
+    model labels). Both audits re-inferred with the same model files (every file's sha256, not the model's
+    name). The torch side names no backend; the other names ``backend`` and its pinned file; both
     audits re-inferred a sample, the backend's with exactly that file, which its audit also made again from
     the model by the recipe (the pin is the recipe's file)."""
     mr, mo = ref["manifest"], other["manifest"]
@@ -167,6 +168,11 @@ def side_problems(backend: str, pin_sha256: str, ref: Mapping, other: Mapping) -
     for name, side, want in (("torch", ref, torch_label), (backend, other, derived_label)):
         if side["labels"] != {want}:
             out.append(f"the {name} side's pairs were scored by {sorted(side['labels'])[:2]}, not {want!r}")
+    stages = [(s["verdict"].get("info") or {}).get("reinfer") or {} for s in (ref, other)]
+    files = [st.get("model_files_sha256") for st in stages]
+    if not files[0] or files[0] != files[1]:  # one model: every file (a name can be pinned to other files)
+        out.append(f"the two audits re-inferred with other model files (sha256 of every file: torch "
+                   f"{files[0]}, {backend} {files[1]})")
     for name, side, derived in (("torch", ref, None), (backend, other, pin_sha256)):
         stage = (side["verdict"].get("info") or {}).get("reinfer") or {}
         if audited.reinfer_problem(side["verdict"]):

@@ -1,0 +1,33 @@
+"""The re-inference child as the kernel runs it (check 'reinfer'): the process the audit started must be the
+interpreter it was given (``--reinfer-python``, resolved), running THIS folder's ``reinfer.py`` with the
+audit's own arguments - read back from ``/proc/<pid>/exe`` and ``/proc/<pid>/cmdline`` (Linux), never taken
+from the child's own account. A wrapper script, or an interpreter that runs another script, is refused: the
+child is the half of the check that re-infers the logits and makes the derived file again."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+
+def started_as(pid: int, python, argv: list[str]) -> str | None:
+    """Why the running process ``pid`` is not ``python`` (symlinks resolved) running ``argv``; None when it
+    is."""
+    try:
+        exe = os.readlink(f"/proc/{pid}/exe")
+        cmdline = [c.decode() for c in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:-1]]
+    except OSError as exc:
+        return f"cannot read the child's /proc/{pid} ({exc}): which program re-infers cannot be checked"
+    want = os.path.realpath(str(python))
+    if exe != want:
+        return (f"the child process runs {exe}, not the interpreter {want}: --reinfer-python must be a "
+                "python interpreter itself, not a wrapper")
+    if cmdline[1:] != argv[1:]:
+        return f"the child process runs {cmdline[1:]}, not {argv[1:]}"
+    return None
+
+
+def script_sha256(path) -> str:
+    """The sha256 of the child's script as the audit started it (recorded in info.reinfer)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
