@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from pathlib import Path
 
 
@@ -15,8 +16,8 @@ def started_as(pid: int, python, argv: list[str]) -> str | None:
     """Why the running process ``pid`` is not ``python`` (symlinks resolved) running ``argv``; None when it
     is."""
     try:
+        cmdline = _cmdline(pid)
         exe = os.readlink(f"/proc/{pid}/exe")
-        cmdline = [c.decode() for c in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:-1]]
     except OSError as exc:
         return f"cannot read the child's /proc/{pid} ({exc}): which program re-infers cannot be checked"
     want = os.path.realpath(str(python))
@@ -26,6 +27,16 @@ def started_as(pid: int, python, argv: list[str]) -> str | None:
     if cmdline[1:] != argv[1:]:
         return f"the child process runs {cmdline[1:]}, not {argv[1:]}"
     return None
+
+
+def _cmdline(pid: int, seconds: float = 10.0) -> list[str]:
+    """The process's arguments once the kernel has set them up (an exec in progress shows none yet)."""
+    end = time.monotonic() + seconds
+    while True:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        if raw or time.monotonic() > end:
+            return [c.decode() for c in raw.split(b"\0")[:-1]]
+        time.sleep(0.005)
 
 
 def script_sha256(path) -> str:
