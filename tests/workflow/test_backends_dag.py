@@ -252,3 +252,16 @@ def test_a_backend_study_beside_its_torch_study_has_its_retention_in_the_cross_s
     assert row["primary_mean"] == pytest.approx(means[1], abs=1e-12)
     assert row["delta_difference"] == pytest.approx(means[1] - means[0], abs=1e-12)
     assert "Conclusion retention" in (cross / "cross_study.md").read_text()
+
+
+def test_a_backend_on_a_model_it_cannot_export_stops_at_start(world, tmp_path):
+    """The study's pinned cross-encoder is another architecture than the export supports: the invocation
+    stops before any job (nothing is made, pinned or scored)."""
+    wd = copy_world(world, tmp_path, subs=("lockfiles",))
+    path = wd / "lockfiles" / "model_pins.json"
+    pins = json.loads(path.read_text())
+    pins["cross_encoder"]["architecture"]["architectures"] = ["RobertaForSequenceClassification"]
+    path.write_text(json.dumps(pins, indent=2, sort_keys=True) + "\n")
+    proc = backend_run(wd, "onnx-int8", check=False)
+    _stops(proc, "CANNOT EXPORT architecture ['RobertaForSequenceClassification']")
+    assert not (wd / "results").exists() and not (wd / "resources").exists()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import layout
-from .errors import ConfigError, MissingInputError
+from .errors import ConfigError, MissingInputError, PipelineError
 from .names import TORCH_BACKEND
 
 
@@ -57,6 +57,24 @@ def check_backend_source(command_line: dict) -> None:
         raise ConfigError(f"--config ce={{backend: {backend}}}: a backend is set by its committed config "
                           "file, which the audit reads too. Fix: --configfile config/backends/"
                           f"{backend}.yaml (and drop it from --config).")
+
+
+def check_backend_model(cfg: dict, lockdir, repin: set) -> None:
+    """A derived backend (``ce.backend``) can be made from the study's pinned cross-encoder: its pinned
+    architecture (``<lockdir>/model_pins.json`` cross_encoder.architecture) is one the export supports. At
+    start, not when the first pin or file is made (unless this invocation re-pins the model)."""
+    from .backends import check_exportable
+    from .fileio import read_json
+
+    if cfg["ce"]["backend"] == TORCH_BACKEND or "model" in repin:
+        return
+    path = Path(lockdir) / layout.MODEL_PINS
+    _require(path, "MODEL PINS", "model", lockdir)
+    arch = (read_json(path).get("cross_encoder") or {}).get("architecture") or {}
+    try:
+        check_exportable(cfg["ce"]["backend"], arch)
+    except PipelineError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
 
 
 def _require(path: Path, what: str, repin_key: str, lockdir) -> None:

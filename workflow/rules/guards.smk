@@ -32,6 +32,7 @@ if CONFIRM:  # the jobs of an opening run in /bin/bash itself (common.smk), neve
 _checked(_studies.check_study, config, LOCK, REPIN, catalogue_path=Path(workflow.basedir) / config["data"]["catalogue"],
          default_model_pins=Path(workflow.basedir) / "lockfiles" / "model_pins.json")
 _checked(_guards.check_committed_inputs, LOCK, REPIN)
+_checked(_guards.check_backend_model, config, LOCK, REPIN)  # a derived backend: a model its export supports
 # the seal: no development input (qrels, split, candidates, a user's run) holds a judgement, a query id or a query
 # text of a sealed set of any lock folder of the repository or this one (the rule splits repeats it on the
 # verified data; repin=data and repin=splits check what they would write)
