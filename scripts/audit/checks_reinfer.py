@@ -183,7 +183,7 @@ RUNNING: list = []  # every child process started, so that none outlives the aud
 
 def run_child(req: Request, job: dict) -> tuple[dict | None, str]:
     """The child's answer (None when it failed) and its stderr's tail."""
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}, **CNR_ENV, **OFFLINE_ENV}
+    env = child_process.child_env(os.environ, {**CNR_ENV, **OFFLINE_ENV})  # an allowlist, not a filter
     argv = [str(req.python), "-I", "-B", str(CHILD), str(os.getpid())]  # the audit's pid: see reinfer.py
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

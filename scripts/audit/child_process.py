@@ -2,7 +2,13 @@
 interpreter it was given (``--reinfer-python``, resolved), running THIS folder's ``reinfer.py`` with the
 audit's own arguments - read back from ``/proc/<pid>/exe`` and ``/proc/<pid>/cmdline`` (Linux), never taken
 from the child's own account. A wrapper script, or an interpreter that runs another script, is refused: the
-child is the half of the check that re-infers the logits and makes the derived file again."""
+child is the half of the check that re-infers the logits and makes the derived file again. Its environment is
+built from an allowlist (``child_env``), never the audit's whole environment.
+
+What no check here can hold: a process environment that the caller controls around the audit itself (an
+LD_PRELOAD on the audit, an interpreter given as --reinfer-python whose own site runs other code), an edited
+audit, or an audit.json written by hand. The audit answers for runs made and audited by this checkout's code
+under the locked environment; who can write the results folder or the environment owns the audit."""
 
 from __future__ import annotations
 
@@ -10,6 +16,16 @@ import hashlib
 import os
 import time
 from pathlib import Path
+
+# the only variables of the audit's environment the child inherits (beside the audit's own settings): no
+# LD_PRELOAD, no PYTHON*, nothing else that would change which code the interpreter runs
+INHERITED = ("PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+
+
+def child_env(environ, own: dict) -> dict:
+    """The child's whole environment: ``INHERITED`` from ``environ`` (when set), then the audit's own
+    settings ``own`` (the numeric mode, offline switches)."""
+    return {**{k: environ[k] for k in INHERITED if k in environ}, **own}
 
 
 def started_as(pid: int, python, argv: list[str]) -> str | None:

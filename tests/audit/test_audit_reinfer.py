@@ -350,3 +350,12 @@ def test_the_model_folder_must_be_the_lock_folders_pinned_model(smoke_run, fixtu
     items = [f["item"] for f in failures(result, "reinfer")]
     assert any(word in i for i in items for word in ("the lock folder's model pins", "file name",
                                                       "label_index")), items
+
+
+def test_the_child_inherits_an_allowlist_of_the_audits_environment():
+    """No LD_PRELOAD, no PYTHON*, no variable the allowlist does not name reaches the child; the audit's own
+    settings do."""
+    env = audit_module("child_process").child_env(
+        {"PATH": "/bin", "HOME": "/h", "LD_PRELOAD": "/tmp/shim.so", "PYTHONPATH": "/x", "MALLOC_CONF": "y",
+         "SOMETHING": "z"}, {"MKL_CBWR": "AUTO,STRICT"})
+    assert env == {"PATH": "/bin", "HOME": "/h", "MKL_CBWR": "AUTO,STRICT"}
