@@ -6,6 +6,7 @@
 
 from rerank_study import layout as _layout
 from rerank_study.config import run_name as _run_name
+from rerank_study.names import CROSS_ENCODER as _CROSS_ENCODER
 
 if config["unseal"]:
     raise WorkflowError(f"unseal opens the sealed confirmation of ONE study; studies={config['studies']} names "
@@ -20,6 +21,7 @@ include: str(_studies.modules_file(STUDY_CONFIGS, Path(config["resources"]).reso
 
 
 STUDY_RUNS = {s: f"{c['results']}/{_run_name(c)}" for s, c in STUDY_CONFIGS.items()}  # study name -> its run folder
+SCORED = [s for s, c in STUDY_CONFIGS.items() if c["study"]["reranker_kind"] == _CROSS_ENCODER]  # a cross-encoder
 CROSS = f"{config['results']}/cross-study/{'+'.join(STUDY_CONFIGS)}/cross_study"
 
 
@@ -32,10 +34,10 @@ rule cross_study:
         summaries=[f"{r}/summary.json" for r in STUDY_RUNS.values()],
         audits=[f"{r}/audit.json" for r in STUDY_RUNS.values()],
         manifests=[f"{r}/manifest.json" for r in STUDY_RUNS.values()],  # what each reranker is (identity, sha256)
-        # the retention's sides (each listed by its audited manifest) and each study's derived pins
-        per_query=[f"{r}/per_query.tsv" for r in STUDY_RUNS.values()],
-        pairs=[f"{r}/pairs.tsv" for r in STUDY_RUNS.values()],
-        groups=[f"{r}/groups.tsv" for r in STUDY_RUNS.values()],
+        # the retention's sides, of each scored study (a run file has no pairs), and each study's derived pins
+        per_query=[f"{STUDY_RUNS[s]}/per_query.tsv" for s in SCORED],
+        pairs=[f"{STUDY_RUNS[s]}/pairs.tsv" for s in SCORED],
+        groups=[f"{STUDY_RUNS[s]}/groups.tsv" for s in SCORED],
         derived_pins=[f"{c['lockdir']}/{_layout.DERIVED_PINS}" for c in STUDY_CONFIGS.values()],
     output:
         tsv=f"{CROSS}.tsv",
@@ -44,6 +46,7 @@ rule cross_study:
         retention=f"{CROSS}_retention.tsv",
     params:
         studies=list(STUDY_CONFIGS.values()),
+        scored=SCORED,  # the studies whose sides are the per_query, pairs and groups inputs, in that order
         runs=[os.path.basename(r) for r in STUDY_RUNS.values()],
     log:
         f"{config['results']}/cross-study/{'+'.join(STUDY_CONFIGS)}/cross_study.log",

@@ -51,9 +51,10 @@ def retention_rows(sm, manifests: list[dict]) -> list[dict]:
     claim), or a row saying there is no twin."""
     names = [c["study"]["name"] for c in sm.params.studies]
 
-    def side(i):
+    def side(i):  # a scored study (a derived one, or its torch twin): its place among the scored inputs
+        k = list(sm.params.scored).index(names[i])
         files = {"audit": sm.input.audits[i], "manifest": sm.input.manifests[i],
-                 "per_query": sm.input.per_query[i], "pairs": sm.input.pairs[i], "groups": sm.input.groups[i]}
+                 "per_query": sm.input.per_query[k], "pairs": sm.input.pairs[k], "groups": sm.input.groups[k]}
         return retention_run.side(files, f"{names[i]}/{sm.params.runs[i]}")
 
     out = []
