@@ -173,10 +173,11 @@ def side_problems(backend: str, pin_sha256: str, ref: Mapping, other: Mapping) -
     if not files[0] or files[0] != files[1]:  # one model: every file (a name can be pinned to other files)
         out.append(f"the two audits re-inferred with other model files (sha256 of every file: torch "
                    f"{files[0]}, {backend} {files[1]})")
-    for name, side, derived in (("torch", ref, None), (backend, other, pin_sha256)):
-        stage = (side["verdict"].get("info") or {}).get("reinfer") or {}
-        if audited.reinfer_problem(side["verdict"]):
-            out.append(f"the {name} side: {audited.reinfer_problem(side['verdict'])}")
+    sides = (("torch", ref, stages[0], None), (backend, other, stages[1], pin_sha256))
+    for name, side, stage, derived in sides:
+        problem = audited.reinfer_problem(side["verdict"])
+        if problem:
+            out.append(f"the {name} side: {problem}")
         child = (stage.get("child") or {}).get("derived") or {}
         if stage.get("asked") and child.get("sha256") != derived:
             out.append(f"the {name} side's audit re-inferred with derived file {child.get('sha256')!r}, "
