@@ -45,6 +45,11 @@ def test_summary_over_queries():
     ref = {"1": {"a": 2.0, "b": 1.0}, "2": {"a": 2.0, "b": 1.0, "c": 0.0}}
     other = {"1": {"a": 1.0, "b": 2.0}, "2": {"a": 2.0, "b": 1.0, "c": 0.25}}
     got = retention.logit_agreement(["1", "2"], ref, other, k=1)
+    assert {q: a["top1_overlap"] for q, a in got["per_query"].items()} == {"1": 0.0, "2": 1.0}
+    assert "top10_overlap" in retention.logit_agreement(["1", "2"], ref, other)  # the default k is 10
+    with pytest.raises(ValueError) as exc:
+        retention.query_agreement({d: 0.0 for d in "abcdefg"}, {d: 0.0 for d in "abh"}, k=1)
+    assert str(exc.value) == "the two scorers scored different candidates: ['c', 'd', 'e', 'f', 'g']"
     assert got["kendall_tau_b"] == {"min": -1.0, "median": 0.0, "mean": 0.0}
     assert got["top1_overlap"] == {"min": 0.0, "median": 0.5, "mean": 0.5}
     assert got["max_abs_delta_logit"] == 1.0 and got["pairs_equal"] == 2 and got["pairs"] == 5
@@ -189,3 +194,101 @@ def test_the_fresh_draw_is_the_audits_own_record():
     """audited.FRESH_DRAW is the text the audit writes for a draw by fresh randomness (its source, read)."""
     source = (Path(__file__).resolve().parents[2] / "scripts" / "audit" / "checks_reinfer.py").read_text()
     assert f'else "{audited.FRESH_DRAW}"' in source
+
+
+def test_the_difference_interval_uses_the_analyses_seeded_grouped_draws_and_the_declared_percentiles():
+    """Expected by numpy alone: the plan's seeded generator draws the B x G group indices first (the analyses'
+    grouped draws); a replicate is the drawn groups' summed difference over their summed sizes; the ends are
+    numpy's linear percentiles at the plan's (10, 90)."""
+    import numpy as np
+
+    ref = _table({"1": (0.1, 0.2, 0.5), "2": (0.3, 0.2, 0.1), "3": (0.0, 0.1, 0.4), "4": (0.2, 0.6, 0.9),
+                  "5": (0.4, 0.3, 0.2), "6": (0.1, 0.5, 0.3), "7": (0.2, 0.2, 0.25)})
+    other = _table({"1": (0.1, 0.2, 0.2), "2": (0.3, 0.2, 0.6), "3": (0.0, 0.1, 0.1), "4": (0.2, 0.6, 0.7),
+                    "5": (0.4, 0.3, 0.9), "6": (0.1, 0.5, 0.55), "7": (0.2, 0.2, 0.2)})
+    groups = [["1", "2"], ["3"], ["4", "5"], ["6"], ["7"]]  # many distinct replicate values: the ends depend
+    plan = analysis.AnalysisPlan(comparisons={"blend-ce": ("blend", "ce")}, primary="blend-ce",  # on the draw
+                                 metric="ndcg@10", B=301, seed=11, percentiles=(13.0, 87.0), threshold=0.01)
+    got = retention.conclusion(list(ref), groups, ref, other, plan, {})
+    diff = {q: (other[q]["blend_ndcg@10"] - other[q]["ce_ndcg@10"]) - (ref[q]["blend_ndcg@10"]
+                                                                       - ref[q]["ce_ndcg@10"]) for q in ref}
+    sums = np.array([sum(diff[q] for q in g) for g in groups])
+    sizes = np.array([len(g) for g in groups])
+    idx = np.random.default_rng(11).integers(0, 5, size=(301, 5), dtype=np.int64)
+    reps = sums[idx].sum(axis=1) / sizes[idx].sum(axis=1)
+    lo, hi = got["difference"]["grouped_interval"]
+    assert lo == pytest.approx(np.percentile(reps, 13), abs=1e-12)
+    assert hi == pytest.approx(np.percentile(reps, 87), abs=1e-12)
+    other_draw = np.random.default_rng(12).integers(0, 5, size=(301, 5), dtype=np.int64)
+    other_reps = sums[other_draw].sum(axis=1) / sizes[other_draw].sum(axis=1)
+    assert lo != pytest.approx(np.percentile(other_reps, 13))  # the ends depend on the draw
+    assert got["difference"]["mean"] == pytest.approx(sum(diff.values()) / 7, abs=1e-12)
+    assert got["difference"]["covers_0"] == (lo <= 0.0 <= hi)
+    assert got["primary"] == "blend-ce" and got["metric"] == "ndcg@10"
+    assert got["difference"]["definition"] == (
+        "per query: the other scorer's primary delta - the reference's; "
+        "grouped paired bootstrap with the analyses' own draws")
+    assert set(got["reference"]) >= {"means", "primary_mean", "grouped_interval"}
+    assert got["reference"]["means"] == {m: pytest.approx(sum(ref[q][f"{m}_ndcg@10"] for q in ref) / 7)
+                                         for m in ("rrf", "ce", "blend")}
+
+
+def test_each_claim_of_a_side_that_differs_is_named_exactly():
+    torch_side = _side({"max_length": 512}, [TORCH_LABEL])
+    int8_side = _side({"max_length": 512, "backend": "onnx-int8"}, [INT8_LABEL], derived="P")
+    for key, value in (("model_identity", "N"), ("model_weights_sha256", "W2"), ("scorer", "real"),
+                       ("kind", "confirmation")):
+        other = {**int8_side, "manifest": {**int8_side["manifest"], key: value}}
+        got = retention.side_problems("onnx-int8", "P", torch_side, other)
+        assert got[0] == f"manifest {key}: {torch_side['manifest'][key]!r} (torch) against {value!r}"
+    named = _side({"max_length": 512, "backend": "onnx"}, [TORCH_LABEL])
+    got = retention.side_problems("onnx-int8", "P", named, int8_side)
+    assert got[0] == "the torch side's settings name backend 'onnx'"
+    bare = {k: v for k, v in int8_side["manifest"].items() if k != "settings"}
+    no_settings = {**int8_side, "manifest": bare}
+    got = retention.side_problems("onnx-int8", "P", torch_side, no_settings)
+    assert got == ["the onnx-int8 side's settings name backend None"]
+    fp32 = _side({"max_length": 512, "backend": "onnx"}, [INT8_LABEL], derived="P")
+    got = retention.side_problems("onnx-int8", "P", torch_side, fp32)
+    assert got == ["the onnx-int8 side's settings name backend 'onnx'"]
+    bare_torch = {**torch_side,
+                  "manifest": {k: v for k, v in torch_side["manifest"].items() if k != "settings"}}
+    assert retention.side_problems("onnx-int8", "P", bare_torch, int8_side) == []
+    unasked = _side({"max_length": 512}, [TORCH_LABEL], asked=False)
+    got = retention.side_problems("onnx-int8", "P", unasked, int8_side)
+    assert got == ["the torch side: its audit re-inferred nothing (info.reinfer: 'not asked for')"]
+    three = _side({"max_length": 512}, ["c", "a", "b"])
+    got = retention.side_problems("onnx-int8", "P", three, int8_side)
+    assert got == [f"the torch side's pairs were scored by ['a', 'b'], not {TORCH_LABEL!r}"]
+    ran_other = _side({"max_length": 512, "backend": "onnx-int8"}, [INT8_LABEL], derived="F", rederived="P")
+    got = retention.side_problems("onnx-int8", "P", torch_side, ran_other)
+    assert got == ["the onnx-int8 side's audit re-inferred with derived file 'F', not 'P'"]
+    # the files of BOTH sides are required: none recorded on either side is not "the same files"
+    for which in (0, 1):
+        sides = [_side({"max_length": 512}, [TORCH_LABEL]), _side({"max_length": 512, "backend": "onnx-int8"},
+                                                                 [INT8_LABEL], derived="P")]
+        sides[which]["verdict"]["info"]["reinfer"]["model_files_sha256"] = {}
+        got = retention.side_problems("onnx-int8", "P", *sides)
+        files = ["{}" if i == which else "{'config.json': 'c', 'model.bin': 'w'}" for i in (0, 1)]
+        assert got == [f"the two audits re-inferred with other model files (sha256 of every file: torch "
+                       f"{files[0]}, onnx-int8 {files[1]})"]
+    both_empty = [_side({"max_length": 512}, [TORCH_LABEL]),
+                  _side({"max_length": 512, "backend": "onnx-int8"}, [INT8_LABEL], derived="P")]
+    for s in both_empty:
+        s["verdict"]["info"]["reinfer"]["model_files_sha256"] = {}
+    assert retention.side_problems("onnx-int8", "P", *both_empty)[0].startswith("the two audits re-inferred "
+                                                                                 "with other model files")
+
+
+def test_a_verdict_vouches_for_logits_only_with_a_fresh_sample_of_pairs():
+    def verdict(**stage):
+        return {"info": {"reinfer": {"asked": True, "pairs": 20, "seed_source": audited.FRESH_DRAW,
+                                     "note": "N", **stage}}}
+
+    assert audited.reinfer_problem(verdict()) is None
+    for stage in ({"asked": False}, {"pairs": 0}, {"pairs": None}):
+        want = "its audit re-inferred nothing (info.reinfer: 'N')"
+        assert audited.reinfer_problem(verdict(**stage)) == want
+    assert audited.reinfer_problem({}) == "its audit re-inferred nothing (info.reinfer: None)"
+    assert audited.reinfer_problem(verdict(seed_source="S")) == (
+        f"its audit's re-inference drew its batches by 'S', not {audited.FRESH_DRAW!r}")

@@ -69,10 +69,13 @@ def test_cross_study_row_reads_the_summary_it_is_given():
                    "primary": "blend-ce (ndcg@10)", "primary_delta": 0.1, "primary_grouped_lo": -0.05,
                    "primary_grouped_hi": 0.25, "audit": "PASSED"}
     assert tuple(row) == cross_table.CROSS_STUDY_COLUMNS
+    for verdict in ({"ok": False}, {}, {"ok": "yes"}):  # only a verdict of exactly true passes
+        assert cross_table.cross_study_row(cfg, summary, verdict, "dev", manifest)["audit"] == "FAILED"
 
 
-def _manifest(backend=None, model="M", inputs=None):
-    settings = {"max_length": 512, **({"backend": backend} if backend else {})}
+def _manifest(backend=None, model="M", inputs=None, max_length=512, name="s"):
+    settings = {"max_length": max_length, "study": {"name": name, "dataset": "d"},
+                **({"backend": backend} if backend else {})}
     arts = [{"key": k, "sha256": v} for k, v in (inputs or {"corpus": "c", "queries": "q"}).items()]
     return {"model_identity": model, "model_weights_sha256": "W", "settings": settings, "artefacts": arts}
 
@@ -83,12 +86,18 @@ def test_the_backend_column_and_the_torch_twin_of_a_derived_study():
     keys = ("corpus", "queries")
     int8, torch, other_model = _manifest("onnx-int8"), _manifest(), _manifest(model="N")
     other_inputs = _manifest(inputs={"corpus": "c", "queries": "q2"})
-    # the first torch study of the same model, weights and inputs; never a derived one, never itself
-    assert cross_table.torch_twin(0, [int8, other_model, other_inputs, torch, _manifest()], keys) == 3
-    assert cross_table.torch_twin(0, [int8, other_model, other_inputs, _manifest("onnx")], keys) is None
+    other_settings = _manifest(max_length=256)
+    # the first torch study of the same model, weights, inputs and settings but the backend and the study's
+    # name; never a derived one, never itself, never one of other settings (passed over, not refused later)
+    assert cross_table.torch_twin(0, [int8, other_model, other_inputs, other_settings, _manifest(name="t"),
+                                      torch], keys) == 4
+    assert cross_table.torch_twin(0, [int8, other_model, other_inputs, other_settings, _manifest("onnx")],
+                                  keys) is None
+    other_weights = {**_manifest(), "model_weights_sha256": "W2"}
+    assert cross_table.torch_twin(0, [int8, other_weights], keys) is None
     row = cross_table.retention_row("s", "onnx-int8", None, None)
     assert tuple(row) == cross_table.RETENTION_COLUMNS and row["primary_mean"] is None
-    assert row["note"].startswith("no fp32 torch study of the same model and inputs")
+    assert row["note"].startswith("no fp32 torch study of the same model, inputs and settings")
 
 
 def test_a_study_file_the_audit_cannot_read_stops_at_start(tmp_path):

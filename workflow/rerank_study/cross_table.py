@@ -2,9 +2,12 @@
 study's audited run: the three method means, the primary delta with its grouped interval, n queries, n groups,
 what the reranker is (its kind, identity and sha256: a cross-encoder's weights or a run file's bytes), the
 backend that scored it (docs/backends.md) and the audit verdict. Its retention section: one row per study
-scored by a derived backend, against the invocation's fp32 torch study of the same model and inputs."""
+scored by a derived backend, against the invocation's fp32 torch study of the same model, inputs and
+settings."""
 
 from __future__ import annotations
+
+from .retention_run import settings_but_backend
 
 CROSS_STUDY_COLUMNS = ("study", "dataset", "reranker_kind", "reranker", "reranker_sha256", "backend",
                        "scorer", "run",
@@ -49,26 +52,28 @@ RETENTION_COLUMNS = ("study", "backend", "torch_study", "torch_primary_mean", "t
 
 def torch_twin(i: int, manifests: list[dict], input_keys) -> int | None:
     """The first other study of the invocation that is study ``i``'s model scored by torch on the same
-    inputs (their manifests' sha256 of ``input_keys``), or None."""
+    inputs (their manifests' sha256 of ``input_keys``) with the same settings but the backend (and the study's
+    name), or None: a torch study of other settings is passed over, not taken and then refused."""
     def inputs(m):
         return {a["key"]: a["sha256"] for a in m["artefacts"] if a["key"] in input_keys}
 
     me = manifests[i]
     for j, m in enumerate(manifests):
         if j != i and backend_of(m) == "torch" and m["model_identity"] == me["model_identity"] \
-                and m["model_weights_sha256"] == me["model_weights_sha256"] and inputs(m) == inputs(me):
+                and m["model_weights_sha256"] == me["model_weights_sha256"] and inputs(m) == inputs(me) \
+                and settings_but_backend(m["settings"]) == settings_but_backend(me["settings"]):
             return j
     return None
 
 
 def retention_row(study: str, backend: str, torch_study: str | None, rec: dict | None) -> dict:
     """One derived study's line of the retention section (``rec``: rerank_study.retention_run.record); with
-    no torch study of the same model and inputs in the invocation, a line that says so."""
+    no torch study of the same model, inputs and settings in the invocation, a line that says so."""
     row = dict.fromkeys(RETENTION_COLUMNS)
     row.update(study=study, backend=backend, torch_study=torch_study)
     if rec is None:
-        row["note"] = ("no fp32 torch study of the same model and inputs in this invocation: add one to "
-                       "studies=[...] (the same study file without the backend)")
+        row["note"] = ("no fp32 torch study of the same model, inputs and settings in this invocation: "
+                       "add one to studies=[...] (the same study file without the backend)")
         return row
     c, a = rec["conclusion"], rec["agreement"]
     ref, oth, d = c["reference"], c["other"], c["difference"]

@@ -49,7 +49,7 @@ def check_comparable(ref: dict, other: dict) -> None:
         if set(found) != set(INPUT_KEYS):
             raise PipelineError(f"run {s['name']}: its manifest lists inputs {sorted(found)}, the retention "
                                 f"compares {sorted(INPUT_KEYS)}: not a run of this pipeline's layout.")
-    settings = [_but_backend(s["manifest"]["settings"]) for s in (ref, other)]
+    settings = [settings_but_backend(s["manifest"]["settings"]) for s in (ref, other)]
     for what, a, b in (
         ("analysed queries", ref["qids"], other["qids"]),
         ("inputs (sha256)", *inputs),
@@ -64,7 +64,8 @@ def check_comparable(ref: dict, other: dict) -> None:
             )
 
 
-def _but_backend(settings: Mapping) -> dict:
+def settings_but_backend(settings: Mapping) -> dict:
+    """A run's settings without its backend and its study's name: what two scorers of the same pairs share."""
     out = {k: v for k, v in settings.items() if k != "backend"}
     out["study"] = {k: v for k, v in (out.get("study") or {}).items() if k != "name"}
     return out

@@ -29,7 +29,7 @@ rule cross_study:
     """One row per study: the three method means, the primary delta with its grouped interval, n queries,
     n groups, the reranker (kind, identity, sha256), its backend, the audit verdict (each study's run must have passed
     its audit); then the retention section: each study of a derived backend against the invocation's fp32 torch study
-    of the same model and inputs (rerank_study.retention_run, as rule retention)."""
+    of the same model, inputs and settings (rerank_study.retention_run, as rule retention)."""
     input:
         summaries=[f"{r}/summary.json" for r in STUDY_RUNS.values()],
         audits=[f"{r}/audit.json" for r in STUDY_RUNS.values()],

@@ -1,6 +1,6 @@
 """Rule cross_study: one row per study (pandas) -> TSV (the table), Parquet and Markdown copies; then the
 retention section (rerank_study.retention_run): each study of a derived backend against the invocation's fp32
-torch study of the same model and inputs -> cross_study_retention.tsv and a section of the Markdown.
+torch study of the same model, inputs and settings -> cross_study_retention.tsv and a section of the Markdown.
 
 Every study's run must have passed its audit (a cross-encoder's with its re-inference of a fresh sample), and
 the audit must vouch for the files the row is read from: its manifest_sha256 is the manifest's (read once),

@@ -1,0 +1,61 @@
+"""The audit's account of a derived backend's pin (scripts/audit/backend.py): the pin's recorded recipe must
+be the documented recipe of its slot, every step with its arguments and the session, for the pinned
+architecture; the audit's statement of that recipe agrees with the pipeline's (rerank_study.backends.recipe,
+written apart)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from conftest import audit_module
+
+from rerank_study import backends
+
+LOCK = Path(__file__).resolve().parents[2] / "lockfiles"
+PINS = json.loads((LOCK / "derived_pins.json").read_text(encoding="utf-8"))["backends"]
+ARCH = json.loads((LOCK / "model_pins.json").read_text(encoding="utf-8"))["cross_encoder"]["architecture"]
+BACKEND = audit_module("backend")
+
+
+@pytest.mark.parametrize("name", ["onnx", "onnx-int8"])
+def test_the_audits_documented_recipe_is_the_pipelines_and_the_committed_pins(name):
+    want = BACKEND.documented_recipe(name, ARCH)
+    made = backends.recipe(name, ARCH)
+    assert want == {k: made[k] for k in ("backend", "steps", "session")}
+    for key, pin in PINS[name].items():
+        assert BACKEND.slot_problem(name, key, pin, ARCH) is None
+
+
+def _pin(name="onnx-int8"):
+    return copy.deepcopy(next(iter(PINS[name].items())))
+
+
+def test_a_pin_whose_recorded_recipe_is_not_the_documented_one_is_not_of_its_slot():
+    key, pin = _pin()
+    pin["recipe"]["steps"][2]["per_channel"] = False  # a quantisation argument the file was not made with
+    want = BACKEND.documented_recipe("onnx-int8", ARCH)["steps"][2]
+    assert BACKEND.slot_problem("onnx-int8", key, pin, ARCH) == (
+        f"its recipe's quantisation step is {pin['recipe']['steps'][2]}, the documented recipe's is {want}")
+    key, pin = _pin("onnx")
+    assert BACKEND.slot_problem("onnx", key, pin, {**ARCH, "num_attention_heads": 6}).startswith(
+        "its recipe's fusion step is ")
+    key, pin = _pin("onnx")
+    pin["recipe"]["session"]["graph_optimization_level"] = "ORT_ENABLE_BASIC"
+    assert BACKEND.slot_problem("onnx", key, pin, ARCH).startswith(
+        "its recipe's session is {'execution_mode': 'ORT_SEQUENTIAL', 'graph_optimization_level': "
+        "'ORT_ENABLE_BASIC'")
+    key, pin = _pin("onnx")
+    del pin["recipe"]["session"]
+    assert BACKEND.slot_problem("onnx", key, pin, ARCH).startswith("its recipe's session is None")
+    key, pin = _pin("onnx")
+    pin["recipe"]["steps"].append({"step": "quantisation"})
+    assert BACKEND.slot_problem("onnx", key, pin, ARCH) == (
+        "its recipe's steps are ['export', 'fusion', 'quantisation'], backend 'onnx' has "
+        "['export', 'fusion']")
+    key, pin = _pin("onnx")
+    assert BACKEND.slot_problem("onnx-int8", key, pin, ARCH) == "its recipe is backend 'onnx''s"
+    assert BACKEND.slot_problem("onnx", "ab" * 32, pin, ARCH) == (
+        f"its source's identity sha256 is {pin['source']['identity_sha256']}")
