@@ -45,23 +45,52 @@ def derived_pin(want, model_identity: str) -> dict | None:
         raise Unreadable(where, f"must pin backend {name!r} of {model_identity} exactly once "
                                 f"(backends.{name}); it pins it {len(found)} times")
     key, pin = found[0]
-    problem = slot_problem(name, key, pin)
+    arch = (want.anchor.lock("model_pins.json").get("cross_encoder") or {}).get("architecture") or {}
+    problem = slot_problem(name, key, pin, arch)
     if problem:
         raise Unreadable(where, f"backends.{name}.{key}: {problem} (a pin must be of its slot)")
     return pin
 
 
-def slot_problem(name: str, key: str, pin: dict) -> str | None:
+def documented_recipe(name: str, arch: dict) -> dict:
+    """Backend ``name``'s recipe as docs/backends.md states it (every step with its arguments, the session),
+    for a model of the pinned architecture ``arch`` (model_pins.json ``cross_encoder.architecture``)."""
+    steps = [
+        {"step": "export", "call": "torch.onnx.export", "exporter": "TorchScript (dynamo=False)", "opset": 17,
+         "attention": "eager", "inputs": ["input_ids", "token_type_ids", "attention_mask"],
+         "outputs": ["logits", "last_hidden_state"], "dynamic_axes": "batch, sequence"},
+        {"step": "fusion", "call": "onnxruntime.transformers.optimizer.optimize_model", "model_type": "bert",
+         "num_heads": arch.get("num_attention_heads"), "hidden_size": arch.get("hidden_size"),
+         "opt_level": 0},
+    ]
+    if name == "onnx-int8":
+        steps.append({"step": "quantisation", "call": "onnxruntime.quantization.quantize_dynamic",
+                      "weight_type": "QInt8", "per_channel": True, "reduce_range": False,
+                      "op_types_to_quantize": ["MatMul", "Attention"],
+                      "activations": "uint8, per tensor, computed at run time"})
+    session = {"provider": "CPUExecutionProvider", **SESSION,
+               "intra_op_num_threads": "the threads granted (speed only)"}
+    return {"backend": name, "steps": steps, "session": session}
+
+
+def slot_problem(name: str, key: str, pin: dict, arch: dict) -> str | None:
     """Why a pin filed under backend ``name`` and key ``key`` is not of that slot: its recipe is another
-    backend's (its name, its steps: export and fusion, then quantisation for int8 only), or its key is not its
-    source's identity sha256."""
-    recipe = pin.get("recipe") or {}
+    backend's, or not the documented recipe of that backend for the pinned architecture (every step with its
+    arguments, the session: the record must say what made the file), or its key is not its source's identity
+    sha256."""
+    recipe, want = pin.get("recipe") or {}, documented_recipe(name, arch)
     steps = [s.get("step") for s in recipe.get("steps") or []]
-    want = ["export", "fusion"] + (["quantisation"] if name == "onnx-int8" else [])
     if recipe.get("backend") != name:
         return f"its recipe is backend {recipe.get('backend')!r}'s"
-    if steps != want:
-        return f"its recipe's steps are {steps}, backend {name!r} has {want}"
+    if steps != [s["step"] for s in want["steps"]]:
+        return f"its recipe's steps are {steps}, backend {name!r} has {[s['step'] for s in want['steps']]}"
+    for got, documented in zip(recipe["steps"], want["steps"]):
+        if got != documented:
+            return (f"its recipe's {documented['step']} step is {got}, the documented recipe's is "
+                    f"{documented}")
+    if recipe.get("session") != want["session"]:
+        return (f"its recipe's session is {recipe.get('session')}, the documented recipe's is "
+                f"{want['session']}")
     if (pin.get("source") or {}).get("identity_sha256") != key:
         return f"its source's identity sha256 is {(pin.get('source') or {}).get('identity_sha256')}"
     return None
