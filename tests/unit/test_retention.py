@@ -108,6 +108,17 @@ def test_a_guardrail_that_flips_is_a_changed_verdict():
     assert "guardrail ce-rrf.pass" in got["verdicts_changed"]
 
 
+def test_the_method_table_uses_the_given_blend_k_and_mrr_depth():
+    """By hand: candidates a b c d in RRF order, logits rank them c b d a. Blend 1/(k+r0) + 1/(k+r1):
+    k = 1 gives c .75, a .7, b .667, d .45 (a at rank 2); k = 60 would give c, b, a, d (a at rank 3).
+    a is the one relevant document: MRR@2 of blend = 1/2, of ce (a at rank 4) = 0, of rrf = 1."""
+    cfg = {"ndcg_k": 10, "recall_ks": [10], "mrr_k": 2}
+    logits = {"q": {"a": 1.0, "b": 3.0, "c": 4.0, "d": 2.0}}
+    got = retention.method_table(["q"], {"q": ["a", "b", "c", "d"]}, logits, {"q": {"a": 1}}, cfg, 1)["q"]
+    assert (got["blend_mrr@2"], got["ce_mrr@2"], got["rrf_mrr@2"]) == (0.5, 0.0, 1.0)
+    assert got["blend_ndcg@10"] == pytest.approx(1 / math.log2(3), abs=1e-15)
+
+
 @pytest.mark.slow
 def test_the_table_from_the_committed_reference_logits_is_its_committed_per_query_table():
     data = full_mirror()
