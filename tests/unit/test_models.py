@@ -154,3 +154,23 @@ def test_load_model_meta_reverifies_files(standin, tmp_path):
     (copy / "config.json").write_text((copy / "config.json").read_text().replace("384", "385", 1))
     with pytest.raises(PinMismatchError, match="config.json"):
         models.load_model_meta(copy)
+
+
+def test_a_verified_folder_is_held_to_the_lock_folders_pins_not_to_its_own_model_json():
+    path = ROOT / "lockfiles" / "model_pins.json"
+    pins = json.loads(path.read_text(encoding="utf-8"))
+    files = {n: p["sha256"] for n, p in pins["cross_encoder"]["files"].items() if not n.startswith("_")}
+    meta = {"kind": "pinned", "identity": "repo@rev", "files": dict(files)}
+    models.check_pinned(meta, pins, path)
+    for changed in ({**files, "model.safetensors": "0" * 64}, {**files, "extra.bin": "1" * 64},
+                    {n: h for n, h in files.items() if n != "vocab.txt"}):
+        with pytest.raises(PinMismatchError) as exc:
+            models.check_pinned({**meta, "files": changed}, pins, path)
+        want = f"PIN MISMATCH for the cross-encoder folder's files (repo@rev): {path}"
+        assert str(exc.value).startswith(want)
+        assert "delete it and rerun" in str(exc.value)
+    standin = {"kind": "stand-in", "head_seed": pins["standin"]["head_seed"],
+               "head_std": pins["standin"]["head_std"], "files": dict(pins["standin"]["files"])}
+    models.check_pinned(standin, pins, path)
+    with pytest.raises(PinMismatchError, match="the STAND-IN's files"):
+        models.check_pinned({**standin, "files": {**standin["files"], "config.json": "2" * 64}}, pins, path)

@@ -326,6 +326,23 @@ def load_model_meta(model_dir) -> dict:
     return meta
 
 
+def check_pinned(meta: dict, model_pins: dict, pins_path) -> None:
+    """The verified folder (its MODEL.json, re-verified by ``load_model_meta``) is the model the lock folder
+    pins NOW, every file's sha256: a stand-in against ``standin``, the pinned cross-encoder against
+    ``cross_encoder.files`` (the folder's own MODEL.json is not the anchor)."""
+    if is_standin(meta):
+        verify_standin(meta, model_pins.get("standin"), pins_path)
+        return
+    files = model_pins["cross_encoder"]["files"]
+    pinned = {n: p["sha256"] for n, p in files.items() if not n.startswith("_")}
+    if meta["files"] != pinned:
+        raise PinMismatchError(f"the cross-encoder folder's files ({meta['identity']})", pins_path,
+                               "sha256 of every file", pinned, meta["files"],
+                               "MODEL.json of the verified folder",
+                               "The model folder is not the one the lock folder pins: delete it and rerun "
+                               "(it is made again from the pinned source and verified).")
+
+
 def is_standin(meta: dict) -> bool:
     return meta.get("kind") == STAND_IN
 

@@ -75,6 +75,7 @@ def main(sm):
     del corpus  # only this shard's documents are kept
     model_dir = Path(sm.input.model).parent
     meta = models.load_model_meta(model_dir)  # re-verifies every file before anything is loaded
+    models.check_pinned(meta, read_json(sm.input.model_pins), sm.input.model_pins)  # ... against the lock
     derived, identity = backends.scorer_of(sm.input, settings, model_dir, meta)
     label = scoring.scorer_label(meta, identity)
     versions = scoring.library_versions(settings)

@@ -16,7 +16,7 @@ from pathlib import Path  # noqa: E402
 from rerank_study import backends, beir, candidates, models, scoring, scoring_model, verification  # noqa: E402
 from rerank_study.acquire import verified_path  # noqa: E402
 from rerank_study.errors import PipelineError  # noqa: E402
-from rerank_study.fileio import fmt_float, read_tsv, write_json  # noqa: E402
+from rerank_study.fileio import fmt_float, read_json, read_tsv, write_json  # noqa: E402
 from rerank_study.pins import DataPins  # noqa: E402
 from rerank_study.rule import peak_rss_mib, run  # noqa: E402
 
@@ -43,6 +43,7 @@ def main(sm):
     queries = beir.read_queries(verified_path(sm.input.queries, "queries.jsonl", pins))
     model_dir = Path(sm.input.model).parent
     meta = models.load_model_meta(model_dir)
+    models.check_pinned(meta, read_json(sm.input.model_pins), sm.input.model_pins)
     derived, identity = backends.scorer_of(sm.input, settings, model_dir, meta)
     tok = scoring_model.load_tokenizer(model_dir)
     rows, counts = scoring.reinfer_batches(ranked, queries,
