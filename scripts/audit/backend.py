@@ -65,7 +65,7 @@ def documented_recipe(name: str, arch: dict) -> dict:
     ]
     if name == "onnx-int8":
         steps.append({"step": "quantisation", "call": "onnxruntime.quantization.quantize_dynamic",
-                      "weight_type": "QInt8", "per_channel": True, "reduce_range": False,
+                      "weight_type": "QInt8", "per_channel": True, "reduce_range": True,
                       "op_types_to_quantize": ["MatMul", "Attention"],
                       "activations": "uint8, per tensor, computed at run time"})
     session = {"provider": "CPUExecutionProvider", **SESSION,

@@ -216,7 +216,7 @@ def rederive(folder: Path, backend: str, out_dir: Path) -> str:
         import onnx
 
         quantize_dynamic(str(fused), str(int8), weight_type=QuantType.QInt8, per_channel=True,
-                         reduce_range=False, op_types_to_quantize=["MatMul", "Attention"],
+                         reduce_range=True, op_types_to_quantize=["MatMul", "Attention"],
                          extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
         out = int8
     elif backend != "onnx":
