@@ -96,9 +96,9 @@ def test_the_fp32_backend_gives_the_torch_logits_and_int8_stays_near_them(derive
     int8 = _logits(backends.OrtClassifier(derived["onnx-int8"], threads=1), tok)
     assert np.abs(fp32 - ref).max() <= 1e-6  # float32 sums in another order (measured ~1e-8 here)
     assert not np.array_equal(int8, ref)  # quantised: not the same numbers ...
-    # ... but near them: a wrong graph or scale is off by the logits' own size; the precision itself is what the
-    # retention measures. Measured: 0.0020 on logits of ~0.022 (AMD EPYC, AVX2, 7-bit weights); 0.0030 with 8-bit
-    # weights there (reduce_range false: AVX2's 16-bit pair sums saturate); below 0.0021 on AVX-512 VNNI.
+    # ... but near them: a wrong graph or scale is off by the logits' own size; the precision itself is what
+    # the retention measures. Measured: 0.0020 on logits of ~0.022 (AMD EPYC, AVX2, 7-bit weights); 0.0030
+    # with 8-bit weights there (reduce_range false: AVX2's 16-bit pair sums saturate); < 0.0021 on VNNI.
     assert np.abs(int8 - ref).max() <= 0.15 * np.abs(ref).max() + 1e-3
 
 
