@@ -26,7 +26,7 @@ NAMES = ("torch", "onnx", "onnx-int8")
 
 CHILD = r"""
 import numpy as np
-from rerank_study import backends
+from rerank_study import backend_session, backends
 
 backend = ARGS["backend"]
 arch = mp["cross_encoder"]["architecture"]
@@ -38,7 +38,7 @@ def scorer(threads):
         return scoring_model.load_model(folder)
     data, _ = backends.ready(folder, backend, arch, sys.argv[1] + "/lockfiles/derived_pins.json",
                              ARGS["models"] + f"/bench-standin-{backend}/" + backends.FILE)
-    return backends.OrtClassifier(data, threads)
+    return backend_session.OrtClassifier(data, threads)
 
 
 def score(model, which):

@@ -19,6 +19,12 @@ DERIVED_NUMERICS = (
 )
 # recorded beside the model's libraries by a derived backend's run
 DERIVED_LIBRARIES = ("onnx", "onnxruntime")
+# what a pin holds, no more and no less (docs/backends.md): another key is a record the audit cannot vouch for
+PIN_KEYS = ("bytes", "file", "recipe", "sha256", "source")
+RECIPE_KEYS = ("backend", "session", "steps", "versions")
+SOURCE_KEYS = ("identity", "identity_sha256", "weights_sha256")
+RECIPE_LIBRARIES = ("onnx", "onnxruntime", "torch", "transformers")  # the recipe's versions: the run's own
+FILE = "model.onnx"
 # the session the child runs the derived file with (the pipeline's backends.SESSION)
 SESSION = {
     "graph_optimization_level": "ORT_ENABLE_ALL",
@@ -80,6 +86,13 @@ def slot_problem(name: str, key: str, pin: dict, arch: dict) -> str | None:
     sha256."""
     recipe, want = pin.get("recipe") or {}, documented_recipe(name, arch)
     steps = [s.get("step") for s in recipe.get("steps") or []]
+    for what, found, allowed in (("pin", pin, PIN_KEYS), ("recipe", recipe, RECIPE_KEYS),
+                                 ("source", pin.get("source") or {}, SOURCE_KEYS),
+                                 ("recipe's versions", recipe.get("versions") or {}, RECIPE_LIBRARIES)):
+        if sorted(found) != sorted(allowed):
+            return f"its {what} holds {sorted(found)}, a pin holds exactly {sorted(allowed)}"
+    if pin.get("file") != FILE:
+        return f"its file is {pin.get('file')!r}, the recipe writes {FILE!r}"
     if recipe.get("backend") != name:
         return f"its recipe is backend {recipe.get('backend')!r}'s"
     if steps != [s["step"] for s in want["steps"]]:
@@ -94,6 +107,23 @@ def slot_problem(name: str, key: str, pin: dict, arch: dict) -> str | None:
     if (pin.get("source") or {}).get("identity_sha256") != key:
         return f"its source's identity sha256 is {(pin.get('source') or {}).get('identity_sha256')}"
     return None
+
+
+def run_records_agree(run, au, check: str, pin: dict) -> bool:
+    """The pin is of the run's model (its weights, the manifest's) and its recipe's library versions are the
+    ones the run scored with (measurements/scoring.json ``versions``: the pipeline checks them against the
+    recipe before it scores), recorded in ``au``."""
+    weights, scored = run.manifest.get("model_weights_sha256"), run.measurements("scoring_measurements")
+    source, versions = pin.get("source") or {}, (pin.get("recipe") or {}).get("versions") or {}
+    ok = au.check(check, source.get("weights_sha256") == weights, str(run.manifest_path),
+                  "the derived pin's source weights_sha256 (the manifest's model_weights_sha256)", weights,
+                  source.get("weights_sha256"))
+    run_versions = scored.get("versions") or {}
+    for lib in RECIPE_LIBRARIES:
+        ok &= au.check(check, versions.get(lib) == run_versions.get(lib),
+                       str(run.path("scoring_measurements")), f"versions.{lib} (the derived pin's recipe)",
+                       versions.get(lib), run_versions.get(lib))
+    return ok
 
 
 def scorer_identity(want, model_identity: str) -> str:
@@ -121,6 +151,8 @@ def derived_job(run, want, au, derived_file, check: str):
         return None if ok else False
     if not au.check(check, derived_file is not None, f, "--derived-file", "the derived file of backend "
                     f"{backend_of(want)!r} (the anchor's; docs/backends.md)", "not given"):
+        return False
+    if not run_records_agree(run, au, check, pin):
         return False
     path = Path(derived_file)
     found = sha256_of(path) if path.is_file() else "missing"

@@ -10,14 +10,13 @@ on the batch's recorded composition: the rows of pairs.tsv with that qid and bat
 rule's order (truncated token length descending, candidate rank ascending; predict sorts them by characters as
 the scoring does), as ONE batch (``batch_size`` = its size), raw logits (identity activation), in oneMKL's
 strict CNR mode. Any difference from pairs.tsv fails: the float32 logit's shortest round-trip text must be the
-text in pairs.tsv, bit for bit. For speed the child is started before the other checks (``start_early``, on
-the same draw) and runs beside them; the check uses its answer only when the job it builds itself, after
-every other check, is that job exactly (else it starts a child on its own job).
+text in pairs.tsv, bit for bit. For speed the child starts before the other checks (``start_early``, same
+draw); its answer is used only if the job built after every other check is that job (else a new child).
 
 The texts are the run's verified inputs (queries.jsonl; ``(title + " " + text).strip()`` of corpus.jsonl),
 hashed against the manifest (held to the pins by check 'lockfile_pins'). The model folder (``--model-dir``)
 must hold exactly the files its MODEL.json lists, with their sha256, its weights and identity the manifest's,
-and those files exactly the ones the lock folder pins (the pinned model's, or the STAND-IN's built files).
+those files exactly the ones the lock folder pins, and its config.json the lock's architecture block.
 
 torch cannot be imported by the audit (python -I -S): a child process, ``reinfer.py`` of this folder, runs
 the inference: ``python -I -B reinfer.py`` with the environment's python (``--reinfer-python``: the
@@ -47,6 +46,7 @@ from pathlib import Path
 
 import backend
 import child_process
+import model_config
 from readers import read_json, rows_by_query, sha256_of, text_of
 
 CHECK = "reinfer"
@@ -160,7 +160,7 @@ def verify_model_dir(run, want, au, model_dir: Path):
         ok &= au.check(CHECK, listed.get(name) == pins.get(name), str(meta_path),
                        f"{name} (the lock folder's model pins)", pins.get(name, "not pinned"),
                        listed.get(name, "not listed"))
-    return meta if ok else None
+    return meta if ok and model_config.architecture_ok(au, CHECK, model_dir, want) else None
 
 
 def inside(name: str) -> bool:

@@ -49,7 +49,9 @@ def test_a_pin_whose_recorded_recipe_is_not_the_documented_one_is_not_of_its_slo
         "'ORT_ENABLE_BASIC'")
     key, pin = _pin("onnx")
     del pin["recipe"]["session"]
-    assert BACKEND.slot_problem("onnx", key, pin, ARCH).startswith("its recipe's session is None")
+    assert BACKEND.slot_problem("onnx", key, pin, ARCH) == (
+        "its recipe holds ['backend', 'steps', 'versions'], a pin holds exactly "
+        "['backend', 'session', 'steps', 'versions']")
     key, pin = _pin("onnx")
     pin["recipe"]["steps"].append({"step": "quantisation"})
     assert BACKEND.slot_problem("onnx", key, pin, ARCH) == (
@@ -59,3 +61,56 @@ def test_a_pin_whose_recorded_recipe_is_not_the_documented_one_is_not_of_its_slo
     assert BACKEND.slot_problem("onnx-int8", key, pin, ARCH) == "its recipe is backend 'onnx''s"
     assert BACKEND.slot_problem("onnx", "ab" * 32, pin, ARCH) == (
         f"its source's identity sha256 is {pin['source']['identity_sha256']}")
+
+
+def test_a_pin_holds_exactly_the_recorded_keys():
+    for edit, problem in (
+        (lambda p: p.update(note="the file was made by hand"),
+         "its pin holds ['bytes', 'file', 'note', 'recipe', 'sha256', 'source'], a pin holds exactly "
+         "['bytes', 'file', 'recipe', 'sha256', 'source']"),
+        (lambda p: p["recipe"].update(made_by="me"),
+         "its recipe holds ['backend', 'made_by', 'session', 'steps', 'versions'], a pin holds exactly "
+         "['backend', 'session', 'steps', 'versions']"),
+        (lambda p: p["source"].pop("weights_sha256"),
+         "its source holds ['identity', 'identity_sha256'], a pin holds exactly "
+         "['identity', 'identity_sha256', 'weights_sha256']"),
+        (lambda p: p["recipe"]["versions"].update(numpy="2.0"),
+         "its recipe's versions holds ['numpy', 'onnx', 'onnxruntime', 'torch', 'transformers'], a pin holds "
+         "exactly ['onnx', 'onnxruntime', 'torch', 'transformers']"),
+        (lambda p: p.update(file="other.onnx"), "its file is 'other.onnx', the recipe writes 'model.onnx'"),
+    ):
+        key, pin = _pin("onnx")
+        edit(pin)
+        assert BACKEND.slot_problem("onnx", key, pin, ARCH) == problem
+
+
+class _Run:
+    """What run_records_agree reads of a run: the manifest and the scoring record."""
+
+    def __init__(self, weights, versions):
+        self.manifest, self.manifest_path = {"model_weights_sha256": weights}, Path("manifest.json")
+        self._scoring = {"versions": versions}
+
+    def measurements(self, key):
+        assert key == "scoring_measurements"
+        return self._scoring
+
+    def path(self, key):
+        return Path(f"{key}.json")
+
+
+def test_a_pin_must_be_of_the_runs_weights_and_the_libraries_it_scored_with():
+    _, pin = _pin("onnx-int8")
+    versions = {**pin["recipe"]["versions"], "tokenizers": "0.23.3"}  # the run also records tokenizers
+    au = audit_module("bookkeeping").Audit()
+    assert BACKEND.run_records_agree(_Run(pin["source"]["weights_sha256"], versions), au, "reinfer", pin)
+    assert au.checks["reinfer"] == {"checked": 5, "failures": []}
+    au = audit_module("bookkeeping").Audit()
+    run = _Run("ef" * 32, {**versions, "onnxruntime": "1.0.0"})
+    assert not BACKEND.run_records_agree(run, au, "reinfer", pin)
+    assert [(f["item"], f["expected"], f["found"]) for f in au.checks["reinfer"]["failures"]] == [
+        ("the derived pin's source weights_sha256 (the manifest's model_weights_sha256)", "ef" * 32,
+         pin["source"]["weights_sha256"]),
+        ("versions.onnxruntime (the derived pin's recipe)", pin["recipe"]["versions"]["onnxruntime"],
+         "1.0.0"),
+    ]

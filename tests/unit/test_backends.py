@@ -7,6 +7,7 @@ a model the backend cannot export, a backend without a pin."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,8 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rerank_study import backends, scoring, scoring_model
+from rerank_study import backend_session, backends, scoring, scoring_model
 from rerank_study.backends import BackendError
+from rerank_study.errors import PipelineError
 from rerank_study.fileio import sha256_file
 from rerank_study.models import architecture_facts
 
@@ -92,8 +94,8 @@ def test_the_fp32_backend_gives_the_torch_logits_and_int8_stays_near_them(derive
     src = tiny_models[1]
     tok, torch_model = scoring_model.load_cross_encoder(src)
     ref = _logits(torch_model, tok)
-    fp32 = _logits(backends.OrtClassifier(derived["onnx"], threads=1), tok)
-    int8 = _logits(backends.OrtClassifier(derived["onnx-int8"], threads=1), tok)
+    fp32 = _logits(backend_session.OrtClassifier(derived["onnx"], threads=1), tok)
+    int8 = _logits(backend_session.OrtClassifier(derived["onnx-int8"], threads=1), tok)
     assert np.abs(fp32 - ref).max() <= 1e-6  # float32 sums in another order (measured ~1e-8 here)
     assert not np.array_equal(int8, ref)  # quantised: not the same numbers ...
     # ... but near them: a wrong graph or scale is off by the logits' own size; the precision itself is what
@@ -109,15 +111,16 @@ def test_the_shape_check_reads_the_derived_files_outputs(derived, tiny_models):
     want = scoring_model.shape_check(tok, torch_model, qs, ds, SETTINGS)
     for path in derived.values():
         assert (
-            scoring_model.shape_check(tok, backends.OrtClassifier(path, threads=1), qs, ds, SETTINGS) == want
+            scoring_model.shape_check(tok, backend_session.OrtClassifier(path, threads=1), qs, ds, SETTINGS)
+            == want
         )
 
 
 @pytest.mark.parametrize("backend", backends.DERIVED)
 def test_logits_are_the_same_bits_at_1_2_and_4_threads_and_on_repetition(derived, tiny_models, backend):
     tok = scoring_model.load_tokenizer(tiny_models[1])
-    runs = [_logits(backends.OrtClassifier(derived[backend], threads=t), tok) for t in (1, 2, 4, 1)]
-    session = backends.OrtClassifier(derived[backend], threads=2)
+    runs = [_logits(backend_session.OrtClassifier(derived[backend], threads=t), tok) for t in (1, 2, 4, 1)]
+    session = backend_session.OrtClassifier(derived[backend], threads=2)
     runs += [_logits(session, tok) for _ in range(3)]
     bits = {r.astype(np.float32).tobytes() for r in runs}
     assert len(bits) == 1
@@ -192,3 +195,29 @@ def test_a_pin_must_be_of_its_slot(derived, tiny_models):
         backends.check_slot(fp32, "onnx", {**meta, "weights_sha256": "ef" * 32}, _arch(src), "p.json")
     with pytest.raises(BackendError, match="steps"):
         backends.check_slot(fp32, "onnx", meta, {**_arch(src), "num_attention_heads": 4}, "p.json")
+    versions = {**fp32["recipe"]["versions"], "numpy": "2"}
+    extra = [({**fp32, "note": "x"}, r"pin keys: pinned \['bytes', 'file', 'note'"),
+             ({**fp32, "recipe": {**fp32["recipe"], "made_by": "me"}}, r"recipe keys: pinned \['backend'"),
+             ({**fp32, "recipe": {**fp32["recipe"], "versions": versions}}, r"recipe versions keys: pinned")]
+    for pin, what in extra:  # a record beyond the recipe's: not what the recipe wrote
+        with pytest.raises(BackendError, match=what):
+            backends.check_slot(pin, "onnx", meta, _arch(src), "p.json")
+
+
+def test_an_architecture_block_other_than_the_models_config_stops_before_the_pin_is_read(tiny_models,
+                                                                                       tmp_path):
+    src = tmp_path / "tiny"  # a verified folder: its files and their sha256 in MODEL.json
+    shutil.copytree(tiny_models[1], src)
+    hashes = {p.name: sha256_file(p) for p in sorted(src.iterdir())}
+    meta = {"identity": "tiny", "identity_sha256": "ab" * 32, "files": hashes,
+            "weights_sha256": hashes["model.safetensors"]}
+    (src / "MODEL.json").write_text(json.dumps(meta))
+    heads = _arch(src)["num_attention_heads"]
+    wrong = {**_arch(src), "num_attention_heads": heads * 2}  # the fusion's num_heads: another model's
+    absent = tmp_path / "absent-pins.json"  # the pins are never read: the architecture stops first
+    with pytest.raises(PipelineError, match=f"(?s)architecture fact num_attention_heads.*expected: "
+                                            f"{heads * 2}.*actual:   {heads}"):
+        backends.ready(src, "onnx", wrong, absent, tmp_path / "model.onnx")
+    with pytest.raises(PipelineError, match="architecture fact num_attention_heads"):
+        backends.pin_into(absent, "onnx", src, wrong)
+    assert not (tmp_path / "model.onnx").exists()

@@ -19,7 +19,18 @@ def _side(name="a", settings=None, inputs=None, qids=("1", "2"), groups=(("1",),
     arts = arts + [{"key": "pairs", "sha256": "x"}]  # an output: not an input of the comparison
     settings = settings or {"max_length": 512, "study": {"name": name, "dataset": "scifact"}}
     return {"name": name, "manifest": {"artefacts": arts, "settings": settings}, "qids": list(qids),
-            "groups": [list(g) for g in groups]}
+            "groups": [list(g) for g in groups], "scoring": dict(SCORING)}
+
+
+SCORING = {"backend": "torch", "batch_size": 16, "seed": 110, "dtype": "float32", "numerics": "oneMKL strict"}
+
+
+def test_scoring_but_backend_drop_the_backend_and_its_numerics_only():
+    assert retention_run.scoring_but_backend({**SCORING, "backend": "onnx", "numerics": "x"}, "a") == {
+        "batch_size": 16, "seed": 110, "dtype": "float32"}
+    for missing in (None, [1]):
+        with pytest.raises(PipelineError, match="run a: its measurements/scoring.json holds no 'settings'"):
+            retention_run.scoring_but_backend(missing, "a")
 
 
 def test_settings_but_backend_drop_the_backend_and_the_study_name_only():
@@ -33,7 +44,12 @@ def test_two_runs_are_comparable_only_on_the_same_queries_inputs_groups_and_sett
     ref = _side("a")
     twin = _side("b", settings={"max_length": 512, "backend": "onnx-int8",
                                 "study": {"name": "b", "dataset": "scifact"}})
-    retention_run.check_comparable(ref, twin)  # names and backend differ: comparable
+    twin["scoring"] = {**SCORING, "backend": "onnx-int8", "numerics": "ONNX Runtime"}
+    retention_run.check_comparable(ref, twin)  # names, backend and its numerics differ: comparable
+    other_batches = _side("b")
+    other_batches["scoring"] = {**SCORING, "batch_size": 3}  # not in the manifest's settings: the red team's
+    no_record = _side("b")
+    no_record["scoring"] = None
     cases = {
         "analysed queries": _side("b", qids=("1", "3"), groups=(("1",), ("3",))),
         "inputs (sha256)": _side("b", inputs=[{"key": k, "sha256": "h-" + ("c2" if k == "corpus" else k)}
@@ -41,6 +57,7 @@ def test_two_runs_are_comparable_only_on_the_same_queries_inputs_groups_and_sett
         "evidence groups": _side("b", groups=(("1", "2"),)),
         "settings but the backend": _side("b", settings={"max_length": 256,
                                                          "study": {"name": "b", "dataset": "scifact"}}),
+        "scoring settings but the backend (measurements/scoring.json)": other_batches,
     }
     for what, other in cases.items():
         with pytest.raises(PipelineError) as exc:
@@ -49,6 +66,9 @@ def test_two_runs_are_comparable_only_on_the_same_queries_inputs_groups_and_sett
             f"NOT COMPARABLE: runs a and b differ in their {what}; the retention compares two scorers of the "
             "SAME pairs: rerun both with the same --config (the backend's --configfile only for the "
             "backend's run).")
+    for first, second in ((ref, no_record), (no_record, ref)):
+        with pytest.raises(PipelineError, match="run b: its measurements/scoring.json holds no 'settings'"):
+            retention_run.check_comparable(first, second)
     for missing in KEYS:
         short = _side("b", inputs=[{"key": k, "sha256": f"h-{k}"} for k in KEYS if k != missing])
         for first, second in ((ref, short), (short, ref)):

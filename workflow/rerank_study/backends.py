@@ -19,9 +19,9 @@ Steps (``derive``), each one library call:
 3. ``onnx-int8`` only: ``onnxruntime.quantization.quantize_dynamic``: int8 weights per output channel,
    uint8 activations quantised per tensor at run time, of the MatMul and Attention nodes.
 
-The session (``session``): CPU execution provider, ``ORT_ENABLE_ALL``, sequential execution, one inter-op
-thread and ``threads`` intra-op threads (speed only: the logits are bit-identical at 1, 2 and 4 threads
-and across repeated runs in one process, measured by ``bench.py backends`` and tested).
+The session (``backend_session.session``): CPU execution provider, ``ORT_ENABLE_ALL``, sequential execution,
+one inter-op thread and ``threads`` intra-op threads (speed only: the logits are bit-identical at 1, 2 and 4
+threads and across repeated runs in one process, measured by ``bench.py backends`` and tested).
 """
 
 from __future__ import annotations
@@ -30,11 +30,10 @@ import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from types import SimpleNamespace
 
 from .errors import PipelineError
 from .fileio import read_json, sha256_bytes, sha256_file, write_json
-from .models import load_model_meta
+from .models import check_architecture, load_model_meta
 from .names import TORCH_BACKEND
 
 TORCH = TORCH_BACKEND
@@ -46,6 +45,8 @@ EXPORTABLE = ("BertForSequenceClassification",)  # what the BERT fusion and the 
 INPUTS = ("input_ids", "token_type_ids", "attention_mask")
 OUTPUTS = ("logits", "last_hidden_state")
 RECIPE_LIBRARIES = ("torch", "transformers", "onnx", "onnxruntime")
+PIN_KEYS = ("bytes", "file", "recipe", "sha256", "source")  # a pin holds these, no more
+RECIPE_KEYS = ("backend", "session", "steps", "versions")
 
 
 class BackendError(PipelineError):
@@ -182,6 +183,10 @@ def check_slot(pin: Mapping, backend: str, meta: Mapping, arch: Mapping, pins_pa
         problems.append(f"source: pinned {pin.get('source')}, the model is {source}")
     if pin.get("file") != FILE:
         problems.append(f"file: pinned {pin.get('file')!r}, the recipe writes {FILE!r}")
+    for what, keys, allowed in (("pin", pin, PIN_KEYS), ("recipe", found, RECIPE_KEYS),
+                                ("recipe versions", found.get("versions") or {}, RECIPE_LIBRARIES)):
+        if sorted(keys) != sorted(allowed):
+            problems.append(f"{what} keys: pinned {sorted(keys)}, a pin of the recipe has {sorted(allowed)}")
     if problems:
         raise BackendError(f"PIN NOT OF ITS SLOT: {pins_path} backends.{backend}.{meta['identity_sha256']}:"
                            "\n  " + "\n  ".join(problems) + "\n  fix: restore the committed lock folder, or "
@@ -209,6 +214,7 @@ def ready(model_dir, backend: str, arch: Mapping, pins_path, dest) -> tuple[byte
     into ``dest`` when absent (by the recipe, never without its pin) and its sha256 checked against the pin.
     Everything before scoring."""
     meta = load_model_meta(model_dir)
+    check_architecture({"architecture": arch}, model_dir, meta["identity"])  # the recipe's num_heads, ...
     pin = pin_of(read_json(pins_path), backend, meta["identity_sha256"], pins_path)
     check_slot(pin, backend, meta, arch, pins_path)  # first: a pin of another slot says so
     check_versions(pin, f"backend {backend!r} of {meta['identity']} ({pins_path})")
@@ -245,6 +251,7 @@ def pin_into(pins_path, backend: str, model_dir, arch: Mapping) -> dict:
     """Make ``backend``'s file from the verified folder and write its pin into ``pins_path`` (under
     ``backends.<backend>.<source identity sha256>``); an existing pin is never overwritten."""
     meta = load_model_meta(model_dir)
+    check_architecture({"architecture": arch}, model_dir, meta["identity"])
     pins = read_json(pins_path)
     if meta["identity_sha256"] in (pins.get("backends") or {}).get(backend, {}):
         raise BackendError(
@@ -354,47 +361,3 @@ class _WithHidden:
                 return out.logits, out.hidden_states[-1]
 
         return WithHidden(model)
-
-
-# ----------------------------------------------------------------------------------- running one --
-def session(model, threads: int):
-    """An ONNX Runtime session of the derived file (its verified bytes, or a path) with the recipe's
-    settings."""
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = int(threads)
-    opts.inter_op_num_threads = SESSION["inter_op_num_threads"]
-    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    source = model if isinstance(model, bytes) else str(model)
-    return ort.InferenceSession(source, opts, providers=[SESSION["provider"]])
-
-
-class OrtClassifier:
-    """A derived file behind the sequence classifier's call: ``model(input_ids=..., token_type_ids=...,
-    attention_mask=..., output_hidden_states=...)`` with torch tensors gives ``.logits`` (float32) and,
-    when asked, ``.hidden_states`` (the last one only, which is all the shape check reads)."""
-
-    def __init__(self, model, threads: int, relevance_index: int | None = None):
-        self.session, self.relevance_index = session(model, threads), relevance_index
-        # what the file says of itself (the shape check compares it): its hidden state's fixed last axis
-        hidden = next(o for o in self.session.get_outputs() if o.name == "last_hidden_state")
-        self.config = SimpleNamespace(hidden_size=hidden.shape[-1])
-
-    def eval(self):
-        return self
-
-    def __call__(self, input_ids, token_type_ids, attention_mask, output_hidden_states: bool = False):
-        import numpy as np
-        import torch
-
-        feed = {
-            k: np.ascontiguousarray(v.numpy(), dtype=np.int64)
-            for k, v in zip(INPUTS, (input_ids, token_type_ids, attention_mask))
-        }
-        logits, hidden = self.session.run(list(OUTPUTS), feed)
-        return SimpleNamespace(
-            logits=torch.from_numpy(logits),
-            hidden_states=(torch.from_numpy(hidden),) if output_hidden_states else None,
-        )

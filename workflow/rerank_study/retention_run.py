@@ -21,6 +21,7 @@ def side(paths: Mapping, run_name: str) -> dict:
     _, verdict = audited.verdict_of(paths["audit"])
     man = audited.audited_manifest(verdict, paths["manifest"], what)
     files = {k: audited.listed(man, k, paths[k], what) for k in ("per_query", "pairs", "groups")}
+    scoring = read_json(audited.listed(man, "scoring_measurements", paths["scoring"], what))
     rows, pairs = read_tsv(files["per_query"]), read_tsv(files["pairs"])
     logits: dict = {}
     for r in pairs:
@@ -34,6 +35,7 @@ def side(paths: Mapping, run_name: str) -> dict:
         "name": run_name,
         "verdict": verdict,
         "labels": {r["model"] for r in pairs},
+        "scoring": scoring.get("settings"),
     }
 
 
@@ -50,11 +52,13 @@ def check_comparable(ref: dict, other: dict) -> None:
             raise PipelineError(f"run {s['name']}: its manifest lists inputs {sorted(found)}, the retention "
                                 f"compares {sorted(INPUT_KEYS)}: not a run of this pipeline's layout.")
     settings = [settings_but_backend(s["manifest"]["settings"]) for s in (ref, other)]
+    scoring = [scoring_but_backend(s["scoring"], s["name"]) for s in (ref, other)]
     for what, a, b in (
         ("analysed queries", ref["qids"], other["qids"]),
         ("inputs (sha256)", *inputs),
         ("evidence groups", ref["groups"], other["groups"]),
         ("settings but the backend", *settings),
+        ("scoring settings but the backend (measurements/scoring.json)", *scoring),
     ):
         if a != b:
             raise PipelineError(
@@ -62,6 +66,19 @@ def check_comparable(ref: dict, other: dict) -> None:
                 "the retention compares two scorers of the SAME pairs: rerun both with the same "
                 "--config (the backend's --configfile only for the backend's run)."
             )
+
+
+BACKEND_SCORING_KEYS = ("backend", "numerics")  # the only scoring-record keys a backend changes
+
+
+def scoring_but_backend(settings: Mapping | None, run_name: str) -> dict:
+    """A run's scoring settings (measurements/scoring.json: batch size, seed, truncation, dtype, batching,
+    ...) without the backend and the numerics text it sets; a record without settings stops."""
+    if not isinstance(settings, Mapping):
+        raise PipelineError(f"run {run_name}: its measurements/scoring.json holds no 'settings' object, so "
+                            "its batch size, seed and truncation cannot be compared: not a run of this "
+                            "pipeline's scoring; re-run its scoring.")
+    return {k: v for k, v in settings.items() if k not in BACKEND_SCORING_KEYS}
 
 
 def settings_but_backend(settings: Mapping) -> dict:
@@ -125,7 +142,7 @@ def pinned_sha256(pins_path, backend: str, model_identity: str) -> str:
 
 
 SIDE_FILES = (("audit", "audit.json"), ("manifest", "manifest.json"), ("per_query", "per_query.tsv"),
-              ("pairs", "pairs.tsv"), ("groups", "groups.tsv"))
+              ("pairs", "pairs.tsv"), ("groups", "groups.tsv"), ("scoring", "measurements/scoring.json"))
 
 
 def run_files(rundir) -> dict:

@@ -57,10 +57,10 @@ def label_index(model_dir) -> int | None:
 
 def load_scorer(model_dir, settings: ScoringSettings, threads: int, derived=None):
     """What computes the logits: the model itself, or (a derived backend) its verified derived file's bytes
-    run by ONNX Runtime behind the same call (``backends.OrtClassifier``)."""
+    run by ONNX Runtime behind the same call (``backend_session.OrtClassifier``)."""
     if not settings.derived:
         return load_model(model_dir)
-    from .backends import OrtClassifier
+    from .backend_session import OrtClassifier
 
     return OrtClassifier(derived, threads, label_index(model_dir))
 

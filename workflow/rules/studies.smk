@@ -38,6 +38,7 @@ rule cross_study:
         per_query=[f"{STUDY_RUNS[s]}/per_query.tsv" for s in SCORED],
         pairs=[f"{STUDY_RUNS[s]}/pairs.tsv" for s in SCORED],
         groups=[f"{STUDY_RUNS[s]}/groups.tsv" for s in SCORED],
+        scoring=[f"{STUDY_RUNS[s]}/measurements/scoring.json" for s in SCORED],
         derived_pins=[f"{c['lockdir']}/{_layout.DERIVED_PINS}" for c in STUDY_CONFIGS.values()],
     output:
         tsv=f"{CROSS}.tsv",
@@ -46,7 +47,7 @@ rule cross_study:
         retention=f"{CROSS}_retention.tsv",
     params:
         studies=list(STUDY_CONFIGS.values()),
-        scored=SCORED,  # the studies whose sides are the per_query, pairs and groups inputs, in that order
+        scored=SCORED,  # the studies whose sides are the per_query, pairs, groups and scoring inputs, in order
         runs=[os.path.basename(r) for r in STUDY_RUNS.values()],
     log:
         f"{config['results']}/cross-study/{'+'.join(STUDY_CONFIGS)}/cross_study.log",

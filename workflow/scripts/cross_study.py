@@ -54,7 +54,8 @@ def retention_rows(sm, manifests: list[dict]) -> list[dict]:
     def side(i):  # a scored study (a derived one, or its torch twin): its place among the scored inputs
         k = list(sm.params.scored).index(names[i])
         files = {"audit": sm.input.audits[i], "manifest": sm.input.manifests[i],
-                 "per_query": sm.input.per_query[k], "pairs": sm.input.pairs[k], "groups": sm.input.groups[k]}
+                 "per_query": sm.input.per_query[k], "pairs": sm.input.pairs[k], "groups": sm.input.groups[k],
+                 "scoring": sm.input.scoring[k]}
         return retention_run.side(files, f"{names[i]}/{sm.params.runs[i]}")
 
     out = []

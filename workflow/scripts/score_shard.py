@@ -57,6 +57,18 @@ def checked_shapes(sm, ranked, queries, doc_text, tok, model, settings, identity
     return {"record": record, "from_cache": from_cache, "seconds": round(time.perf_counter() - t0, 3)}
 
 
+def shard_inputs(sm, shard: int, shards: int) -> tuple[dict, dict, dict]:
+    """This shard's candidate lists, the queries and the text of only this shard's candidate documents, each
+    data file re-verified against its pin before it is read."""
+    ranked_all = candidates.read_candidates(sm.input.candidates)
+    mine = scoring.assign_shards(list(ranked_all), shards)[shard]
+    ranked = {q: ranked_all[q] for q in mine}
+    pins = DataPins.load(sm.input.data_pins)
+    queries = beir.read_queries(verified_path(sm.input.queries, "queries.jsonl", pins))
+    corpus = beir.read_corpus(verified_path(sm.input.corpus, "corpus.jsonl", pins))
+    return ranked, queries, {d: corpus[d].full_text for q in ranked for d in ranked[q]}
+
+
 def main(sm):
     import torch
 
@@ -65,17 +77,12 @@ def main(sm):
     # verified strict CNR; threads are speed only
     mode = scoring_model.setup_torch(settings, threads=sm.threads)
     shard, shards = int(sm.params.shard), int(sm.params.shards)
-    ranked_all = candidates.read_candidates(sm.input.candidates)
-    mine = scoring.assign_shards(list(ranked_all), shards)[shard]
-    ranked = {q: ranked_all[q] for q in mine}
-    pins = DataPins.load(sm.input.data_pins)
-    queries = beir.read_queries(verified_path(sm.input.queries, "queries.jsonl", pins))
-    corpus = beir.read_corpus(verified_path(sm.input.corpus, "corpus.jsonl", pins))
-    doc_text = {d: corpus[d].full_text for q in ranked for d in ranked[q]}
-    del corpus  # only this shard's documents are kept
+    ranked, queries, doc_text = shard_inputs(sm, shard, shards)
     model_dir = Path(sm.input.model).parent
     meta = models.load_model_meta(model_dir)  # re-verifies every file before anything is loaded
-    models.check_pinned(meta, read_json(sm.input.model_pins), sm.input.model_pins)  # ... against the lock
+    model_pins = read_json(sm.input.model_pins)
+    models.check_pinned(meta, model_pins, sm.input.model_pins)  # ... against the lock
+    models.check_architecture(model_pins["cross_encoder"], model_dir, meta["identity"])  # ... its config.json
     derived, identity = backends.scorer_of(sm.input, settings, model_dir, meta)
     label = scoring.scorer_label(meta, identity)
     versions = scoring.library_versions(settings)

@@ -1,0 +1,34 @@
+"""The lock folder's architecture block (``model_pins.json`` ``cross_encoder.architecture``) against the
+verified model folder's own ``config.json``: the facts the shape check expects and a derived backend's recipe
+is made with (its fusion's ``num_heads`` and ``hidden_size``) must be the model's, whatever the block says."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+# every fact of the block that a check or a recipe reads (the block's activation is the scorer's: raw logits)
+KEYS = ("architectures", "hidden_size", "intermediate_size", "max_position_embeddings", "num_attention_heads",
+        "num_hidden_layers", "num_labels", "vocab_size")
+
+
+def config_facts(cfg: dict) -> dict:
+    """The block's facts as a model's config.json gives them; ``num_labels`` as transformers'
+    PretrainedConfig reads it: the number of ``id2label`` entries when given, else ``num_labels``, else 2."""
+    facts = {k: cfg.get(k) for k in KEYS if k != "num_labels"}
+    id2label = cfg.get("id2label")
+    facts["num_labels"] = len(id2label) if id2label else int(cfg.get("num_labels", 2))
+    return facts
+
+
+def architecture_ok(au, check: str, model_dir: Path, want) -> bool:
+    """Every fact of the lock folder's block equals the verified folder's config.json (recorded in ``au``)."""
+    path = Path(model_dir) / "config.json"
+    pinned = (want.anchor.lock("model_pins.json").get("cross_encoder") or {}).get("architecture") or {}
+    facts = config_facts(json.loads(path.read_text(encoding="utf-8")))
+    ok = True
+    for key in KEYS:
+        ok &= au.check(check, pinned.get(key) == facts[key], str(want.anchor.lockdir / "model_pins.json"),
+                       f"cross_encoder.architecture.{key} (the model folder's config.json)", facts[key],
+                       pinned.get(key, "missing"))
+    return ok
