@@ -65,6 +65,9 @@ def _check_scoring(run, want, au) -> dict:
              "pairs_inferred + pairs_from_cache", n, [rec.get("pairs_inferred"), rec.get("pairs_from_cache")])
     au.check("measurements", isinstance(rec.get("threads"), int) and rec["threads"] >= 1, f, "threads",
              "a whole number >= 1", rec.get("threads"))
+    if backend.backend_of(want) != backend.TORCH:  # the pin of the derived file: the run's weights, libraries
+        backend.run_records_agree(run, au, "measurements", backend.derived_pin(want, run.manifest.get(
+            "model_identity")))
     if run.kind == "confirmation":  # an opening reads no score cache: every pair inferred here
         _expect(au, f, rec, {"fresh_inference": True, "pairs_from_cache": 0, "pairs_inferred": n})
     return rec

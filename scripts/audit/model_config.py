@@ -4,9 +4,12 @@ is made with (its fusion's ``num_heads`` and ``hidden_size``) must be the model'
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from checks_columns import canonical_json
+from readers import read_json
+
+ABSENT = "absent from config.json"  # a fact neither side holds is not a fact both agree on
 # every fact of the block that a check or a recipe reads (the block's activation is the scorer's: raw logits)
 KEYS = ("architectures", "hidden_size", "intermediate_size", "max_position_embeddings", "num_attention_heads",
         "num_hidden_layers", "num_labels", "vocab_size")
@@ -15,7 +18,7 @@ KEYS = ("architectures", "hidden_size", "intermediate_size", "max_position_embed
 def config_facts(cfg: dict) -> dict:
     """The block's facts as a model's config.json gives them; ``num_labels`` as transformers'
     PretrainedConfig reads it: the number of ``id2label`` entries when given, else ``num_labels``, else 2."""
-    facts = {k: cfg.get(k) for k in KEYS if k != "num_labels"}
+    facts = {k: cfg.get(k, ABSENT) for k in KEYS if k != "num_labels"}
     id2label = cfg.get("id2label")
     facts["num_labels"] = len(id2label) if id2label else int(cfg.get("num_labels", 2))
     return facts
@@ -25,10 +28,10 @@ def architecture_ok(au, check: str, model_dir: Path, want) -> bool:
     """Every fact of the lock folder's block equals the verified folder's config.json (recorded in ``au``)."""
     path = Path(model_dir) / "config.json"
     pinned = (want.anchor.lock("model_pins.json").get("cross_encoder") or {}).get("architecture") or {}
-    facts = config_facts(json.loads(path.read_text(encoding="utf-8")))
-    ok = True
-    for key in KEYS:
-        ok &= au.check(check, pinned.get(key) == facts[key], str(want.anchor.lockdir / "model_pins.json"),
-                       f"cross_encoder.architecture.{key} (the model folder's config.json)", facts[key],
-                       pinned.get(key, "missing"))
+    facts = config_facts(read_json(path))  # strict JSON: no repeated key, no NaN
+    ok, where = True, str(want.anchor.lockdir / "model_pins.json")
+    for key in KEYS:  # type-strict: 12.0 is not 12, true is not 1
+        same = key in pinned and canonical_json(pinned[key]) == canonical_json(facts[key])
+        ok &= au.check(check, same, where, f"cross_encoder.architecture.{key} (the model folder's "
+                       "config.json)", facts[key], pinned.get(key, "missing"))
     return ok

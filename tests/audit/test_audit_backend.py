@@ -114,3 +114,19 @@ def test_a_pin_must_be_of_the_runs_weights_and_the_libraries_it_scored_with():
         ("versions.onnxruntime (the derived pin's recipe)", pin["recipe"]["versions"]["onnxruntime"],
          "1.0.0"),
     ]
+
+
+def test_a_recipe_is_compared_type_strictly_and_needs_the_architectures_fusion_facts():
+    key, pin = _pin("onnx-int8")
+    pin["recipe"]["steps"][0]["opset"] = 17.0  # == 17 in Python; another JSON record
+    assert BACKEND.slot_problem("onnx-int8", key, pin, ARCH).startswith("its recipe's export step is ")
+    key, pin = _pin("onnx-int8")
+    pin["recipe"]["session"]["inter_op_num_threads"] = True
+    assert BACKEND.slot_problem("onnx-int8", key, pin, ARCH).startswith("its recipe's session is ")
+    key, pin = _pin("onnx")
+    pin["recipe"]["steps"][1]["num_heads"] = None  # a block without the fact and a pin without it agree
+    no_heads = {k: v for k, v in ARCH.items() if k != "num_attention_heads"}
+    assert BACKEND.slot_problem("onnx", key, pin, no_heads) == (
+        "the pinned architecture's num_attention_heads is None, not a whole number")
+    assert BACKEND.slot_problem("onnx", key, _pin("onnx")[1], {**ARCH, "hidden_size": 384.0}) == (
+        "the pinned architecture's hidden_size is 384.0, not a whole number")

@@ -48,6 +48,8 @@ def test_two_runs_are_comparable_only_on_the_same_queries_inputs_groups_and_sett
     retention_run.check_comparable(ref, twin)  # names, backend and its numerics differ: comparable
     other_batches = _side("b")
     other_batches["scoring"] = {**SCORING, "batch_size": 3}  # not in the manifest's settings: the red team's
+    float_batches = _side("b")
+    float_batches["scoring"] = {**SCORING, "batch_size": 16.0}  # == 16 in Python, another record
     no_record = _side("b")
     no_record["scoring"] = None
     cases = {
@@ -59,6 +61,8 @@ def test_two_runs_are_comparable_only_on_the_same_queries_inputs_groups_and_sett
                                                          "study": {"name": "b", "dataset": "scifact"}}),
         "scoring settings but the backend (measurements/scoring.json)": other_batches,
     }
+    with pytest.raises(PipelineError, match=r"differ in their scoring settings but the backend \("):
+        retention_run.check_comparable(ref, float_batches)
     for what, other in cases.items():
         with pytest.raises(PipelineError) as exc:
             retention_run.check_comparable(ref, other)
