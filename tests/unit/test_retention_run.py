@@ -29,8 +29,11 @@ def test_scoring_but_backend_drop_the_backend_and_its_numerics_only():
     assert retention_run.scoring_but_backend({**SCORING, "backend": "onnx", "numerics": "x"}, "a") == {
         "batch_size": 16, "seed": 110, "dtype": "float32"}
     for missing in (None, [1]):
-        with pytest.raises(PipelineError, match="run a: its measurements/scoring.json holds no 'settings'"):
+        with pytest.raises(PipelineError) as exc:
             retention_run.scoring_but_backend(missing, "a")
+        assert str(exc.value) == (
+            "run a: its measurements/scoring.json holds no 'settings' object, so its batch size, seed and "
+            "truncation cannot be compared: not a run of this pipeline's scoring; re-run its scoring.")
 
 
 def test_settings_but_backend_drop_the_backend_and_the_study_name_only():
