@@ -31,6 +31,7 @@ SESSION = {
     "graph_optimization_level": "ORT_ENABLE_ALL",
     "execution_mode": "ORT_SEQUENTIAL",
     "inter_op_num_threads": 1,
+    "config_entries": {"session.intra_op.allow_spinning": "0"},
 }
 
 

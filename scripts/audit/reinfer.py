@@ -149,6 +149,9 @@ def derived_scorer(folder: Path, job: dict, derived_copy: Path):
     opts.intra_op_num_threads, opts.inter_op_num_threads = int(job["threads"]), 1
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    entries = {"session.intra_op.allow_spinning": "0"}
+    for key, value in entries.items():
+        opts.add_session_config_entry(key, value)
     session = ort.InferenceSession(str(derived_copy), opts, providers=["CPUExecutionProvider"])
 
     def score(batch):
@@ -161,10 +164,11 @@ def derived_scorer(folder: Path, job: dict, derived_copy: Path):
         out[order] = logits
         return out
 
+    ran = {"graph_optimization_level": "ORT_ENABLE_ALL", "execution_mode": "ORT_SEQUENTIAL",
+           "inter_op_num_threads": 1,
+           "config_entries": {k: opts.get_session_config_entry(k) for k in entries}}
     facts = {"onnxruntime": ort.__version__, "max_length": job["max_length"],
-             "derived": {"sha256": job["derived"]["sha256"],
-                         "session": {"graph_optimization_level": "ORT_ENABLE_ALL",
-                                     "execution_mode": "ORT_SEQUENTIAL", "inter_op_num_threads": 1}},
+             "derived": {"sha256": job["derived"]["sha256"], "session": ran},
              "predict": "onnxruntime.InferenceSession.run on predict's batch (rows longest first by "
                         "characters, joint tokenizer call padded to the longest)"}
     return score, facts

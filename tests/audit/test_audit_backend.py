@@ -45,8 +45,12 @@ def test_a_pin_whose_recorded_recipe_is_not_the_documented_one_is_not_of_its_slo
     key, pin = _pin("onnx")
     pin["recipe"]["session"]["graph_optimization_level"] = "ORT_ENABLE_BASIC"
     assert BACKEND.slot_problem("onnx", key, pin, ARCH).startswith(
-        "its recipe's session is {'execution_mode': 'ORT_SEQUENTIAL', 'graph_optimization_level': "
-        "'ORT_ENABLE_BASIC'")
+        "its recipe's session is {'config_entries': {'session.intra_op.allow_spinning': '0'}, "
+        "'execution_mode': 'ORT_SEQUENTIAL', 'graph_optimization_level': 'ORT_ENABLE_BASIC'")
+    key, pin = _pin("onnx")
+    pin["recipe"]["session"]["config_entries"]["session.intra_op.allow_spinning"] = 0  # not the string "0"
+    assert BACKEND.slot_problem("onnx", key, pin, ARCH).startswith(
+        "its recipe's session is {'config_entries': {'session.intra_op.allow_spinning': 0}, ")
     key, pin = _pin("onnx")
     del pin["recipe"]["session"]
     assert BACKEND.slot_problem("onnx", key, pin, ARCH) == (

@@ -19,6 +19,8 @@ def session(model, threads: int):
     opts.inter_op_num_threads = SESSION["inter_op_num_threads"]
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    for key, value in SESSION["config_entries"].items():
+        opts.add_session_config_entry(key, value)
     source = model if isinstance(model, bytes) else str(model)
     return ort.InferenceSession(source, opts, providers=[SESSION["provider"]])
 
