@@ -48,26 +48,32 @@ def sealed_name(run, want) -> str | None:
 
 
 def _check_files(run, want, au) -> None:
+    """Every entry of the run folder is a regular file the layout names (the shard files: exactly those of
+    the anchor's ce.shards) or a folder holding one; nothing else, not even an empty folder."""
     sealed = sealed_name(run, want)
+    shards = 0 if run.reranker_kind == layout.RUN_FILE else want.anchor.config["ce"]["shards"]
     for p in sorted(run.rundir.rglob("*")):
         if p.is_symlink() or not (p.is_file() or p.is_dir()):  # the run must HOLD its bytes
             au.check("layout", False, str(p), "a file of the run folder", "a regular file or folder",
                      f"a symbolic link to {os.readlink(p)}" if p.is_symlink() else "another kind of file")
         elif p.is_file():
             rel = p.relative_to(run.rundir).as_posix()
-            au.check("layout", layout.allowed_file(rel, run.kind, sealed, run.reranker_kind), str(p),
-                     "a file of the run folder",
-                     "a file the documented layout names", "not in the documented layout")
+            au.check("layout", layout.allowed_file(rel, run.kind, sealed, run.reranker_kind, shards=shards),
+                     str(p), "a file of the run folder", "a file the documented layout names",
+                     "not in the documented layout")
+        elif not any(q.is_file() for q in p.rglob("*")):
+            au.check("layout", False, str(p), "a folder of the run folder", "a folder holding a documented "
+                     "file", "an empty folder (not in the documented layout)")
 
 
 def check_layout(run, want, au) -> None:
     f = str(run.manifest_path)
     keys = [a.get("key") for a in run.manifest["artefacts"]]
     want_keys = layout.manifest_keys(run.kind, run.reranker_kind)
-    au.check("layout", sorted(keys) == sorted(want_keys) and len(keys) == len(set(keys)), f, "artefact keys",
-             f"the documented {len(want_keys)}",
+    au.check("layout", keys == want_keys, f, "artefact keys (in the documented order)",
+             f"the documented {len(want_keys)}: {want_keys}",
              f"missing {sorted(set(want_keys) - set(keys))}, extra {sorted(set(keys) - set(want_keys))}, "
-             f"repeated {sorted(k for k in set(keys) if keys.count(k) > 1)}")
+             f"repeated {sorted(k for k in set(keys) if keys.count(k) > 1)}, in the order {keys}")
     _check_entries(run, want, au, f, want_keys)
     _check_files(run, want, au)
     named = resolve(run.manifest.get("lockdir", ""), run.rundir).resolve()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 import backend
+import shard_records
 from anchors import REPO
 from checks_scores import absent_for_a_run_file, expected_shapes, same_json, scorer_label, shard_tables
 from columns import DTYPE, NUMERICS
@@ -39,8 +40,8 @@ def locked_versions() -> dict[str, str]:
 
 
 def _expect(au, f: str, rec: dict, expect: dict, where: str = "") -> None:
-    for name, val in expect.items():
-        au.check("measurements", rec.get(name) == val, f, where + name, val, rec.get(name))
+    for name, val in expect.items():  # type-strict: 16.0 is not 16, true is not 1
+        au.check("measurements", same_json(rec.get(name), val), f, where + name, val, rec.get(name))
 
 
 def _check_scoring(run, want, au) -> dict:
@@ -73,33 +74,25 @@ def _check_scoring(run, want, au) -> dict:
     return rec
 
 
-# the process environment every scoring process states (docs/scoring.md: oneMKL strict CNR, no dynamic
-# threads)
-NUMERICS_ENV = {"MKL_CBWR": NUMERICS, "MKL_DYNAMIC": "FALSE", "OMP_DYNAMIC": "FALSE"}
-
-
 def _check_shard_records(run, want, au, scoring: dict) -> None:
-    """Each shard's measurement record (measurements/score-of-<N>/<i>.json) states the scoring contract and
-    counts its own shard table's rows."""
-    ce = want.anchor.config["ce"]
+    """Each shard's measurement record (measurements/score-of-<N>/<i>.json) states the scoring contract (the
+    gathered record's settings and versions, every one), its numeric mode, and counts its own shard table's
+    rows; the gathered record is the sum of them (shard_records)."""
+    ce, records = want.anchor.config["ce"], []
     for i, table in enumerate(shard_tables(want)):
         path = run.rundir / table.replace("shards/", "measurements/", 1).replace(".tsv", ".json")
         rec, rows = read_json(path), read_table(run.rundir / table)
-        f, numerics = str(path), rec.get("numerics") or {}
+        f = str(path)
         _expect(au, f, rec, {"shard": i, "shards": ce["shards"], "pairs": len(rows),
                              "queries": len({r["qid"] for r in rows}), "versions": scoring.get("versions"),
+                             "settings": scoring.get("settings"),
                              "truncated_pairs": sum(1 for r in rows if r["truncated"] == "true")})
-        _expect(au, f, numerics if isinstance(numerics, dict) else {},
-                {"mkl_cnr": NUMERICS, "env": NUMERICS_ENV}, "numerics.")
-        _expect(au, f, rec.get("settings") or {}, {k: scoring.get("settings", {}).get(k) for k in
-                                                   ("dtype", "batch_size", "seed", "max_length",
-                                                    "truncation")},
-                "settings.")
-        au.check("measurements", rec.get("pairs_inferred", 0) + rec.get("pairs_from_cache", 0) == len(rows),
-                 f, "pairs_inferred + pairs_from_cache", len(rows), [rec.get("pairs_inferred"),
-                                                                  rec.get("pairs_from_cache")])
+        shard_records.check_numerics(au, f, rec.get("numerics"))
+        shard_records.check_counts(au, f, rec, rows, want.settings["max_length"], run.kind == "confirmation")
         _check_shard_rows(run, au, str(run.rundir / table), rows, run.analysed[i::ce["shards"]])
         _check_shard_shapes(run, want, au, f, rec, rows)
+        records.append(rec)
+    shard_records.check_gathered(au, str(run.path("scoring_measurements")), scoring, records)
 
 
 def _check_shard_rows(run, au, f: str, rows, mine) -> None:

@@ -82,24 +82,23 @@ JSON_KEYS = {
     "shape_check": _keys("shape_check", "doc_ids expected hidden_size input_ids last_hidden_state logits "
                                         "model ok padding pairs qid"),
     "groups_meta": _keys("groups", "groups inputs n_groups n_queries size_histogram", rule=PROSE),
-    "scoring_measurements": {
-        **_keys("measurements", "kind model numerics pairs truncated_pairs settings versions"), **_TIMINGS,
-        **{n: PROVENANCE for n in ("cache_entries_verified", "gather", "model_load_seconds",
-                                   "padded_tokens_inferred", "pairs_from_cache", "pairs_inferred",
-                                   "pairs_per_second_inference", "per_shard", "shards", "threads",
-                                   "threads_granted_by_scheduler", "tokens_inferred",
-                                   "useful_gflop_inferred")},
-        "fresh_inference": FLAG, "_note": PROSE},
+    "scoring_measurements": {  # the gathered record: sums and copies of the shard records (shard_records)
+        **_keys("measurements", "kind model numerics pairs truncated_pairs settings versions "
+                                "cache_entries_verified model_load_seconds padded_tokens_inferred "
+                                "pairs_from_cache pairs_inferred pairs_per_second_inference per_shard shards "
+                                "threads threads_granted_by_scheduler tokens_inferred useful_gflop_inferred "
+                                "fresh_inference inference_seconds peak_rss_mib"),
+        "stage_seconds": PROVENANCE, "gather": PROVENANCE, "_note": PROSE},
     # measurements/score-of-<N>/<i>.json, one per scoring shard (checks_measurements.check_shard_records)
     "shard_measurements": {
         **_keys("measurements", "numerics pairs queries settings shape_check shard shards truncated_pairs "
-                                "versions"),
+                                "versions cache_entries_verified padded_tokens_inferred pairs_from_cache "
+                                "pairs_inferred threads threads_granted_by_scheduler tokens_inferred "
+                                "fresh_inference"),
         **_TIMINGS, "machine": MACHINE,
-        **{n: PROVENANCE for n in ("cache_entries_verified", "model_load_seconds", "padded_tokens_inferred",
-                                   "pairs_from_cache", "pairs_inferred", "shape_check_seconds", "threads",
-                                   "threads_granted_by_scheduler", "tokenizer_load_seconds",
-                                   "tokens_inferred", "useful_gflop_inferred")},
-        "fresh_inference": FLAG, "shape_check_from_cache": FLAG, "_note": PROSE},
+        **{n: PROVENANCE for n in ("model_load_seconds", "shape_check_seconds", "tokenizer_load_seconds",
+                                   "useful_gflop_inferred")},
+        "shape_check_from_cache": FLAG, "_note": PROSE},
     "verification_measurements": {**_keys("measurements", "batches numerics pairs_inferred"), **_TIMINGS,
                                   "threads": PROVENANCE, "_note": PROSE},
     "report_measurements": {

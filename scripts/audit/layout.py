@@ -71,11 +71,7 @@ RULES = ("analyse", "audit", "calibrate", "check_reproduction", "evaluate", "fet
 RULE = "(" + "|".join(RULES) + ")"
 OTHER_FILES = (
     re.compile(rf"logs/{RULE}\.(log|job\.json)"),
-    re.compile(r"logs/score_shard/\d+-of-\d+\.(log|job\.json)"),
     re.compile(rf"benchmarks/{RULE}\.tsv"),
-    re.compile(r"benchmarks/score_shard/\d+-of-\d+\.tsv"),
-    re.compile(r"shards/score-of-\d+/\d+\.tsv"),
-    re.compile(r"measurements/score-of-\d+/\d+\.json"),
 )
 SEALED_FOLDER = "sealed"  # an opening only: sealed/<the sealed file's pinned name>
 
@@ -102,8 +98,22 @@ def role_of(key: str) -> str:
     return RUN_ARTEFACTS[key][1]
 
 
-def allowed_file(rel: str, kind: str, sealed_name: str | None, reranker_kind: str = CROSS_ENCODER) -> bool:
-    """Whether a file of the run folder (posix path relative to it) is part of the documented layout."""
+def shard_files(shards: int) -> set[str]:
+    """The files each of the ``shards`` scoring jobs (i of N, from 0; ce.shards of the anchor, 0 for a
+    run-file reranker) writes into the run folder: its table, its measurement record, its log and its
+    benchmark."""
+    return {name for i in range(shards) for name in (
+        f"shards/score-of-{shards}/{i}.tsv", f"measurements/score-of-{shards}/{i}.json",
+        f"logs/score_shard/{i}-of-{shards}.log", f"logs/score_shard/{i}-of-{shards}.job.json",
+        f"benchmarks/score_shard/{i}-of-{shards}.tsv")}
+
+
+def allowed_file(rel: str, kind: str, sealed_name: str | None, reranker_kind: str = CROSS_ENCODER, *,
+                 shards: int) -> bool:
+    """Whether a file of the run folder (posix path relative to it) is part of the documented layout, for a
+    run scored in ``shards`` shards."""
+    if rel in shard_files(shards):
+        return True
     if rel in OPENING_FILES:  # an opening's ledger lines: a development run opens nothing
         return kind == "confirmation"
     if rel in RUN_FILES or any(rel == RUN_ARTEFACTS[k][0] for k in run_artefacts(reranker_kind)):

@@ -191,6 +191,33 @@ def shard_record_claims_other_numerics(d):
     _json(path, lambda r: r["numerics"].update(mkl_cnr="OFF"))
 
 
+def shard_record_claims_another_backend(d):
+    """A shard's record says it scored with the model itself (the fixture run's settings are the scoring
+    record's): every setting of a shard's record is the gathered record's."""
+    path = sorted(d.glob("measurements/score-of-*/*.json"))[0]
+    _json(path, lambda r: r["settings"].update(backend="onnx-int8"))
+
+
+def shard_record_of_a_shard_that_does_not_exist(d):
+    """A record of shard 1 of 2 beside the run's one shard: the shard files are those of ce.shards."""
+    src = sorted(d.glob("measurements/score-of-*/*.json"))[0]
+    (d / "measurements/score-of-2").mkdir()
+    (d / "measurements/score-of-2/1.json").write_text(src.read_text())
+
+
+def token_counts_of_no_batch(d):
+    """The gathered record's token count is not the shard records' sum."""
+    _json(d / "measurements/scoring.json", lambda r: r.update(tokens_inferred=r["tokens_inferred"] + 1))
+
+
+def empty_folder(d):
+    (d / "logs" / "kept").mkdir()
+
+
+def integer_setting_written_as_a_float(d):
+    _json(d / "manifest.json", lambda m: m["settings"].update(blend_k=float(m["settings"]["blend_k"])))
+
+
 FORGERIES = {
     "figures_dropped_from_manifest": (drop_figures, {"layout"}),
     "measurements_dropped_and_forged": (drop_measurements, {"layout", "measurements"}),
@@ -219,6 +246,11 @@ FORGERIES = {
     "shard_row_forged": (shard_row_forged, {"pairs"}),
     "shard_record_claims_other_numerics": (shard_record_claims_other_numerics, {"measurements"}),
     "logit_not_a_number": (logit_not_a_number, {"columns", "summary"}),  # the checks that cannot run fail
+    "shard_record_claims_another_backend": (shard_record_claims_another_backend, {"measurements"}),
+    "shard_record_of_a_shard_that_does_not_exist": (shard_record_of_a_shard_that_does_not_exist, {"layout"}),
+    "token_counts_of_no_batch": (token_counts_of_no_batch, {"measurements"}),
+    "empty_folder": (empty_folder, {"layout"}),
+    "integer_setting_written_as_a_float": (integer_setting_written_as_a_float, {"settings"}),
 }
 
 

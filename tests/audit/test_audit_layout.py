@@ -29,21 +29,25 @@ def test_the_audit_layout_is_the_pipelines():
 def test_only_documented_files_belong_to_a_run_folder():
     allowed = audit_module("layout").allowed_file
     for rel in ("report.md", "pairs.tsv", "logs/score.log", "logs/score_shard/0-of-4.job.json",
-                "benchmarks/score_shard/3-of-4.tsv", "shards/score-of-4/3.tsv",
-                "measurements/score-of-1/0.json", "audit.json", "pairs.parquet"):
-        assert allowed(rel, "development", None), rel
+                "logs/score_shard/3-of-4.log", "benchmarks/score_shard/3-of-4.tsv", "shards/score-of-4/3.tsv",
+                "measurements/score-of-4/0.json", "audit.json", "pairs.parquet"):
+        assert allowed(rel, "development", None, shards=4), rel
     for rel in ("report-honest.md", "inputs/extra.tsv", "runs/rrf.trec.bak", "sealed/qrels/test.tsv",
-                "logs/../report.md", "figures/other.png"):
-        assert not allowed(rel, "development", None), rel
-    assert allowed("sealed/qrels/test.tsv", "confirmation", "qrels/test.tsv")
+                "logs/../report.md", "figures/other.png",
+                # a shard's files of another shard count, or beyond the last shard
+                "measurements/score-of-1/0.json", "shards/score-of-2/0.tsv", "logs/score_shard/4-of-4.log",
+                "benchmarks/score_shard/0-of-1.tsv", "measurements/score-of-4/4.json",
+                "logs/score_shard/0-of-4.job.json.bak"):
+        assert not allowed(rel, "development", None, shards=4), rel
+    assert allowed("measurements/score-of-1/0.json", "development", None, shards=1)
+    assert allowed("sealed/qrels/test.tsv", "confirmation", "qrels/test.tsv", shards=1)
     # a run-file reranker's run folder: its scores and record, none of a cross-encoder's scoring artefacts
-    assert allowed("reranker_scores.tsv", "development", None, "run") and allowed("reranker_run.json",
-                                                                                  "development",
-                                                                                 None, "run")
-    assert not allowed("pairs.tsv", "development", None, "run") and not allowed("reranker_run.json",
-                                                                                "development",
-                                                                                None)
-    assert not allowed("sealed/qrels/train.tsv", "confirmation", "qrels/test.tsv")
+    assert allowed("reranker_scores.tsv", "development", None, "run", shards=0)
+    assert allowed("reranker_run.json", "development", None, "run", shards=0)
+    assert not allowed("pairs.tsv", "development", None, "run", shards=0)
+    assert not allowed("shards/score-of-1/0.tsv", "development", None, "run", shards=0)
+    assert not allowed("reranker_run.json", "development", None, shards=1)
+    assert not allowed("sealed/qrels/train.tsv", "confirmation", "qrels/test.tsv", shards=1)
 
 
 def test_the_documented_columns_are_the_audits():
@@ -82,7 +86,8 @@ def test_the_audits_rule_names_are_the_rules_that_write_into_a_run_folder():
 def test_an_openings_files_belong_only_to_an_opening():
     allowed = audit_module("layout").allowed_file
     for rel in ("OPENING.json", "OPENING_STARTED.json"):
-        assert allowed(rel, "confirmation", "qrels/test.tsv") and not allowed(rel, "development", None)
-    assert not allowed("logs/verdict.log", "development", None)
-    assert not allowed("benchmarks/verdict.tsv", "development", None)
-    assert not allowed(".audit.json.note", "development", None)
+        assert allowed(rel, "confirmation", "qrels/test.tsv", shards=1)
+        assert not allowed(rel, "development", None, shards=1)
+    assert not allowed("logs/verdict.log", "development", None, shards=1)
+    assert not allowed("benchmarks/verdict.tsv", "development", None, shards=1)
+    assert not allowed(".audit.json.note", "development", None, shards=1)
