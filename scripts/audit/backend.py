@@ -5,9 +5,11 @@ the entry whose source is the run's model). ``torch``, the model itself, adds no
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from checks_columns import canonical_json
+from definitions import STANDIN
 from problems import Unreadable
 from readers import sha256_of
 
@@ -55,9 +57,23 @@ def derived_pin(want, model_identity: str) -> dict | None:
     key, pin = found[0]
     arch = (want.anchor.lock("model_pins.json").get("cross_encoder") or {}).get("architecture") or {}
     problem = slot_problem(name, key, pin, arch)
+    if problem is None and key != lock_identity_sha256(want, model_identity):  # how the pipeline finds it
+        problem = (f"its key is not the identity sha256 of the model's pinned files in model_pins.json "
+                   f"({lock_identity_sha256(want, model_identity)})")
     if problem:
         raise Unreadable(where, f"backends.{name}.{key}: {problem} (a pin must be of its slot)")
     return pin
+
+
+def lock_identity_sha256(want, model_identity: str) -> str:
+    """The identity sha256 of the run's model as the lock folder pins it - sha256 over the sorted lines
+    'name NUL sha256 LF' of the pinned files (the STAND-IN's built files, or the pinned cross-encoder's, its
+    '_' notes left out) - re-derived here, not read from a pin."""
+    pins = want.anchor.lock("model_pins.json")
+    block = pins.get("standin") if model_identity.startswith(f"{STANDIN}:") else pins.get("cross_encoder")
+    files = {n: h for n, h in ((block or {}).get("files") or {}).items() if not n.startswith("_")}
+    lines = "".join(f"{n}\0{h}\n" for n, h in sorted(files.items()))
+    return hashlib.sha256(lines.encode("utf-8")).hexdigest()
 
 
 def documented_recipe(name: str, arch: dict) -> dict:

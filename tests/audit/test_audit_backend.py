@@ -134,3 +134,32 @@ def test_a_recipe_is_compared_type_strictly_and_needs_the_architectures_fusion_f
         "the pinned architecture's num_attention_heads is None, not a whole number")
     assert BACKEND.slot_problem("onnx", key, _pin("onnx")[1], {**ARCH, "hidden_size": 384.0}) == (
         "the pinned architecture's hidden_size is 384.0, not a whole number")
+
+
+class _Want:
+    """What derived_pin reads of the anchor: the backend setting and the lock folder's pin files."""
+
+    def __init__(self, derived_pins, backend="onnx-int8"):
+        self.settings = {"backend": backend}
+        self._locks = {"derived_pins.json": {"backends": derived_pins},
+                       "model_pins.json": json.loads((LOCK / "model_pins.json").read_text(encoding="utf-8"))}
+        self.anchor = self
+
+    lockdir = LOCK
+
+    def lock(self, name):
+        return self._locks[name]
+
+
+def test_a_pin_is_keyed_by_the_identity_sha256_of_the_models_pinned_files():
+    """The pipeline finds a pin by the model's identity sha256: a pin re-keyed (its source's identity sha256
+    with it) names no model of the lock folder, whatever its identity text says."""
+    key, pin = _pin("onnx-int8")
+    identity = pin["source"]["identity"]
+    assert BACKEND.lock_identity_sha256(_Want({}), identity) == key  # re-derived from model_pins.json
+    assert BACKEND.derived_pin(_Want({"onnx-int8": {key: pin}}), identity) == pin
+    pin["source"]["identity_sha256"] = "b" * 64
+    with pytest.raises(audit_module("problems").Unreadable,
+                       match=f"its key is not the identity sha256 of the model's pinned files in "
+                             f"model_pins.json \\({key}\\)"):
+        BACKEND.derived_pin(_Want({"onnx-int8": {"b" * 64: pin}}), identity)

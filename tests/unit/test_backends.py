@@ -212,6 +212,28 @@ def test_a_pin_must_be_of_its_slot(derived, tiny_models):
             backends.check_slot(pin, "onnx", meta, _arch(src), "p.json")
 
 
+def test_a_pin_is_compared_with_its_recipe_type_strictly(derived, tiny_models):
+    """Values Python's == takes as equal (17.0 and 17, true and 1) are another record: the audit refuses
+    them, so the pipeline does too."""
+    src = tiny_models[1]
+    meta = {"identity": "tiny", "identity_sha256": "ab" * 32, "weights_sha256": "cd" * 32}
+    pin = backends.pin_entry("onnx-int8", meta, _arch(src), derived["onnx-int8"])
+
+    def edited(edit):
+        copy = json.loads(json.dumps(pin))
+        edit(copy)
+        return copy
+
+    cases = [(lambda p: p["recipe"]["steps"][0].update(opset=17.0), "steps: pinned"),
+             (lambda p: p["recipe"]["steps"][2].update(per_channel=1), "steps: pinned"),
+             (lambda p: p["recipe"]["session"].update(inter_op_num_threads=True), "session: pinned"),
+             (lambda p: p.update(bytes=str(p["bytes"])), "bytes: pinned '"),
+             (lambda p: p.update(bytes=float(p["bytes"])), "bytes: pinned ")]
+    for edit, what in cases:
+        with pytest.raises(BackendError, match=what):
+            backends.check_slot(edited(edit), "onnx-int8", meta, _arch(src), "p.json")
+
+
 def test_an_architecture_block_other_than_the_models_config_stops_before_the_pin_is_read(tiny_models,
                                                                                        tmp_path):
     src = tmp_path / "tiny"  # a verified folder: its files and their sha256 in MODEL.json
@@ -228,4 +250,7 @@ def test_an_architecture_block_other_than_the_models_config_stops_before_the_pin
         backends.ready(src, "onnx", wrong, absent, tmp_path / "model.onnx")
     with pytest.raises(PipelineError, match="architecture fact num_attention_heads"):
         backends.pin_into(absent, "onnx", src, wrong)
+    with pytest.raises(PipelineError, match="architecture fact num_attention_heads"):  # 12.0 is not 12
+        backends.ready(src, "onnx", {**_arch(src), "num_attention_heads": float(heads)}, absent,
+                       tmp_path / "model.onnx")
     assert not (tmp_path / "model.onnx").exists()

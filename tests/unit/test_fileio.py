@@ -1,4 +1,5 @@
-"""Atomic writes (nothing left on failure), exact float text, TSV reading with the line of a bad row."""
+"""Atomic writes (nothing left on failure), exact float text, TSV reading with the line of a bad row, strict
+JSON reading (no repeated key), type-strict JSON equality."""
 
 import pytest
 
@@ -41,3 +42,20 @@ def test_read_tsv_reports_line_of_truncated_row(tmp_path):
     p.write_text("a\tb\n1\t2\t3\n")
     with pytest.raises(MalformedInputError, match="line 2: 3 cells"):
         fileio.read_tsv(p)
+
+
+def test_read_json_refuses_a_key_repeated_in_one_object(tmp_path):
+    p = tmp_path / "pins.json"
+    p.write_text('{"backends": {"onnx": {}}, "backends": {}}\n')  # json.loads keeps the last one silently
+    with pytest.raises(MalformedInputError, match=r"pins\.json.*a key repeated in one object \['backends'\]"):
+        fileio.read_json(p)
+    p.write_text('{"a": {"x": 1, "x": 2}}\n')
+    with pytest.raises(MalformedInputError, match=r"\['x'\]"):
+        fileio.read_json(p)
+    p.write_text('{"a": {"x": 1}, "b": {"x": 2}}\n')  # the same key in two objects is not a repeat
+    assert fileio.read_json(p) == {"a": {"x": 1}, "b": {"x": 2}}
+
+
+def test_json_equal_is_type_strict():
+    assert fileio.json_equal({"a": [1, "x"]}, {"a": [1, "x"]})
+    assert not fileio.json_equal(17, 17.0) and not fileio.json_equal(1, True) and 17 == 17.0 and 1 == True  # noqa: E712

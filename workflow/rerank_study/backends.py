@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .errors import PipelineError
-from .fileio import read_json, sha256_bytes, sha256_file, write_json
+from .fileio import json_equal, read_json, sha256_bytes, sha256_file, write_json
 from .models import check_architecture, load_model_meta
 from .names import TORCH_BACKEND
 
@@ -181,11 +181,13 @@ def check_slot(pin: Mapping, backend: str, meta: Mapping, arch: Mapping, pins_pa
     want, found = recipe(backend, arch), pin.get("recipe") or {}
     source = {k: meta[k] for k in ("identity", "identity_sha256", "weights_sha256")}
     problems = [f"{key}: pinned {found.get(key)!r}, this slot's recipe gives {want[key]!r}"
-                for key in ("backend", "steps", "session") if found.get(key) != want[key]]
-    if pin.get("source") != source:
+                for key in ("backend", "steps", "session") if not json_equal(found.get(key), want[key])]
+    if not json_equal(pin.get("source"), source):
         problems.append(f"source: pinned {pin.get('source')}, the model is {source}")
     if pin.get("file") != FILE:
         problems.append(f"file: pinned {pin.get('file')!r}, the recipe writes {FILE!r}")
+    if type(pin.get("bytes")) is not int or pin["bytes"] <= 0:
+        problems.append(f"bytes: pinned {pin.get('bytes')!r}, a pin holds the file's size (a whole number)")
     for what, keys, allowed in (("pin", pin, PIN_KEYS), ("recipe", found, RECIPE_KEYS),
                                 ("recipe versions", found.get("versions") or {}, RECIPE_LIBRARIES)):
         if sorted(keys) != sorted(allowed):

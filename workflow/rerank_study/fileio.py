@@ -170,11 +170,33 @@ def write_json(path, obj) -> None:
     atomic_write_text(path, canonical_json(obj))
 
 
+def json_equal(a, b) -> bool:
+    """Equal as canonical JSON texts: type-strict (``17.0`` is not ``17``, ``true`` is not ``1``), unlike
+    Python's ==."""
+    return canonical_json(a) == canonical_json(b)
+
+
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs):
+    keys = [k for k, _ in pairs]
+    repeated = sorted({k for k in keys if keys.count(k) > 1})
+    if repeated:
+        raise _RepeatedKey(repeated)
+    return dict(pairs)
+
+
 def read_json(path):
+    """A JSON file, strictly: a key repeated in one object (json would keep the last) is malformed."""
     try:
-        return json.loads(input_text(path))
+        return json.loads(input_text(path), object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise MalformedInputError(path, exc.lineno, f"invalid JSON ({exc.msg})") from None
+    except _RepeatedKey as exc:
+        raise MalformedInputError(path, "?", f"a key repeated in one object {exc.args[0]} (JSON readers "
+                                  "disagree on which one counts): write each key once") from None
 
 
 def fmt_float(x: float) -> str:

@@ -25,7 +25,7 @@ import shutil
 from pathlib import Path
 
 from .errors import MissingInputError, PinMismatchError, PipelineError
-from .fileio import atomic_path, canonical_json, read_json, sha256_file, sha256_text, write_json
+from .fileio import atomic_path, canonical_json, json_equal, read_json, sha256_file, sha256_text, write_json
 from .names import PINNED, STAND_IN, STANDIN_LABEL
 
 log = logging.getLogger(__name__)
@@ -301,7 +301,7 @@ def check_architecture(ce_pins: dict, folder, what: str) -> dict:
     found = architecture_facts(json.loads(path.read_text(encoding="utf-8")))
     pinned = ce_pins["architecture"]
     for key in ARCHITECTURE_KEYS:
-        if pinned.get(key) != found.get(key):
+        if key not in pinned or not json_equal(pinned[key], found.get(key)):  # type-strict: 12.0 is not 12
             raise PinMismatchError(f"{what} architecture fact {key}", path, "value", pinned.get(key),
                                    found.get(key), None, "The architecture block of model_pins.json must be "
                                    "copied from the pinned config.json (the shape check and the audit use "
