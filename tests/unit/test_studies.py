@@ -87,14 +87,24 @@ def test_the_backend_column_and_the_torch_twin_of_a_derived_study():
     int8, torch, other_model = _manifest("onnx-int8"), _manifest(), _manifest(model="N")
     other_inputs = _manifest(inputs={"corpus": "c", "queries": "q2"})
     other_settings = _manifest(max_length=256)
+    scored = {"batch_size": 16, "seed": 110, "truncation": "longest_first", "backend": "torch",
+              "numerics": "fp32"}
+    s8 = {**scored, "backend": "onnx-int8", "numerics": "ONNX Runtime"}  # the derived study's own
+
+    def twin(ms, scoring=None):
+        return cross_table.torch_twin(0, ms, keys, scoring or [s8] + [scored] * (len(ms) - 1))
+
     # the first torch study of the same model, weights, inputs and settings but the backend and the study's
     # name; never a derived one, never itself, never one of other settings (passed over, not refused later)
-    assert cross_table.torch_twin(0, [int8, other_model, other_inputs, other_settings, _manifest(name="t"),
-                                      torch], keys) == 4
-    assert cross_table.torch_twin(0, [int8, other_model, other_inputs, other_settings, _manifest("onnx")],
-                                  keys) is None
+    assert twin([int8, other_model, other_inputs, other_settings, _manifest(name="t"), torch]) == 4
+    assert twin([int8, other_model, other_inputs, other_settings, _manifest("onnx")]) is None
     other_weights = {**_manifest(), "model_weights_sha256": "W2"}
-    assert cross_table.torch_twin(0, [int8, other_weights], keys) is None
+    assert twin([int8, other_weights]) is None
+    # the scoring settings count too, type-strictly: a torch study of batch size 8 (or 16.0) is passed over
+    # for the exact twin after it; a study without a scoring record is never a twin
+    assert twin([int8, torch, torch], [s8, {**scored, "batch_size": 8}, scored]) == 2
+    assert twin([int8, torch, torch], [s8, {**scored, "batch_size": 16.0}, scored]) == 2
+    assert twin([int8, torch], [s8, None]) is None and twin([int8, torch], [None, scored]) is None
     row = cross_table.retention_row("s", "onnx-int8", None, None)
     assert tuple(row) == cross_table.RETENTION_COLUMNS and row["primary_mean"] is None
     assert row["note"].startswith("no fp32 torch study of the same model, inputs and settings")

@@ -7,7 +7,10 @@ settings."""
 
 from __future__ import annotations
 
-from .retention_run import settings_but_backend
+from collections.abc import Mapping
+
+from .fileio import json_equal
+from .retention_run import scoring_but_backend, settings_but_backend
 
 CROSS_STUDY_COLUMNS = ("study", "dataset", "reranker_kind", "reranker", "reranker_sha256", "backend",
                        "scorer", "run",
@@ -50,20 +53,25 @@ RETENTION_COLUMNS = ("study", "backend", "torch_study", "torch_primary_mean", "t
                      "max_abs_delta_logit", "note")
 
 
-def torch_twin(i: int, manifests: list[dict], input_keys) -> int | None:
+def torch_twin(i: int, manifests: list[dict], input_keys, scoring: list) -> int | None:
     """The first other study of the invocation that is study ``i``'s model scored by torch on the same
-    inputs (their manifests' sha256 of ``input_keys``) with the same settings but the backend (and the study's
-    name), or None: a torch study of other settings is passed over, not taken and then refused."""
+    inputs (their manifests' sha256 of ``input_keys``) with the same settings (the manifest's, and the scoring
+    settings of ``scoring[j]``, each study's measurements/scoring.json ``settings``) but the backend (and the
+    study's name), compared type-strictly as the retention compares them; or None: a torch study of other
+    settings is passed over, not taken and then refused."""
     def inputs(m):
         return {a["key"]: a["sha256"] for a in m["artefacts"] if a["key"] in input_keys}
 
-    me = manifests[i]
-    for j, m in enumerate(manifests):
-        if j != i and backend_of(m) == "torch" and m["model_identity"] == me["model_identity"] \
-                and m["model_weights_sha256"] == me["model_weights_sha256"] and inputs(m) == inputs(me) \
-                and settings_but_backend(m["settings"]) == settings_but_backend(me["settings"]):
-            return j
-    return None
+    def same(j):
+        m, me = manifests[j], manifests[i]
+        return (m["model_identity"] == me["model_identity"]
+                and m["model_weights_sha256"] == me["model_weights_sha256"] and inputs(m) == inputs(me)
+                and json_equal(settings_but_backend(m["settings"]), settings_but_backend(me["settings"]))
+                and isinstance(scoring[j], Mapping) and isinstance(scoring[i], Mapping)
+                and json_equal(scoring_but_backend(scoring[j], ""), scoring_but_backend(scoring[i], "")))
+
+    return next((j for j in range(len(manifests)) if j != i and backend_of(manifests[j]) == "torch"
+                 and same(j)), None)
 
 
 def retention_row(study: str, backend: str, torch_study: str | None, rec: dict | None) -> dict:

@@ -58,12 +58,18 @@ def retention_rows(sm, manifests: list[dict]) -> list[dict]:
                  "scoring": sm.input.scoring[k]}
         return retention_run.side(files, f"{names[i]}/{sm.params.runs[i]}")
 
+    def scoring(i):  # a scored study's scoring settings, to choose a twin by (the chosen one's are checked)
+        if names[i] not in sm.params.scored:
+            return None
+        return read_json(sm.input.scoring[list(sm.params.scored).index(names[i])]).get("settings")
+
+    settings = [scoring(i) for i in range(len(manifests))]
     out = []
     for i, man in enumerate(manifests):
         backend = backend_of(man)
         if backend in ("torch", "none"):
             continue
-        j = torch_twin(i, manifests, retention_run.INPUT_KEYS)
+        j = torch_twin(i, manifests, retention_run.INPUT_KEYS, settings)
         rec = None if j is None else retention_run.record(
             side(j), side(i), backend, sm.input.derived_pins[i],
             [f"{names[j]}/{sm.params.runs[j]}", f"{names[i]}/{sm.params.runs[i]}"])
