@@ -81,6 +81,15 @@ def check_counts(au, f: str, rec: dict, rows, max_length: int, opening: bool) ->
                  rec.get(key))
 
 
+def _sum(shards: list[dict], key: str):
+    """The shards' values of ``key`` summed as the pipeline sums them (from the int 0: whole numbers stay
+    whole, 0.0 stays a float); None when one is not a number."""
+    values = [s.get(key) for s in shards]
+    if not all(type(v) in (int, float) for v in values):
+        return None
+    return sum(values)
+
+
 def _threads(shards: list[dict]):
     found = sorted({s.get("threads") for s in shards if whole(s.get("threads"))})
     return found[0] if len(found) == 1 else found
@@ -90,15 +99,15 @@ def check_gathered(au, f: str, scoring: dict, shards: list[dict]) -> None:
     """measurements/scoring.json gathers the shard records: their number, per_shard (each shard's figures
     copied), the sums of their counts and seconds, the rate, the thread counts, the flags; the peak memory at
     least each shard's."""
-    inferred = sum(s.get("pairs_inferred") or 0 for s in shards)
-    seconds = sum(s.get("inference_seconds") or 0 for s in shards)
+    inferred, seconds = _sum(shards, "pairs_inferred"), _sum(shards, "inference_seconds")
+    rounded = {k: _sum(shards, k) for k in ("useful_gflop_inferred", "model_load_seconds",
+                                            "inference_seconds")}
     want = {"shards": len(shards),
             "per_shard": [{k: s.get(k) for k in PER_SHARD} for s in shards],
-            **{k: sum(s.get(k) or 0 for s in shards) for k in SUMMED},
-            **{k: round(sum(s.get(k) or 0 for s in shards), 3) for k in ("useful_gflop_inferred",
-                                                                         "model_load_seconds",
-                                                                         "inference_seconds")},
-            "pairs_per_second_inference": round(inferred / seconds, 3) if seconds > 0 else None,
+            **{k: _sum(shards, k) for k in SUMMED},
+            **{k: None if v is None else round(v, 3) for k, v in rounded.items()},
+            "pairs_per_second_inference": (round(inferred / seconds, 3) if None not in (inferred, seconds)
+                                           and seconds > 0 else None),
             "fresh_inference": all(s.get("fresh_inference") is True for s in shards),
             "threads": _threads(shards),
             "threads_granted_by_scheduler": sorted({s.get("threads_granted_by_scheduler") for s in shards
