@@ -245,8 +245,8 @@ def check_verification(run, want, au) -> None:
     batches = sorted({(r["qid"], int(r["batch"])) for r in run.pair_rows},
                      key=lambda qb: hashlib.sha256(f"{seed}\t{qb[0]}\t{qb[1]}".encode()).hexdigest())
     sample = batches if k is None or k >= len(batches) else batches[:k]
-    au.check("verification", [tuple(x) for x in rec["sample"]] == sample, f, f"sample (seed {seed}, k {k})",
-             [list(x) for x in sample], rec["sample"])
+    au.check("verification", same_json(rec["sample"], [list(x) for x in sample]), f,  # type-strict
+             f"sample (seed {seed}, k {k})", [list(x) for x in sample], rec["sample"])
     recorded = {(r["qid"], r["doc_id"]): (int(r["batch"]), r["logit"]) for r in run.pair_rows}
     wanted = {(q, d) for (q, d), (b, _) in recorded.items() if (q, b) in set(sample)}
     got = {(p["qid"], p["doc_id"]): p for p in rec["pairs"]}
@@ -256,10 +256,11 @@ def check_verification(run, want, au) -> None:
         p, (batch, logit) = got[key], recorded[key]
         expect = {"qid": key[0], "doc_id": key[1], "batch": batch, "reinferred_batch": batch, "logit": logit,
                   "reinferred_logit": logit, "equal": True}
-        au.check("verification", p == expect, f, f"qid {key[0]} doc {key[1]} batch {batch}", expect, p)
+        au.check("verification", same_json(p, expect), f, f"qid {key[0]} doc {key[1]} batch {batch}", expect,
+                 p)
     for name, value in (("seed", seed), ("k", k), ("queries", list(dict.fromkeys(q for q, _ in sample))),
                         ("pairs_compared", len(wanted)), ("all_equal", True)):
-        au.check("verification", rec.get(name) == value, f, name, value, rec.get(name))
+        au.check("verification", same_json(rec.get(name), value), f, name, value, rec.get(name))
     au.check("verification", isinstance(rec.get("rule"), str), f, "rule", "the sampling rule's "
              "description (prose)",
              type(rec.get("rule")).__name__)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from checks_columns import canonical_json
 from definitions import group_label
 from expected_summary import expected_summary
 from readers import sha256_of
@@ -63,7 +64,8 @@ def check_groups(run, want, au) -> None:
         "inputs": {"queries_sha256": sha256_of(run.path("run_queries")),
                    "qrels_sha256": sha256_of(run.path("run_qrels"))}}
     for key, val in expect_meta.items():
-        au.check("groups", gmeta.get(key) == val, f, key, val, gmeta.get(key))
+        au.check("groups", canonical_json(gmeta.get(key)) == canonical_json(val), f, key, val,  # type-strict
+                 gmeta.get(key))
     au.check("groups", isinstance(gmeta.get("rule"), str), f, "rule", "the grouping rule's "
              "description (prose)",
              type(gmeta.get("rule")).__name__)

@@ -210,6 +210,15 @@ def token_counts_of_no_batch(d):
     _json(d / "measurements/scoring.json", lambda r: r.update(tokens_inferred=r["tokens_inferred"] + 1))
 
 
+def verification_flags_written_as_numbers(d):
+    """1 for true and 8.0 for 8: equal for Python's ==, another record as JSON."""
+    _json(d / "verification.json", lambda r: r.update(all_equal=1, k=float(r["k"])))
+
+
+def group_counts_written_as_floats(d):
+    _json(d / "groups.json", lambda r: r.update(n_groups=float(r["n_groups"])))
+
+
 def empty_folder(d):
     (d / "logs" / "kept").mkdir()
 
@@ -250,6 +259,8 @@ FORGERIES = {
     "shard_record_of_a_shard_that_does_not_exist": (shard_record_of_a_shard_that_does_not_exist, {"layout"}),
     "token_counts_of_no_batch": (token_counts_of_no_batch, {"measurements"}),
     "empty_folder": (empty_folder, {"layout"}),
+    "verification_flags_written_as_numbers": (verification_flags_written_as_numbers, {"verification"}),
+    "group_counts_written_as_floats": (group_counts_written_as_floats, {"groups"}),
     "integer_setting_written_as_a_float": (integer_setting_written_as_a_float, {"settings"}),
 }
 
