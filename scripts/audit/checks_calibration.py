@@ -20,6 +20,7 @@ import secrets
 
 from calib_stats import T_QUANTILE_REL, ratio_and_se, t_quantile
 from calibration_tallies import METHODS, read_columns, tallies
+from checks_columns import same_json
 from expected_calibration import CalibrationData, coverage_sample, null_sample, power_sample, randomization
 from readers import read_json
 from rng import DefaultRng
@@ -38,15 +39,6 @@ def expected_settings(c: dict, settings: dict) -> dict:
             "power_n": list(c["power_n"]), "threshold": float(settings["threshold"]), "percentiles": pct,
             "n_audit": c["n_audit"], "nominal_coverage": (pct[1] - pct[0]) / 100,
             "test_level": 2 * pct[0] / 100}
-
-
-def same(a, b) -> bool:
-    """Equal values of the same JSON kind (an int and a float of equal value count as equal)."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a is b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
-    return type(a) is type(b) and a == b
 
 
 def compare(au, f: str, path: str, found, want) -> None:
@@ -70,7 +62,7 @@ def compare(au, f: str, path: str, found, want) -> None:
         for i, (x, y) in enumerate(zip(found, want, strict=True) if ok else ()):
             compare(au, f, f"{path}[{i}]", x, y)
     else:
-        au.check(CHECK, same(found, want), f, path, want, found)
+        au.check(CHECK, same_json(found, want), f, path, want, found)
 
 
 def comparison_names(au, f, found: dict, want) -> list[str]:

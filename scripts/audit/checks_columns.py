@@ -5,7 +5,6 @@ believed. Signature: see checks_provenance."""
 
 from __future__ import annotations
 
-import io
 import json
 import math
 
@@ -17,6 +16,8 @@ from columns import (
     PARAMETRIC_TABLES,
     PROSE,
     PROVENANCE,
+    TIMING_KEYS,
+    TIMINGS,
     canonical,
     json_keys_of,
     scoring_settings_of,
@@ -27,7 +28,7 @@ from readers import bytes_of, read_json, read_table, text_of
 
 
 def _header(path) -> list[str]:
-    return io.StringIO(text_of(path, newline=""), newline="").readline().rstrip("\n").split("\t")
+    return text_of(path).split("\n", 1)[0].split("\t")
 
 
 def _check_table(run, want, au, key: str) -> None:
@@ -56,20 +57,19 @@ def description(value) -> bool:
 
 
 def measurement(value) -> bool:
-    """A timing/memory/count figure, or a list/record of them: finite numbers >= 0 all the way down; null
-    where nothing was measured (the rate of a stage that inferred no pair: every score from the cache)."""
-    if value is None:
-        return True
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, (int, float)):
-        return math.isfinite(value) and value >= 0
-    if isinstance(value, (list, dict)):
-        return all(measurement(v) for v in (value.values() if isinstance(value, dict) else value))
-    return False
+    """A timing/memory/count figure: one finite number >= 0 (not null, a flag, a list or a record)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and value >= 0)
 
 
-DECLARED_KIND = {PROVENANCE: (measurement, "finite numbers >= 0, or null: not measured (a measurement)"),
+def timings(value) -> bool:
+    """A record of measurements with exactly the documented keys."""
+    return (isinstance(value, dict) and sorted(value) == sorted(TIMING_KEYS)
+            and all(measurement(v) for v in value.values()))
+
+
+DECLARED_KIND = {PROVENANCE: (measurement, "one finite number >= 0 (a measurement)"),
+                 TIMINGS: (timings, f"a record of measurements {{{', '.join(TIMING_KEYS)}}}"),
                  PROSE: (lambda v: isinstance(v, str), "a description (text)"),
                  FLAG: (lambda v: isinstance(v, bool), "true or false"),
                  MACHINE: (lambda v: isinstance(v, dict) and description(v), "a record of texts and numbers")}
@@ -96,6 +96,12 @@ def canonical_json(obj) -> str:
     """The one text of a JSON record of a run (as the pipeline documents it: keys sorted, 2-space indent,
     ASCII escapes, no NaN/Infinity, a final newline)."""
     return json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
+
+
+def same_json(a, b) -> bool:
+    """Equal as JSON texts: type-strict (``true`` is not ``1``, ``2.0`` not ``2``, ``-0.0`` not ``0.0``),
+    unlike Python's ==. A recomputed NaN equals nothing a strict JSON file can hold."""
+    return json.dumps(a, sort_keys=True, allow_nan=True) == json.dumps(b, sort_keys=True, allow_nan=True)
 
 
 def _check_json_texts(run, au) -> None:

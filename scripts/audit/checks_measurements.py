@@ -12,11 +12,12 @@ import re
 import backend
 import shard_records
 from anchors import REPO
-from checks_scores import absent_for_a_run_file, expected_shapes, same_json, scorer_label, shard_tables
+from checks_columns import same_json
+from checks_scores import absent_for_a_run_file, expected_shapes, scorer_label, shard_tables
 from columns import DTYPE, NUMERICS
 from definitions import STANDIN
 from layout import RUN_FILE
-from readers import read_json, read_table, text_of
+from readers import ANY, read_json, read_table, text_of
 
 LOCKS = (REPO / "lockfiles" / "requirements.lock", REPO / "lockfiles" / "torch.txt")
 RECORDED_LIBRARIES = ("tokenizers", "torch", "transformers")
@@ -32,7 +33,7 @@ def locked_versions() -> dict[str, str]:
     """{package: version} of the committed locks (``name==version`` lines)."""
     out = {}
     for path in LOCKS:
-        for line in text_of(path).splitlines():
+        for line in text_of(path, ANY).splitlines():
             m = re.match(r"([A-Za-z0-9_.-]+)==([^\s\\;]+)", line)
             if m:
                 out[m.group(1).lower()] = m.group(2)

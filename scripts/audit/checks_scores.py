@@ -9,9 +9,9 @@ from __future__ import annotations
 import hashlib
 
 import backend
-from checks_columns import canonical_json
+from checks_columns import same_json
 from checks_reranker_run import run_file_pin
-from columns import PAIR_SPECIAL_TOKENS, TREC_RUNS
+from columns import PAIR_SPECIAL_TOKENS, TREC_RUNS, cell_text
 from definitions import STANDIN
 from layout import RUN_FILE
 from readers import rows_by_query, text_of
@@ -195,13 +195,13 @@ def check_rankings(run, want, au) -> None:
         if key not in blend_score:
             au.check("blend", False, f, item, "a pair of the run", "unknown pair")
             continue
-        au.check("blend", float(row["logit"]) == run.logits[key[0]][key[1]], f, item + " logit",
-                 run.logits[key[0]][key[1]], float(row["logit"]))
+        logit = cell_text(run.logits[key[0]][key[1]])
+        au.check("blend", row["logit"] == logit, f, item + " logit", logit, row["logit"])
         r0 = run.cands[key[0]].index(key[1]) + 1
         au.check("blend", int(row["r0"]) == r0, f, item + " r0 (candidate rank)", r0, row["r0"])
         au.check("ce_ranks", int(row["r1"]) == r1[key], f, item + " CE rank", r1[key], int(row["r1"]))
-        au.check("blend", float(row["blend_score"]) == blend_score[key], f, item + " blend score",
-                 blend_score[key], float(row["blend_score"]))
+        au.check("blend", row["blend_score"] == cell_text(blend_score[key]), f, item + " blend score",
+                 cell_text(blend_score[key]), row["blend_score"])
         au.check("blend", int(row["blend_rank"]) == blend_rank[key], f, item + " blend rank",
                  blend_rank[key], int(row["blend_rank"]))
     au.check("blend", seen == set(blend_score), f, "pair set", len(blend_score), len(seen))
@@ -252,6 +252,9 @@ def check_verification(run, want, au) -> None:
     got = {(p["qid"], p["doc_id"]): p for p in rec["pairs"]}
     au.check("verification", set(got) == wanted and len(rec["pairs"]) == len(wanted), f, "re-inferred pairs",
              f"{len(wanted)} pairs of the sampled batches, each once", f"{len(rec['pairs'])} entries")
+    listed = [(p["qid"], p["doc_id"]) for p in rec["pairs"]]
+    au.check("verification", listed == sorted(listed), f, "order of the re-inferred pairs",
+             "by (qid, doc id) as strings", next((x for x, y in zip(listed, sorted(listed)) if x != y), None))
     for key in sorted(wanted & set(got)):
         p, (batch, logit) = got[key], recorded[key]
         expect = {"qid": key[0], "doc_id": key[1], "batch": batch, "reinferred_batch": batch, "logit": logit,
@@ -268,12 +271,6 @@ def check_verification(run, want, au) -> None:
 
 # what the shape check says of its padding (a constant the pipeline writes: compared exactly)
 SHAPE_PADDING = "max_length (this check only; scoring pads to the longest pair of each batch)"
-
-
-def same_json(a, b) -> bool:
-    """Equal as canonical JSON texts: type-strict (``true`` is not ``1``, ``2.0`` is not ``2``), unlike
-    Python's ==."""
-    return canonical_json(a) == canonical_json(b)
 
 
 def expected_shapes(run, want, first: str) -> dict:

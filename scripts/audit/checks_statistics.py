@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import math
 
-from checks_columns import canonical_json
+from checks_columns import canonical_json, same_json
+from columns import cell_text
 from definitions import group_label
 from expected_summary import expected_summary
 from readers import sha256_of
@@ -39,11 +40,8 @@ def check_per_query(run, want, au) -> None:
         row = by_q.get(q, {})
         for col, val in rec.items():
             found = row.get(col)
-            if col.endswith("first_rel_rank"):
-                ok = (found == "" and val is None) or (found not in ("", None) and int(found) == val)
-            else:
-                ok = found is not None and float(found) == val
-            au.check("per_query", ok, f, f"qid {q} {col}", val, found)
+            want_text = "" if val is None else cell_text(val)  # a first relevant rank is empty: none found
+            au.check("per_query", found == want_text, f, f"qid {q} {col}", want_text, found)
 
 
 def check_groups(run, want, au) -> None:
@@ -101,8 +99,7 @@ def check_replicates(run, want, au) -> None:
     for col, vals in want.replicates.items():
         for b, (row, val) in enumerate(zip(saved, vals)):
             found = row.get(col)
-            au.check("replicates", found is not None and float(found) == val, f, f"replicate {b} {col}", val,
-                     found)
+            au.check("replicates", found == cell_text(val), f, f"replicate {b} {col}", cell_text(val), found)
 
 
 def check_summary(run, want, au) -> None:
@@ -146,12 +143,4 @@ def compare_tree(au, f: str, found, want, path: str) -> None:
         au.check(check, abs(found - want) <= P_ULPS * math.ulp(max(abs(found), abs(want))), f, path, want,
                  found)
     else:
-        au.check(check, _same_leaf(found, want), f, path, want, found)
-
-
-def _same_leaf(found, want) -> bool:
-    """Equal and of the same type; an int and a float of equal value count as equal (JSON does not tell)."""
-    return found == want and type(found) is type(want) or (isinstance(found, (int, float)) and
-                                                           not isinstance(found, bool) and
-                                                           isinstance(want, (int, float)) and
-                                                           not isinstance(want, bool) and found == want)
+        au.check(check, same_json(found, want), f, path, want, found)

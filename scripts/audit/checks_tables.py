@@ -5,6 +5,7 @@ module. A differing file fails, naming its first differing line."""
 
 from __future__ import annotations
 
+from columns import cell_text
 from definitions import METHODS
 from readers import text_of
 from report_check import shown_summary
@@ -28,14 +29,8 @@ def num3(x: float) -> str:
     return s if s[0] != "-" else "$-$" + s[1:]
 
 
-def cell(v) -> str:
-    if v is True or v is False:
-        return str(v).lower()
-    return repr(v) if isinstance(v, float) else str(v)
-
-
 def csv_lines(rows) -> str:
-    return "".join(",".join(cell(v) for v in r) + "\n" for r in rows)
+    return "".join(",".join(cell_text(v) for v in r) + "\n" for r in rows)
 
 
 def metrics_after_primary(s) -> list[str]:
@@ -120,7 +115,7 @@ def check_tables(run, want, au) -> None:
     s = shown_summary(run, want)
     for name, key in KEYS.items():
         path = run.path(key)
-        found, expect = text_of(path, newline=""), RENDER[name](s)
+        found, expect = text_of(path), RENDER[name](s)
         f_lines, e_lines = found.split("\n"), expect.split("\n")
         i = next((i for i, (a, b) in enumerate(zip(e_lines, f_lines)) if a != b), min(len(e_lines),
                                                                                      len(f_lines)))

@@ -60,11 +60,14 @@ WHOLE_FILES = {"run_queries": ("one analysed query id per line", "analysed_queri
 PAIR_SPECIAL_TOKENS = 3
 
 # JSON artefact key -> {key: the check that recomputes its value, or what it is declared as}; the key set must
-# be this one. Declared values are checked by 'columns' for their kind only: PROVENANCE a measurement (finite
-# numbers >= 0, also inside a list or record), PROSE a description (text; its words are not checked), FLAG a
-# record of how the run was made (true/false; an opening's: checked by 'measurements').
-PROVENANCE, PROSE, FLAG, MACHINE = "provenance", "prose", "flag", "machine"
-DECLARED = (PROVENANCE, PROSE, FLAG, MACHINE)  # MACHINE: a record describing the machine (texts and numbers)
+# be this one. Declared values are checked by 'columns' for their kind only: PROVENANCE a measurement (one
+# finite number >= 0: not null, a flag, a list or a record), TIMINGS a record of measurements with the keys
+# TIMING_KEYS, PROSE a description (text; its words are not checked), FLAG a record of how the run was made
+# (true/false; an opening's: checked by 'measurements'), MACHINE a record describing the machine (texts and
+# numbers).
+PROVENANCE, TIMINGS, PROSE, FLAG, MACHINE = "provenance", "timings", "prose", "flag", "machine"
+DECLARED = (PROVENANCE, TIMINGS, PROSE, FLAG, MACHINE)
+TIMING_KEYS = ("peak_rss_mib", "seconds")  # scoring.json's gather: the gathering step's own
 
 
 def _keys(check: str, names: str, **declared: str) -> dict:
@@ -88,7 +91,7 @@ JSON_KEYS = {
                                 "pairs_from_cache pairs_inferred pairs_per_second_inference per_shard shards "
                                 "threads threads_granted_by_scheduler tokens_inferred useful_gflop_inferred "
                                 "fresh_inference inference_seconds peak_rss_mib"),
-        "stage_seconds": PROVENANCE, "gather": PROVENANCE, "_note": PROSE},
+        "stage_seconds": PROVENANCE, "gather": TIMINGS, "_note": PROSE},
     # measurements/score-of-<N>/<i>.json, one per scoring shard (checks_measurements.check_shard_records)
     "shard_measurements": {
         **_keys("measurements", "numerics pairs queries settings shape_check shard shards truncated_pairs "
@@ -187,6 +190,14 @@ _CANONICAL = {
 }
 
 
+def cell_text(value) -> str:
+    """The one text of a value in a table cell: true/false, a float's shortest round-trip repr (so -0.0 is
+    not 0.0), an integer's digits. A cell is compared with the recomputed value's text, never as a number."""
+    if value is True or value is False:
+        return str(value).lower()
+    return repr(value) if isinstance(value, float) else str(value)
+
+
 def canonical(kind: str, text: str, empty_allowed: bool = False) -> bool:
     """Whether ``text`` is the one text of its value: an integer without sign or leading zeros, a float as
     Python's shortest round-trip repr (what json and the pipeline's writers print), true/false, an id without
@@ -227,8 +238,7 @@ def table_columns(key: str, settings: dict, n_groups: int, n_queries: int) -> li
 
 
 def markdown() -> str:
-    """The table above as docs/outputs.md shows it ("Every column and key"; python -I -S scripts/audit
-    --columns)."""
+    """The table above as docs/outputs.md shows it ("Every column and key"; a test holds them equal)."""
     lines = ["| file | column or key | written as | recomputed by (or declared as) |", "|---|---|---|---|"]
     for key, cols in TABLES.items():
         lines += [f"| `{key}` | `{c}` | {kind} | {check} |" for c, kind, check in cols]

@@ -5,7 +5,7 @@ tables and the other records, or declared a timing or the machine's description 
 
 from __future__ import annotations
 
-from checks_scores import same_json
+from checks_columns import same_json
 from columns import NUMERICS
 
 MMAP_THRESHOLD_BYTES = 256 * 1024  # glibc's mmap threshold every scoring process sets (docs/scoring.md)

@@ -86,7 +86,7 @@ def _changed(value, check):
     """A declared value leaves its kind (a measurement goes negative, a description or flag becomes a number);
     a recomputed one changes within its type (a list loses its last item, a record its first value
     changes)."""
-    if check == columns.PROVENANCE:
+    if check in (columns.PROVENANCE, columns.TIMINGS):
         return -1
     if check in (columns.PROSE, columns.FLAG, columns.MACHINE):
         return 1

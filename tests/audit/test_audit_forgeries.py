@@ -227,6 +227,56 @@ def integer_setting_written_as_a_float(d):
     _json(d / "manifest.json", lambda m: m["settings"].update(blend_k=float(m["settings"]["blend_k"])))
 
 
+# ---- the same value written another way (red team: a check compared a parse, not the text)
+def _crlf(path):
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+
+
+def rankings_in_crlf(d):
+    _crlf(d / "rankings.tsv")
+
+
+def trec_run_in_crlf(d):
+    _crlf(d / "runs/ce.trec")
+
+
+def shard_table_in_crlf(d):
+    _crlf(sorted((d / "shards").rglob("*.tsv"))[0])
+
+
+def replicates_without_final_newline(d):
+    path = d / "bootstrap/replicates.tsv"
+    path.write_bytes(path.read_bytes()[:-1])
+
+
+def replicate_zero_as_negative_zero(d):
+    """0.0 and -0.0 are equal floats and different texts (the pipeline writes repr)."""
+    path = d / "bootstrap/replicates.tsv"
+    head, *rows = path.read_text().split("\n")
+    i = next(i for i, r in enumerate(rows) if "0.0" in r.split("\t"))
+    cells = rows[i].split("\t")
+    cells[cells.index("0.0")] = "-0.0"
+    rows[i] = "\t".join(cells)
+    path.write_text("\n".join([head, *rows]))
+
+
+def summary_count_as_a_float(d):
+    _json(d / "summary.json", lambda s: s.update(n_queries=float(s["n_queries"])))
+
+
+def calibration_count_as_a_float(d):
+    _json(d / "calibration.json", lambda c: c["settings"].update(S=float(c["settings"]["S"])))
+
+
+def verification_pairs_reversed(d):
+    _json(d / "verification.json", lambda r: r["pairs"].reverse())
+
+
+def gather_timings_as_a_list(d):
+    _json(d / "measurements/scoring.json", lambda r: r.update(gather=list(r["gather"].values()),
+                                                              stage_seconds=[r["stage_seconds"]]))
+
+
 FORGERIES = {
     "figures_dropped_from_manifest": (drop_figures, {"layout"}),
     "measurements_dropped_and_forged": (drop_measurements, {"layout", "measurements"}),
@@ -262,6 +312,15 @@ FORGERIES = {
     "verification_flags_written_as_numbers": (verification_flags_written_as_numbers, {"verification"}),
     "group_counts_written_as_floats": (group_counts_written_as_floats, {"groups"}),
     "integer_setting_written_as_a_float": (integer_setting_written_as_a_float, {"settings"}),
+    "rankings_in_crlf": (rankings_in_crlf, {"blend", "columns"}),
+    "trec_run_in_crlf": (trec_run_in_crlf, {"runs"}),
+    "shard_table_in_crlf": (shard_table_in_crlf, {"pairs"}),
+    "replicates_without_final_newline": (replicates_without_final_newline, {"replicates"}),
+    "replicate_zero_as_negative_zero": (replicate_zero_as_negative_zero, {"replicates"}),
+    "summary_count_as_a_float": (summary_count_as_a_float, {"summary"}),
+    "calibration_count_as_a_float": (calibration_count_as_a_float, {"calibration"}),
+    "verification_pairs_reversed": (verification_pairs_reversed, {"verification"}),
+    "gather_timings_as_a_list": (gather_timings_as_a_list, {"columns"}),
 }
 
 

@@ -44,11 +44,32 @@ def test_outside_an_audit_nothing_is_kept(tmp_path):
     assert readers.read_json(path) == {"a": 2}
 
 
-def test_text_keeps_or_translates_line_ends_as_open_would(tmp_path):
+def test_a_file_the_pipeline_wrote_is_read_as_written_or_not_at_all(tmp_path):
+    """LF: the bytes as they are, or unreadable (a CR anywhere; no LF at the end); ANY: CRLF, CR -> LF."""
     path = tmp_path / "x.txt"
     path.write_bytes(b"1\r\n2\r3\n")
-    assert readers.text_of(path) == "1\n2\n3\n"
-    assert readers.text_of(path, newline="") == "1\r\n2\r3\n"
+    assert readers.text_of(path, readers.ANY) == "1\n2\n3\n"
+    with pytest.raises(problems.Unreadable, match="byte 1 is a carriage return"):
+        readers.text_of(path)
+    path.write_bytes(b"1\n2")
+    with pytest.raises(problems.Unreadable, match="last line is not terminated"):
+        readers.text_of(path)
+    path.write_bytes(b"a\tb\n1\t2\n")
+    assert readers.text_of(path) == "a\tb\n1\t2\n" and readers.read_table(path) == [{"a": "1", "b": "2"}]
+    path.write_bytes(b"a\tb\r\n1\t2\r\n")
+    with pytest.raises(problems.Unreadable, match="carriage return"):
+        readers.read_table(path)
+    assert readers.read_table(path, readers.ANY) == [{"a": "1", "b": "2"}]
+    assert readers.text_of(tmp_path / "x.txt", readers.ANY) == "a\tb\n1\t2\n"
+
+
+def test_an_id_list_with_an_empty_line_is_unreadable(tmp_path):
+    path = tmp_path / "ids.txt"
+    path.write_bytes(b"1\n2\n")
+    assert readers.read_ids(path) == ["1", "2"]
+    path.write_bytes(b"1\n\n2\n")
+    with pytest.raises(problems.Unreadable, match="line 2 is empty"):
+        readers.read_ids(path)
 
 
 def test_a_score_trec_eval_reads_otherwise_is_not_a_number():

@@ -130,8 +130,8 @@ def test_a_carriage_return_in_report_md_fails_both_renderers(tmp_path):
     forged = MARKDOWN.replace("|---|---|---|\n", "|---|---|---|\r")
     with pytest.raises(PipelineError, match="carriage return"):
         report_html.page(forged, {"figures/forest.png": PNG}, HEADER, ROWS)
-    failures = audit_of(page(), tmp_path, markdown=forged)
-    assert "line ends (\\n only, no \\r)" in failures
+    with pytest.raises(audit_module("problems").Unreadable, match="carriage return"):
+        audit_of(page(), tmp_path, markdown=forged)
 
 
 def test_a_figure_the_run_does_not_hold_is_refused_by_both_renderers(tmp_path):

@@ -298,7 +298,7 @@ def architecture_facts(config_json: dict) -> dict:
 def check_architecture(ce_pins: dict, folder, what: str) -> dict:
     """The pinned architecture block must be what the verified config.json says (every key the audit uses)."""
     path = Path(folder) / "config.json"
-    found = architecture_facts(json.loads(path.read_text(encoding="utf-8")))
+    found = architecture_facts(read_json(path))  # strict: a key written twice is refused
     pinned = ce_pins["architecture"]
     for key in ARCHITECTURE_KEYS:
         if key not in pinned or not json_equal(pinned[key], found.get(key)):  # type-strict: 12.0 is not 12

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from . import analysis, audited, retention, run_tables
 from .errors import PipelineError
-from .fileio import canonical_json, read_json, read_tsv
+from .fileio import json_equal, read_json, read_tsv
 
 INPUT_KEYS = ("candidates", "split_dev", "qrels_dev", "corpus", "queries")  # same pairs, texts, judgements
 
@@ -60,7 +60,7 @@ def check_comparable(ref: dict, other: dict) -> None:
         ("settings but the backend", *settings),
         ("scoring settings but the backend (measurements/scoring.json)", *scoring),
     ):
-        if canonical_json(a) != canonical_json(b):  # type-strict: a batch size 32.0 is not 32
+        if not json_equal(a, b):  # type-strict: a batch size 32.0 is not 32
             raise PipelineError(
                 f"NOT COMPARABLE: runs {ref['name']} and {other['name']} differ in their {what}; "
                 "the retention compares two scorers of the SAME pairs: rerun both with the same "
