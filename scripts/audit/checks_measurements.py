@@ -90,6 +90,8 @@ def _check_shard_records(run, want, au, scoring: dict) -> None:
                              "truncated_pairs": sum(1 for r in rows if r["truncated"] == "true")})
         shard_records.check_numerics(au, f, rec.get("numerics"))
         shard_records.check_counts(au, f, rec, rows, want.settings["max_length"], run.kind == "confirmation")
+        shard_records.check_useful_gflop(au, f, rec, rows, want.settings["max_length"],
+                                         want.anchor.lock("model_pins.json")["cross_encoder"]["architecture"])
         _check_shard_rows(run, au, str(run.rundir / table), rows, run.analysed[i::ce["shards"]])
         _check_shard_shapes(run, want, au, f, rec, rows)
         records.append(rec)

@@ -81,6 +81,26 @@ def check_counts(au, f: str, rec: dict, rows, max_length: int, opening: bool) ->
                  rec.get(key))
 
 
+def useful_flops(n: int, arch: dict) -> float:
+    """Matrix-product FLOPs of one pair of n real tokens through the pinned encoder (docs: SOURCE_MAP, "Useful
+    FLOPs"): per layer 2n(4h^2 + 2hf) for the projections and the feed-forward, 4n^2h for attention."""
+    h, f = arch["hidden_size"], arch["intermediate_size"]
+    return arch["num_hidden_layers"] * (2.0 * n * (4 * h * h + 2 * h * f) + 4.0 * n * n * h)
+
+
+def check_useful_gflop(au, f: str, rec: dict, rows, max_length: int, arch: dict) -> None:
+    """useful_gflop_inferred: the table's pairs (lengths cut to max_length) through the pinned architecture,
+    to 3 decimals (within 0.001: another summation order may round the other way); at most that when some
+    pairs came from the cache."""
+    lengths = [n for v in inferred_lengths(rows, max_length).values() for n in v]
+    most = round(sum(useful_flops(n, arch) for n in lengths) / 1e9, 3)
+    found = rec.get("useful_gflop_inferred")
+    ok = type(found) is float and (abs(found - most) <= 0.0011 if rec.get("pairs_from_cache") == 0
+                                   else -1e-12 <= found <= most + 0.0011)
+    au.check("measurements", ok, f, "useful_gflop_inferred (the inferred pairs through the pinned "
+             f"architecture{'' if rec.get('pairs_from_cache') == 0 else ': at most'})", most, found)
+
+
 def _sum(shards: list[dict], key: str):
     """The shards' values of ``key`` summed as the pipeline sums them (from the int 0: whole numbers stay
     whole, 0.0 stays a float); None when one is not a number."""

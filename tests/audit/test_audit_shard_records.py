@@ -115,3 +115,28 @@ def test_a_fully_cached_rerun_sums_to_float_zeros_and_no_rate():
     au = _audit()
     SHARDS.check_gathered(au, "scoring.json", {**rec, "inference_seconds": 0}, shards)  # 0 is not 0.0
     assert _failed(au) == ["inference_seconds (the shard records')"]
+
+
+MINILM = {"num_hidden_layers": 6, "hidden_size": 384, "intermediate_size": 1536}
+
+
+def test_a_shards_useful_gflop_is_its_tables_pairs_through_the_pinned_architecture():
+    """By hand, per pair 6 (2n (4 h^2 + 2 h f) + 4 n^2 h) = 21,233,664 n + 9,216 n^2 at h = 384, f = 1536:
+    n = 512, 100, 30, 7 give 13,287,555,072 + 2,215,526,400 + 645,304,320 + 149,087,232 = 16,297,473,024
+    FLOPs: 16.297 GFLOP. With half the layers: 8.149 (8.1487...)."""
+    for arch, gflop in ((MINILM, 16.297), ({**MINILM, "num_hidden_layers": 3}, 8.149)):
+        au = _audit()
+        SHARDS.check_useful_gflop(au, "s.json", _shard(useful_gflop_inferred=gflop), ROWS, 512, arch)
+        assert _failed(au) == [], arch
+    for found in (16.299, 8.149, 16, None):  # off by 0.002; the wrong architecture; an int; missing
+        au = _audit()
+        SHARDS.check_useful_gflop(au, "s.json", _shard(useful_gflop_inferred=found), ROWS, 512, MINILM)
+        assert _failed(au), found
+    au = _audit()  # some pairs from the cache: at most the table's
+    SHARDS.check_useful_gflop(au, "s.json", _shard(pairs_from_cache=1, useful_gflop_inferred=2.5), ROWS, 512,
+                              MINILM)
+    assert _failed(au) == []
+    au = _audit()
+    SHARDS.check_useful_gflop(au, "s.json", _shard(pairs_from_cache=1, useful_gflop_inferred=16.4), ROWS, 512,
+                              MINILM)
+    assert _failed(au)

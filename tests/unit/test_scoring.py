@@ -377,6 +377,18 @@ def test_gather_shards_concatenates_in_canonical_order_and_refuses_a_foreign_sha
         scoring.gather_shards(ranked, short)
 
 
+def test_useful_gflop_uses_the_pinned_architecture():
+    """By hand: 1 layer, h = 2, f = 3, n = 1 is 2 (16 + 12) + 8 = 64 FLOPs; pairs of 1 and 2 tokens: 64 and
+    2 * 2 * 28 + 4 * 4 * 2 = 144, so 208 FLOP = 2.08e-07 GFLOP (0.0 to 3 decimals); 10^6 such pairs of 1
+    token: 0.064 GFLOP. MiniLM's shape (6, 384, 1536) at 351 tokens: 8.588 GFLOP."""
+    tiny = {"num_hidden_layers": 1, "hidden_size": 2, "intermediate_size": 3}
+    assert scoring.useful_gflop([1, 2], tiny) == 0.0
+    assert scoring.useful_gflop([1] * 10**6, tiny) == 0.064
+    minilm = {"num_hidden_layers": 6, "hidden_size": 384, "intermediate_size": 1536}
+    assert scoring.useful_gflop([351], minilm) == 8.588
+    assert scoring.useful_gflop([351], {**minilm, "num_hidden_layers": 3}) == 4.294
+
+
 def test_useful_flops_formula_by_hand():
     # one layer, h = 2, f = 3, n = 1: 2*1*(4*4 + 2*2*3) + 4*1*1*2 = 2*28 + 8 = 64
     assert scoring.useful_flops(1, layers=1, hidden=2, intermediate=3) == 64

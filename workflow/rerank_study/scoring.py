@@ -33,7 +33,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
@@ -256,7 +256,7 @@ class ScoringCounts:
     inference_seconds: float = 0.0
     tokens_inferred: int = 0  # real (unpadded) tokens of the inferred batches
     padded_tokens_inferred: int = 0  # rows x padded width, summed over the inferred batches
-    useful_flops_inferred: float = 0.0  # useful_flops() of every inferred pair
+    inferred_lengths: list[int] = field(default_factory=list)  # each inferred pair's real tokens, in order
 
 
 def useful_flops(n_tokens: int, layers: int = 6, hidden: int = 384, intermediate: int = 1536) -> float:
@@ -266,6 +266,14 @@ def useful_flops(n_tokens: int, layers: int = 6, hidden: int = 384, intermediate
     LayerNorm, GELU, softmax, pooler and classifier are left out (< 1 %)."""
     n = n_tokens
     return layers * (2.0 * n * (4 * hidden * hidden + 2 * hidden * intermediate) + 4.0 * n * n * hidden)
+
+
+def useful_gflop(lengths: Iterable[int], architecture: dict) -> float:
+    """``useful_flops`` of pairs of these real token counts through the pinned encoder (its
+    ``architecture`` block in model_pins.json: layers, hidden and intermediate size), in GFLOP, to 3
+    decimals."""
+    shape = [architecture[k] for k in ("num_hidden_layers", "hidden_size", "intermediate_size")]
+    return round(sum(useful_flops(n, *shape) for n in lengths) / 1e9, 3)
 
 
 def _batch_logits(key: str, n: int, cache: ScoreCache | None, infer: Callable[[], list[float]],
@@ -319,7 +327,7 @@ class _RunScorer:
         counts.pairs_inferred += len(idx)
         counts.tokens_inferred += sum(lengths[i] for i in idx)
         counts.padded_tokens_inferred += len(idx) * max(lengths[i] for i in idx)
-        counts.useful_flops_inferred += sum(useful_flops(lengths[i]) for i in idx)
+        counts.inferred_lengths += [lengths[i] for i in idx]
         return out
 
     def query_rows(self, qid: str, qtext: str, docs: Sequence[str], dtexts: Sequence[str],
