@@ -6,8 +6,6 @@ fails, and so does a file in the run folder that the layout does not name."""
 
 from __future__ import annotations
 
-import re
-
 # the inputs outside the run folder (key, role); plus the analysed judgements: qrels_dev (a development run)
 # or qrels_confirm (an opening)
 INPUTS = (("corpus", "corpus"), ("queries", "queries"), ("split_dev", "split_dev"),
@@ -68,11 +66,9 @@ OPENING_FILES = ("OPENING_STARTED.json", "OPENING.json")
 RULES = ("analyse", "audit", "calibrate", "check_reproduction", "evaluate", "fetch_sealed_qrels", "groups",
          "manifest", "parquet", "record_opening", "report", "reranker_scores", "run_inputs", "run_metadata",
          "score", "tables", "verify_scores")
-RULE = "(" + "|".join(RULES) + ")"
-OTHER_FILES = (
-    re.compile(rf"logs/{RULE}\.(log|job\.json)"),
-    re.compile(rf"benchmarks/{RULE}\.tsv"),
-)
+# the rules that run for one kind of run or of reranker only (every other rule: for every run)
+OPENING_RULES = ("fetch_sealed_qrels", "record_opening")
+RULES_OF_RERANKER = {CROSS_ENCODER: ("score", "verify_scores"), RUN_FILE: ("reranker_scores",)}
 SEALED_FOLDER = "sealed"  # an opening only: sealed/<the sealed file's pinned name>
 
 
@@ -108,6 +104,17 @@ def shard_files(shards: int) -> set[str]:
         f"benchmarks/score_shard/{i}-of-{shards}.tsv")}
 
 
+def rule_files(kind: str, reranker_kind: str) -> set[str]:
+    """The log, job record and benchmark of each rule that runs for a run of ``kind`` whose reranker is of
+    ``reranker_kind`` (an opening's rules in an opening only; a cross-encoder's scoring rules or a run file's
+    scores rule, by the reranker)."""
+    skipped = {r for k, rules in RULES_OF_RERANKER.items() if k != reranker_kind for r in rules}
+    if kind != "confirmation":
+        skipped |= set(OPENING_RULES)
+    return {name for r in RULES if r not in skipped
+            for name in (f"logs/{r}.log", f"logs/{r}.job.json", f"benchmarks/{r}.tsv")}
+
+
 def allowed_file(rel: str, kind: str, sealed_name: str | None, reranker_kind: str = CROSS_ENCODER, *,
                  shards: int) -> bool:
     """Whether a file of the run folder (posix path relative to it) is part of the documented layout, for a
@@ -120,4 +127,4 @@ def allowed_file(rel: str, kind: str, sealed_name: str | None, reranker_kind: st
         return True
     if kind == "confirmation" and sealed_name and rel == f"{SEALED_FOLDER}/{sealed_name}":
         return True
-    return any(p.fullmatch(rel) for p in OTHER_FILES)
+    return rel in rule_files(kind, reranker_kind)

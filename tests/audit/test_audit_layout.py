@@ -83,6 +83,24 @@ def test_the_audits_rule_names_are_the_rules_that_write_into_a_run_folder():
     assert written == set(audit_module("layout").RULES)
 
 
+def test_a_rules_log_belongs_only_to_the_runs_its_rule_runs_for():
+    """An opening's rules (the sealed judgements fetched, the opening recorded) log in an opening only; the
+    cross-encoder's scoring rules in a cross-encoder's run only, a run file's scores rule in its own only."""
+    allowed = audit_module("layout").allowed_file
+    for rel in ("logs/fetch_sealed_qrels.log", "benchmarks/record_opening.tsv"):
+        assert allowed(rel, "confirmation", "qrels/test.tsv", shards=1)
+        assert not allowed(rel, "development", None, shards=1)
+    for rel in ("logs/score.log", "logs/verify_scores.job.json", "benchmarks/verify_scores.tsv"):
+        assert allowed(rel, "development", None, "cross-encoder", shards=1)
+        assert not allowed(rel, "development", None, "run", shards=0)
+    assert allowed("logs/reranker_scores.log", "development", None, "run", shards=0)
+    assert not allowed("logs/reranker_scores.log", "development", None, "cross-encoder", shards=1)
+    for rel in ("logs/analyse.log", "logs/audit.job.json", "benchmarks/report.tsv"):
+        assert all(allowed(rel, kind, None, rk, shards=1) for kind in ("development", "confirmation")
+                   for rk in ("cross-encoder", "run"))
+    assert not allowed("logs/analyse.txt", "development", None, shards=1)
+
+
 def test_an_openings_files_belong_only_to_an_opening():
     allowed = audit_module("layout").allowed_file
     for rel in ("OPENING.json", "OPENING_STARTED.json"):
