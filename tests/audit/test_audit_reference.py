@@ -1,22 +1,15 @@
 """Check 'reference': the logits against committed reference runs of the stand-in scorer, an anchor outside
 the run. An honest stand-in run passes (on the real data against lockfiles/reference/standin-smoke; on the
 fixture against a hand-made reference); a logit forged by +0.13 - together with the run's own verification
-record - fails; a stand-in run relabelled as the pinned model fails (also shifted and scaled to keep its
-rankings), a run of another model does not; a run no reference applies to says so in its note and compares
-nothing."""
+record - fails; a run no reference applies to says so in its note and compares nothing."""
 
 import json
-import math
-import random
-import subprocess
-import sys
 
 import pytest
-from conftest import AUDIT, ROOT, audit_module, full_mirror, read_json, run_snakemake
-from forged_runs import copy_run, failures, forge_logit, read_rows, rehash_manifest, run_audit, write_rows
+from conftest import ROOT, full_mirror, read_json, run_snakemake
+from forged_runs import copy_run, failures, forge_logit, read_rows, run_audit
 
 INPUT_ROLES = ("corpus", "queries", "qrels_dev", "qrels_confirm", "split_dev", "split_confirm", "candidates")
-PINNED = json.loads((ROOT / "lockfiles" / "model_pins.json").read_text())["cross_encoder"]
 
 
 def commit_reference(rundir, lockdir, name="fixture-smoke"):
@@ -45,25 +38,6 @@ def referenced(tmp_path, smoke_run, fixture_workdir):
     rundir, lockdir = copy_run(smoke_run, fixture_workdir, tmp_path / "w")
     commit_reference(rundir, lockdir)
     return rundir, lockdir
-
-
-def relabel_as_pinned(rundir, transform=lambda x: x):
-    """The stand-in run's manifest and pairs.tsv saying the pinned model (its weights pin, its identity), the
-    logits through ``transform``; rankings.tsv follows the logits; hashes updated."""
-    m = read_json(rundir / "manifest.json")
-    m.update(scorer="pinned", model_identity=f"{PINNED['repo']}@{PINNED['revision']}",
-             model_weights_sha256=PINNED["files"]["model.safetensors"]["sha256"])
-    (rundir / "manifest.json").write_text(json.dumps(m, indent=2, sort_keys=True) + "\n")
-    rows, new = read_rows(rundir / "pairs.tsv"), {}
-    for r in rows:
-        r["model"] = f"{m['model_identity']} weights-sha256:{m['model_weights_sha256']}"
-        r["logit"] = new[(r["qid"], r["doc_id"])] = repr(transform(float(r["logit"])))
-    write_rows(rundir / "pairs.tsv", rows)
-    ranks = read_rows(rundir / "rankings.tsv")
-    for r in ranks:
-        r["logit"] = new[(r["qid"], r["doc_id"])]
-    write_rows(rundir / "rankings.tsv", ranks)
-    rehash_manifest(rundir)
 
 
 def test_an_honest_fixture_run_passes_against_a_hand_made_reference(referenced):
@@ -102,30 +76,6 @@ def test_a_difference_within_the_tolerance_passes_and_one_beyond_it_fails(refere
         [f"qid {rows[1]['qid']} doc {rows[1]['doc_id']}"]
 
 
-@pytest.mark.parametrize("transform", [lambda x: x, lambda x: 3.0 * x + 1.0],
-                         ids=["as is", "scaled and shifted"])
-def test_a_stand_in_run_relabelled_as_the_pinned_model_fails(referenced, transform):
-    rundir, lockdir = referenced
-    relabel_as_pinned(rundir, transform)
-    proc, result = run_audit(rundir, lockdir)
-    assert proc.returncode == 1 and "reference" in result["failed_checks"]
-    fails = failures(result, "reference")
-    assert len(fails) == 5  # every smoke query (10 pairs each) is an image of the reference's logits
-    assert all("the reference's logits under another label" in f["found"] for f in fails)
-    assert "the run names another model on the same texts; 5 queries" in result["checks"]["reference"]["note"]
-    assert "NO REFERENCE APPLIES" in result["checks"]["reference"]["note"]  # no tolerance comparison was made
-
-
-def test_a_run_of_another_model_is_not_taken_for_a_relabelled_stand_in(referenced):
-    """Logits unrelated to the reference's (seeded noise of the pinned model's size) under the pinned
-    label."""
-    rundir, lockdir = referenced
-    rng = random.Random(7)
-    relabel_as_pinned(rundir, lambda x: rng.uniform(-10.0, 10.0))
-    proc, result = run_audit(rundir, lockdir)
-    assert result["checks"]["reference"]["failures"] == 0 and result["checks"]["reference"]["checked"] == 5
-
-
 def test_a_run_no_reference_applies_to_says_so_and_compares_nothing(smoke_run, fixture_workdir, tmp_path):
     rundir, lockdir = copy_run(smoke_run, fixture_workdir, tmp_path / "w")
     proc, result = run_audit(rundir, lockdir)  # the fixture's lock folder commits no reference
@@ -141,19 +91,6 @@ def test_a_run_no_reference_applies_to_says_so_and_compares_nothing(smoke_run, f
     assert proc.returncode == 0 and result["checks"]["reference"]["checked"] == 0
     assert "standin-dev (differs in inputs.candidates, inputs.corpus," in note and "shape.depth" in note, note
     assert "standin-smoke (differs in inputs.candidates, inputs.corpus," in note, note
-
-
-def test_affine_images_and_what_is_not_one():
-    ref = audit_module("checks_reference")
-    xs = [0.0183, -0.0171, 0.0042, -0.0330, 0.0291, -0.0050]
-    assert ref.affine_image(xs, list(xs))[:2] == (1.0, 0.0)
-    noisy = [x + (5.77e-8 if i % 2 else -4e-8) for i, x in enumerate(xs)]  # another CPU's last bits
-    assert ref.affine_image(xs, noisy) is not None
-    # order reversed: still the stand-in's
-    assert ref.affine_image(xs, [-7.5 * x + 2.0 for x in xs]) is not None
-    assert ref.affine_image(xs, [x + (1e-5 if i == 2 else 0.0) for i, x in enumerate(xs)]) is None
-    assert ref.affine_image(xs, [x * x for x in xs]) is None
-    assert ref.affine_image(xs, [1.0] * len(xs)) is None  # constant logits are nobody's image
 
 
 @pytest.mark.full_data
@@ -174,17 +111,6 @@ def test_an_honest_stand_in_smoke_run_on_the_real_data_passes_against_the_commit
                                "in common compared"), notes
     assert notes[1].startswith("reference standin-smoke applies (identity equal): 50 pairs compared"), notes
     print(notes[:2])  # how many differ and by how much, on this machine
-    # the same run relabelled as the pinned model fails against the committed reference
-    relabel_as_pinned(rundir)
-    out = subprocess.run([sys.executable, "-I", "-S", "-B", str(AUDIT), str(rundir), "--lockdir",
-                          str(ROOT / "lockfiles"), "--out", str(tmp_path / "relabelled.json")],
-                         capture_output=True, text=True)
-    result = read_json(tmp_path / "relabelled.json")
-    assert out.returncode == 1 and "reference" in result["failed_checks"]
-    # each of the 5 queries, against both references of the same texts (the dev reference: other batches too)
-    assert sorted(f["item"].split(" in common with reference ")[1] for f in failures(result,
-                                                                                     "reference")) == \
-        ["standin-dev"] * 5 + ["standin-smoke"] * 5
 
 
 def test_a_run_of_another_shape_is_still_compared_on_the_pairs_it_shares_with_the_reference(referenced):
@@ -211,14 +137,3 @@ def test_a_run_of_another_shape_is_still_compared_on_the_pairs_it_shares_with_th
     (fail,) = failures(result, "reference")
     assert fail["item"] == (f"qid {row['qid']} doc {row['doc_id']} logit vs reference fixture-smoke (same "
                             "model and texts, other shape)")
-
-
-def test_a_stand_in_run_relabelled_through_a_rank_preserving_transform_fails(referenced):
-    """exp(40 x) keeps every query's ranking (and so every metric) and is no affine image: the order rule."""
-    rundir, lockdir = referenced
-    relabel_as_pinned(rundir, lambda x: math.exp(40.0 * x))
-    proc, result = run_audit(rundir, lockdir)
-    assert proc.returncode == 1 and "reference" in result["failed_checks"]
-    fails = failures(result, "reference")
-    assert len(fails) == 5, fails  # each smoke query: 10 pairs, ranked exactly as the reference ranks them
-    assert all("the 10 logits rank the pairs exactly as the reference's do" in f["found"] for f in fails)
