@@ -11,11 +11,8 @@ import os
 import sys
 from pathlib import Path
 
-# Byte code: this process compiles this checkout's code from its source, never from a cache beside it (a
-# planted .pyc with a matching header would run instead of the source), and writes none; its jobs write none
-# into the code folders either (an opening gives its jobs a fresh cache folder of their own: common.smk)
+# Byte code: neither this process nor its jobs write caches into the checkout's code folders
 sys.dont_write_bytecode = True
-sys.pycache_prefix = os.path.join(os.devnull, "pycache")  # a folder that cannot exist: nothing is read or written
 os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
 
 # This checkout's library, for the Snakefile AND for every rule script (they run in subprocesses that
@@ -26,16 +23,6 @@ os.environ["PYTHONPATH"] = os.pathsep.join([_LIB] + [p for p in os.environ.get("
                                                       if p and p != _LIB])
 
 from snakemake.exceptions import WorkflowError
-
-if workflow.config_settings.overwrite_config.get("unseal"):
-    # an opening: before anything of the project is imported, this process's module path and loaded modules must come
-    # from the interpreter, the environment and this checkout only (no launch folder shadowing the standard library)
-    from rerank_study.seal.environment import interpreter_problems
-
-    if interpreter_problems(workflow.basedir):
-        raise WorkflowError("REFUSED: this process can load code from outside the interpreter, the environment and the "
-                            "checkout:\n  - " + "\n  - ".join(interpreter_problems(workflow.basedir)) + "\nStart "
-                            "the opening with the environment's own snakemake (.venv/bin/snakemake), not python -m.")
 
 from rerank_study import studies as _studies
 from rerank_study.errors import PipelineError

@@ -7,7 +7,9 @@
                                                                 # is pinned now
     python scripts/confirm.py refreeze --reason "..." --dev-run results/dev
                                                                 # code refactor, before any opening
-    python scripts/confirm.py status                            # protocol, openings started / completed
+    python scripts/confirm.py register --url https://osf.io/...  # where the protocol's sha256 is registered
+    python scripts/confirm.py status                            # protocol, openings, the records kept
+                                                                # elsewhere, and what an opening now would say
 
 Then open the sealed confirmation (the only path that reads the confirmation judgements):
 
@@ -39,10 +41,12 @@ from rerank_study.seal import freeze, locations, status  # noqa: E402
 def parser() -> argparse.ArgumentParser:
     """The command line: the command and its options."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=["freeze", "refreeze", "status"])
+    ap.add_argument("command", choices=["freeze", "refreeze", "register", "status"])
     ap.add_argument("--dev-run", type=Path, help="the finished development run folder (manifest.json "
                                                  "+ audit.json)")
     ap.add_argument("--reason", default="", help="refreeze: why (recorded in the ledger)")
+    ap.add_argument("--url", default="", help="register: where the protocol's sha256 is registered outside "
+                                                "(an OSF or AsPredicted address)")
     ap.add_argument("--reranker-run", type=Path, default=None,
                     help="freeze, a run-file reranker (study.reranker_kind: run): its TREC run over the "
                          "confirmation queries' frozen candidates, blind-submitted now: copied into "
@@ -78,8 +82,9 @@ def base_config(args) -> dict:
     return load_config(ROOT / "config" / "config.yaml", overrides)
 
 
-def run_command(args, cfg: dict, lockdir: Path) -> None:
-    """freeze, refreeze or status, printing what was done and what to do next."""
+def run_command(args, cfg: dict, lockdir: Path) -> int:
+    """freeze, refreeze, register or status, printing what was done and what to do next; the exit code
+    (status: 1 when an opening now would be refused)."""
     if args.command == "freeze":
         out = freeze.freeze(cfg, lockdir, args.dev_run, ROOT, args.allow_standin_for_testing,
                             reranker_run_file=args.reranker_run)
@@ -94,9 +99,16 @@ def run_command(args, cfg: dict, lockdir: Path) -> None:
         print(f"RE-FROZEN {lockdir / locations.PROTOCOL}\nsha256 {out['sha256']} (was "
               f"{out['protocol']['refrozen_from']})\nchanged method files: "
               f"{', '.join(out['changed_files'])}\ncommit lockfiles/, then: snakemake confirm --cores 4 "
-              f"--config unseal={out['sha256']}")
+              f"--config unseal={out['sha256']}" + (f" studies=[{args.study}]" if args.study else ""))
+    elif args.command == "register":
+        sha = freeze.register(lockdir, args.url)
+        print(f"REGISTERED protocol {sha} at {args.url} (a 'registered' line of "
+              f"{lockdir / locations.LEDGER}); commit and push the ledger")
     else:
-        print(status.describe(lockdir, ROOT, cfg))
+        text, ok = status.describe(lockdir, ROOT, cfg)
+        print(text)
+        return 0 if ok else 1
+    return 0
 
 
 def main(argv=None) -> int:
@@ -117,7 +129,7 @@ def main(argv=None) -> int:
     try:
         if args.command in ("freeze", "refreeze") and not args.dev_run:
             ap.error(f"{args.command} needs --dev-run (the finished development run folder)")
-        run_command(args, cfg, lockdir)
+        return run_command(args, cfg, lockdir)
     except PipelineError as exc:
         print(str(exc), file=sys.stderr)
         return 1

@@ -45,3 +45,36 @@ def test_no_file_over_400_lines_and_no_function_over_60_lines():
                     too_long.append(f"{rel}::{node.name}: {n} lines")
     assert len(code_files()) > 50
     assert too_long == [], too_long
+
+
+# a Snakefile include whose target is computed, and why it stays inside the method
+COMPUTED_INCLUDES = {
+    "Snakefile": "config/config.yaml, by its absolute path in the checkout",
+    "workflow/rules/studies.smk": "the studies' module file, written from config/ and the study files by "
+                                  "rerank_study.studies.modules_file (method code) into resources/",
+}
+
+
+def test_every_included_rule_file_is_part_of_the_method():
+    """The method (seal.locations.METHOD_PATHS) is what can change a result: README, docs/ and tests/ are left
+    out of it, so no Snakefile or rule file may include or read its configuration from there."""
+    import re
+
+    from rerank_study.seal.locations import METHOD_PATHS
+
+    directive = re.compile(r"^\s*(include|configfile):\s*(.+?)\s*$")
+    outside = []
+    for path in [ROOT / "Snakefile", *sorted((ROOT / "workflow/rules").glob("*.smk"))]:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            m = directive.match(line)
+            if not m:
+                continue
+            rel = path.relative_to(ROOT).as_posix()
+            literal = re.fullmatch(r'"([^"]+)"', m[2])
+            if literal is None:
+                assert rel in COMPUTED_INCLUDES, f"{rel}: a computed {m[1]} ({m[2]}): name it and why"
+                continue
+            target = (path.parent / literal[1]).resolve().relative_to(ROOT).as_posix()
+            if not any(target == top or target.startswith(top + "/") for top in METHOD_PATHS):
+                outside.append(f"{rel}: {m[1]} {target}")
+    assert outside == []

@@ -1,4 +1,4 @@
-"""seal.tree (the tree's state from content) and seal.method (every file that can run)."""
+"""seal.tree (the method's files in git status) and seal.method (every file that can change a result)."""
 
 from __future__ import annotations
 
@@ -26,44 +26,41 @@ def _repo(tmp_path):
     return repo
 
 
-def test_blob_ids_are_gits_own(tmp_path):
-    repo = _repo(tmp_path)
-    out = git(repo, "hash-object", "workflow/a.py").stdout.strip()
-    assert tree.blob_id(b"a = 1\n", "sha1") == out == hashlib.sha1(b"blob 6\0a = 1\n").hexdigest()
-
-
 def test_a_clean_tree_and_each_way_of_not_being_one(tmp_path):
     repo = _repo(tmp_path)
     assert tree.tree_state(repo).dirty == []
-    os.chmod(repo / "run.sh", 0o644)
-    assert tree.tree_state(repo).dirty == ["run.sh (mode 100644, committed 100755)"]
-    os.chmod(repo / "run.sh", 0o755)
+    (repo / "workflow/a.py").write_text("a = 2\n")
+    assert tree.tree_state(repo).dirty == ["workflow/a.py (changed)"]
+    git(repo, "add", "workflow/a.py")
+    assert tree.tree_state(repo).dirty == ["workflow/a.py (staged, not committed)"]
+    git(repo, "reset", "-q", "HEAD", "--", "workflow/a.py")
+    git(repo, "checkout", "--", "workflow/a.py")
     (repo / "workflow/a.py").unlink()
     assert tree.tree_state(repo).dirty == ["workflow/a.py (deleted)"]
     git(repo, "checkout", "--", "workflow/a.py")
+    # an untracked file inside a method folder: "forgot to commit"; byte-code caches aside
+    (repo / "workflow/b.py").write_text("b = 1\n")
+    (repo / "workflow/__pycache__").mkdir()
+    (repo / "workflow/__pycache__/a.cpython-311.pyc").write_bytes(b"\0")
+    assert tree.tree_state(repo).dirty == ["workflow/b.py (untracked: not committed)"]
+    (repo / "workflow/b.py").unlink()
+    # outside the method: documentation, tests, scratch notes, generated folders count for nothing
+    (repo / "README.md").write_text("# a typo fixed\n")
+    (repo / "notes.txt").write_text("scratch\n")
     (repo / "results").mkdir()
     (repo / "results/x").write_text("generated\n")
-    (repo / "out").mkdir()
-    (repo / "out/y").write_text("configured output folder\n")
-    assert tree.tree_state(repo, output_folders=[repo / "out"]).dirty == []
-    assert tree.tree_state(repo).dirty == ["out/y (not committed)"]
-    # an output folder inside a code folder exempts nothing (it would be importable from the jobs' path)
-    (repo / "workflow/json").mkdir()
-    (repo / "workflow/json/__init__.py").write_text("x = 1\n")
-    assert tree.tree_state(repo, output_folders=[repo / "out", repo / "workflow/json"]).dirty == [
-        "workflow/json/__init__.py (not committed)"]
+    assert tree.tree_state(repo).dirty == []
 
 
 def test_not_a_repository(tmp_path):
     assert tree.tree_state(tmp_path).is_repo is False
 
 
-def test_the_method_is_every_tracked_file_but_the_seals_own_records_in_their_format(tmp_path):
+def test_the_method_is_the_method_folders_tracked_files_but_the_seals_own_records(tmp_path):
     repo = _repo(tmp_path)
     files = method.method_files(repo)
-    # documentation and other studies' folders ARE part of it (a Snakefile can include any text file); the
-    # empty ledger (JSON lines) is not
-    assert sorted(files) == ["README.md", "lockfiles/studies/other/pins.json", "run.sh", "workflow/a.py"]
+    # README.md and run.sh lie outside the method folders; the empty ledger (JSON lines) is a seal record
+    assert sorted(files) == ["lockfiles/studies/other/pins.json", "workflow/a.py"]
     assert files["workflow/a.py"] == hashlib.sha256(b"a = 1\n").hexdigest()
     # a "ledger" that is not JSON lines can carry code: it is part of the method
     (repo / "lockfiles/confirmation_ledger.jsonl").write_text("import os\n")
@@ -87,8 +84,10 @@ def test_the_method_is_every_tracked_file_but_the_seals_own_records_in_their_for
 def test_a_copy_without_git_walks_the_files(tmp_path):
     (tmp_path / "c/workflow").mkdir(parents=True)
     (tmp_path / "c/workflow/a.py").write_text("a\n")
-    (tmp_path / "c/.venv").mkdir()
-    (tmp_path / "c/.venv/x.py").write_text("x\n")
+    (tmp_path / "c/workflow/__pycache__").mkdir()
+    (tmp_path / "c/workflow/__pycache__/a.pyc").write_text("x\n")
+    (tmp_path / "c/docs").mkdir()
+    (tmp_path / "c/docs/x.md").write_text("x\n")
     assert sorted(method.method_files(tmp_path / "c")) == ["workflow/a.py"]
 
 

@@ -69,8 +69,8 @@ def test_a_genuine_opening_needs_the_tracked_append_only_ledger_of_the_repositor
     # an uncommitted ledger line: commit it (never stash it away)
     seal_ledger.append_ledger(lock, {"event": "started", "protocol_sha256": sha, "opening": 1,
                                   "run": f"confirm-{sha[:12]}-1", "labels": []})
-    with pytest.raises(SealError, match=r"differs from its last commit: lockfiles/confirmation_ledger.jsonl "
-                                        r"\(changed\).*COMMIT"):
+    with pytest.raises(SealError, match=r"differ from its last commit: lockfiles/confirmation_ledger.jsonl "
+                                        r"\(changed\).*Fix: commit lockfiles/confirmation_ledger.jsonl"):
         guard.check_unseal(cfg, lock, repo)
     commit_all(repo, "opening 1 started")
     u = guard.check_unseal(cfg, lock, repo)
@@ -90,14 +90,12 @@ def test_a_genuine_opening_needs_the_tracked_append_only_ledger_of_the_repositor
     with pytest.raises(SealError, match=f"confirm-{sha[:12]}-7 is a confirmation results folder that no "
                                         "ledger records"):
         guard.check_unseal(dict(cfg, results=str(repo / "results")), lock, repo)
-    # an ignored (untracked) protocol file, invisible to git status: the walk of the file system sees it
+    # an untracked protocol file: named, and the fix is to commit it
     git(repo, "rm", "-q", "--cached", "lockfiles/protocol.json")
-    (repo / ".git/info/exclude").write_text("lockfiles/protocol.json\n")  # (.gitignore is part of the method)
-    commit_all(repo, "untrack the protocol")
-    assert git(repo, "status", "--porcelain").stdout == ""
-    assert tree.tree_state(repo).dirty == ["lockfiles/protocol.json (not committed)"]
-    with pytest.raises(SealError, match=r"differs from its last commit: lockfiles/protocol.json "
-                                        r"\(not committed\)"):
+    git(repo, "commit", "-qm", "untrack the protocol")
+    assert tree.tree_state(repo).dirty == ["lockfiles/protocol.json (untracked: not committed)"]
+    with pytest.raises(SealError, match=r"differ from its last commit: lockfiles/protocol.json "
+                                        r"\(untracked: not committed\).*Fix: commit lockfiles/protocol.json"):
         guard.check_unseal(cfg, lock, repo)
     # ... and an uncommitted protocol is named even where a tree check is not reached first
     with pytest.raises(SealError, match="lockfiles/protocol.json not committed"):

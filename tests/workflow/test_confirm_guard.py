@@ -118,13 +118,14 @@ def test_refusal_on_uncommitted_code_says_commit_not_stash(frozen, tmp_path):
     assert u["labels"] == [seal_ledger.FIXTURE_LABEL, seal_ledger.PROTOCOL_LABEL,
                            seal_ledger.STANDIN_RUN_LABEL]
     assert u["git"]["commit"] and u["git"]["dirty"] == []
-    # untracked, outside the method: the tree is still dirty
+    # untracked inside a method folder ("forgot to commit"): refused, with a fix that works
     (repo / "scripts/notes.py").write_text("print(2)\n")
     with pytest.raises(SealError) as err:
         guard.check_unseal(cfg, wd / "lockfiles", repo)
-    assert "differs from its last commit: scripts/notes.py (not committed)" in str(err.value)
-    assert "COMMIT changes" in str(err.value)
-    assert "or stash" not in str(err.value) and "never stash" in str(err.value)
+    assert "has method files that differ from its last commit: scripts/notes.py (untracked: not " \
+        "committed)" in str(err.value)
+    assert "restore scripts/notes.py to the committed method" in str(err.value)
+    assert "or stash" not in str(err.value) and "Never discard lockfiles/" in str(err.value)
     cfg["allow_dirty_for_testing"] = True
     assert seal_ledger.DIRTY_LABEL in guard.check_unseal(cfg, wd / "lockfiles", repo)["labels"]
     cfg["allow_dirty_for_testing"] = False

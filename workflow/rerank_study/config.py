@@ -219,6 +219,30 @@ def calibration_settings(cfg: dict, confirmation: bool = False) -> dict:
             "power_n": sorted(set(c["power_n"]) | {confirm_n}), "confirmation_n": confirm_n}
 
 
+# Config keys that cannot change a result (where files are, how fast, how jobs are placed, one invocation's
+# switches, what the development run alone uses); every other key is a frozen setting of the confirmation
+# protocol (config/README.md lists these; a run-file study also sets RUN_FILE_ONLY_SPEED aside)
+NOT_RESULT_KEYS = ("smoke", "scorer", "data_mirror", "data_zip", "data_dir", "model_dir", "revision",
+                   "hf_cache", "repin", "run_name", "studies", "study_file", "trec_run", "run_file", "unseal",
+                   "allow_standin_for_testing", "allow_dirty_for_testing", "lockdir", "resources", "results",
+                   "smoke_settings", "audit", "data.url", "data.download_timeout_s",
+                   "candidates.dense.threads", "ce.threads", "ce.shards")
+NOT_RESULT_FOR_A_RUN_FILE = ("ce", "verify", "standin")  # a run-file reranker infers nothing
+
+
+def result_settings(cfg: dict) -> dict:
+    """The config without the keys that cannot change a result: what the frozen protocol compares."""
+    drop = NOT_RESULT_KEYS + (NOT_RESULT_FOR_A_RUN_FILE if cfg["study"]["reranker_kind"] == RUN_FILE else ())
+    out = copy.deepcopy(cfg)
+    for key in drop:
+        *parents, leaf = key.split(".")
+        node = out
+        for p in parents:
+            node = node.get(p, {})
+        node.pop(leaf, None)
+    return out
+
+
 def repin_set(cfg: dict) -> set[str]:
     """The pins this invocation may rewrite (``--config repin=splits,candidates``); empty normally."""
     return {p for p in cfg["repin"].split(",") if p}

@@ -11,25 +11,6 @@ from .errors import ConfigError, MissingInputError, PipelineError
 from .names import TORCH_BACKEND
 
 
-def check_no_problems(what: str, problems: list[str]) -> None:
-    from .errors import SealError
-
-    if problems:
-        raise SealError(f"REFUSED: {what}:\n  - " + "\n  - ".join(problems))
-
-
-def shell_overrides(resource_settings) -> list[str]:
-    """Where this invocation sets the shell a job runs in (the shell_exec resource, per rule or by
-    default)."""
-    out = [f"--set-resources {rule}:shell_exec" for rule, res in (resource_settings.overwrite_resources
-                                                                  or {}).items()
-           if "shell_exec" in res]
-    default = resource_settings.default_resources
-    if default is not None and "shell_exec" in default:
-        out.append("--default-resources shell_exec")
-    return out
-
-
 def check_invocation(cfg: dict, repin: set, confirm: bool) -> None:
     """The switches fit together: repin=data, repin=model and repin=reranker_run each alone; an opening
     analyses the whole confirmation set."""

@@ -16,21 +16,6 @@ RERANKER_KIND = STUDY["reranker_kind"]  # a cross-encoder scored here, or a pinn
 QRELS_DEV, QRELS_SEALED = _studies.qrels_names(STUDY)  # a one-qrels dataset: its two pinned, drawn parts
 RES = config["resources"]
 OUT = config["results"]
-if CONFIRM:
-    from rerank_study.seal import environment as _environment
-
-    _checked(_guards.check_no_problems, "this process can load code from outside the interpreter, the environment and "
-             "the checkout", _environment.interpreter_problems(workflow.basedir))  # (again, everything imported now)
-    # every job of the opening gets an allowlisted environment (no shell start-up file, no loader or interpreter
-    # variable) and compiles its Python code (the installed environment's too) into a fresh, private byte-code
-    # folder: no .pyc file on disk before the opening is ever read by it; the shell is /bin/bash itself
-    import tempfile as _tempfile
-
-    _JOB_ENV, _REMOVED = _environment.job_environment(dict(os.environ))
-    os.environ.clear()
-    os.environ.update(_JOB_ENV, PYTHONPYCACHEPREFIX=_tempfile.mkdtemp(prefix="rerank-opening-pycache-"))
-    UNSEAL["start"]["job_environment"] = {"kept": sorted(_JOB_ENV), "removed": _REMOVED}
-    shell.executable("/bin/bash")
 # the run: confirm-<protocol sha256[:12]>-<n> (or ...-test-<n>: a labelled test opening), else dev / smoke
 RUN = UNSEAL["run"] if CONFIRM else run_name(config)
 RUNDIR = f"{OUT}/{RUN}"
@@ -48,7 +33,7 @@ MODEL_PINS = json.loads(Path(f"{LOCK}/{layout.MODEL_PINS}").read_text(encoding="
 CODE = library_sha256(Path(workflow.basedir))
 # sha256 of the method: every file of the checkout that can run (rerank_study.seal.method): recorded in the
 # manifest; the confirmation protocol freezes it
-METHOD_SHA = method_sha256(Path(workflow.basedir), LOCK, config["study_file"] or None, (OUT, RES))[0]
+METHOD_SHA = method_sha256(Path(workflow.basedir))[0]
 
 MODEL_FOLDER = (f"standin-seed{config['standin']['head_seed']}" if config["scorer"] == STAND_IN
                 else f"ce-{MODEL_PINS.get('cross_encoder', {}).get('revision', 'unpinned')}")

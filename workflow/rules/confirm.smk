@@ -59,14 +59,14 @@ if CONFIRM:
             P["opening"],
 
 else:
+    # `snakemake confirm` without a valid token: refused while the workflow is parsed, before any job (the guard
+    # says why and how); the rule below is only reached through the API, where the targets are not known yet
+    if "confirm" in sys.argv[1:]:
+        _checked(_seal_guard.check_unseal, config, LOCK, workflow.basedir)
 
     rule confirm:
         """Without a valid unseal token the confirmation stays sealed (the guard explains why)."""
         output:
             f"{OUT}/confirm-sealed",
-        log:
-            f"{OUT}/logs/confirm-sealed.log",
         run:
-            from rerank_study.seal.guard import check_unseal
-
-            check_unseal(config, LOCK, workflow.basedir)  # raises SealError with the reason and the fix
+            _seal_guard.check_unseal(config, LOCK, workflow.basedir)  # raises SealError with the reason and fix

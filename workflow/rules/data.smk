@@ -29,7 +29,7 @@ rule freeze_splits:
     written as a side effect on purpose: a declared output would be deleted by Snakemake before the
     job runs; the receipt is the declared output."""
     input:  # nothing is read unless re-pinning was asked for (the script then refuses at once)
-        **({"corpus": P["corpus"], "queries": P["queries"], "qrels_dev": P["qrels_dev"], "data_pins": P["data_pins"]}
+        **({"queries": P["queries"], "qrels_dev": P["qrels_dev"], "data_pins": P["data_pins"]}
            if "splits" in REPIN else {}),
     output:
         P["freeze_splits"],

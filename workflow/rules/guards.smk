@@ -22,11 +22,8 @@ _checked(_guards.check_invocation, config, REPIN, CONFIRM)
 # a derived backend is set by a committed config file (which the audit reads as its anchor), never by --config
 _checked(_guards.check_backend_source, workflow.config_settings.config)  # the --config values alone
 # an opening: the repository's own lock folder (or a labelled test fixture), no repin, frozen settings, pins and
-# method, a tree equal to its commit, the locked environment, no look the ledgers do not know
+# method, the method's files committed, the lock's library versions, no look the ledgers do not know
 UNSEAL = _checked(_seal_guard.check_unseal, config, LOCK, workflow.basedir) if CONFIRM else None
-if CONFIRM:  # the jobs of an opening run in /bin/bash itself (common.smk), never in a shell the invocation names
-    _checked(_guards.check_no_problems, "the invocation chooses the shell of a job",
-             _guards.shell_overrides(workflow.resource_settings))
 # the study: its dataset and both qrels files pinned, its reranker pinned with one logit or a declared index, its
 # candidates present
 _checked(_studies.check_study, config, LOCK, REPIN, catalogue_path=Path(workflow.basedir) / config["data"]["catalogue"],

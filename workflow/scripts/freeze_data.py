@@ -31,12 +31,10 @@ def seal_check(sm, records: dict):
         sealed = next(n for n, p in files.items() if p.get("role") == "qrels_confirm")
         dev = next(n for n, p in files.items() if p.get("role") == "qrels_dev")
         queries = beir.read_queries(folder / "queries.jsonl")
-        record = registry.sealed_record(new_pins, queries, beir.read_qrels(folder / sealed),
-                                        registry.document_ids(folder / "corpus.jsonl"))
+        record = registry.sealed_record(new_pins, queries, beir.read_qrels(folder / sealed))
         side = registry.DevelopmentSide(lockdir, new_pins["dataset"], files["corpus.jsonl"]["sha256"],
                                         files={dev: {k: files[dev][k] for k in ("sha256", "content_sha256")}},
-                                        query_ids={"development qrels": set(beir.read_qrels(folder / dev))},
-                                        sketch=record["corpus_sketch"])
+                                        query_ids={"development qrels": set(beir.read_qrels(folder / dev))})
         sets = registry.build(sm.params.root, skip=lockdir) + [registry.from_record(lockdir, record)]
         registry.check_development_side(side, sets, f"pin the data of study {sm.config['study']['name']!r} "
                                                     "(nothing was written)")

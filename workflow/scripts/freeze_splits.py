@@ -20,9 +20,7 @@ log = logging.getLogger("freeze_splits")
 def check_seal(sm, lockdir: Path, queries: dict, dev: list, confirm: list) -> dict:
     """The lock folder's new sealed set record; the new development side (its split) checked against every
     sealed set of the registry, this folder's new one included. Raises before anything is written."""
-    doc_ids = registry.document_ids(verified_path(sm.input.corpus, "corpus.jsonl",
-                                                  DataPins.load(sm.input.data_pins)))
-    record = registry.sealed_record(read_json(lockdir / layout.DATA_PINS), queries, confirm, doc_ids)
+    record = registry.sealed_record(read_json(lockdir / layout.DATA_PINS), queries, confirm)
     sets = registry.build(sm.params.root, skip=lockdir) + [registry.from_record(lockdir, record)]
     side = registry.with_split(registry.development_side(lockdir, Path(sm.input.queries).parent,
                                                          repinning=repin_set(sm.config)), dev, queries)

@@ -60,7 +60,7 @@ def main(sm):
         raise PipelineError("the pinned development list is not a subset of the training queries")
     # the seal, on the verified data: the lock folder's sealed set record, and no sealed judgement, query id
     # or query text of any sealed set of the registry on the development side
-    registry.verify_record(sm.params.lockdir, queries, conf, corpus)
+    registry.verify_record(sm.params.lockdir, queries, conf)
     guard.check_development(sm.config, sm.params.lockdir, sm.params.root,
                             data_dir=Path(sm.input.queries).parent, action=f"run study {sm.params.study!r}")
     atomic_write_text(sm.output.dev, splits.split_text(dev))

@@ -113,8 +113,7 @@ def evidence_problems(run_dir: Path, manifest: dict, audit: dict, cfg: dict, loc
                       allow_standin: bool, read: dict) -> list[str]:
     """Every reason the run cannot be frozen from; ``read``: the run's files, each read once."""
     mpath = run_dir / "manifest.json"
-    method = meth.method_sha256(root, lockdir, cfg.get("study_file") or None,
-                                (cfg["results"], cfg["resources"]))[0]
+    method = meth.method_sha256(root)[0]
     problems = (_audit_problems(run_dir, audit, read["manifest"]) + _shape_problems(mpath, manifest, cfg)
                 + _scorer_problems(mpath, manifest, lockdir, allow_standin, cfg))
     if manifest.get("method_sha256") != method:

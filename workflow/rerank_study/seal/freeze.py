@@ -159,3 +159,15 @@ def refreeze(cfg: dict, lockdir, root, reason: str, dev_run, now: str | None = N
                        "code_commit": tree.head_commit(root),
                        "labels": _labels(fixture, bool(old.get("test_only")))})
     return {"sha256": new_sha, "protocol": protocol, "changed_files": files}
+
+
+def register(lockdir, url: str, now: str | None = None) -> str:
+    """Record where the frozen protocol's sha256 is registered outside (a ``registered`` ledger line)."""
+    url = (url or "").strip()
+    if not url:
+        raise SealError("REFUSED: register needs --url <where the protocol's sha256 is registered: an OSF or "
+                        "AsPredicted address>")
+    sha, _protocol = verified_protocol(lockdir)
+    led.append_ledger(lockdir, {"event": led.REGISTERED, "time": now or _now(), "protocol_sha256": sha,
+                                "where": url})
+    return sha

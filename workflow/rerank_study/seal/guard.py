@@ -3,12 +3,12 @@
 
 ``check_unseal`` refuses when the token is missing or wrong; a ``repin`` is asked for; the lock folder is not
 one of the repository's own (or a test fixture that overlaps no real sealed set); the protocol, a pin, a
-setting or a method file changed since freezing; the scorer is the STAND-IN; the tree differs from HEAD by
-content, hides a change in the index, or has an untracked file beside the code; the environment is not the
-lock; the protocol or ledger is not committed or the ledger's history is not append-only; any ledger shows
-the sealed set (or one overlapping it) started under another protocol; or a local trace of a look is not in
-the ledgers. TEST SUITE ONLY: ``allow_standin_for_testing`` / ``allow_dirty_for_testing`` are refused unless
-the lock folder is a test fixture; everything opened with one is labelled TEST-ONLY.
+setting or a method file changed since freezing; the scorer is the STAND-IN; a method file is not committed
+(git status, untracked files included); a locked library is at another version; the protocol or ledger is not
+committed or the ledger's history is not append-only; any ledger shows the sealed set (or one overlapping it)
+started under another protocol; or a local trace of a look is not in the ledgers. TEST SUITE ONLY:
+``allow_standin_for_testing`` / ``allow_dirty_for_testing`` are refused unless the lock folder is a test
+fixture; everything opened with one is labelled TEST-ONLY.
 """
 
 from __future__ import annotations
@@ -107,9 +107,8 @@ def ledger_history_problems(root, rel: str) -> list[str]:
 
 def _committed_records(lockdir: Path, root) -> None:
     lock_rel = loc.relative(lockdir, root)
-    entries = tree.head_entries(root)
     missing = [f"{lock_rel}/{n}" for n in (loc.PROTOCOL, loc.PROTOCOL_SHA, loc.LEDGER)
-               if f"{lock_rel}/{n}" not in entries]
+               if not tree.in_head(root, f"{lock_rel}/{n}")]
     if missing:
         raise SealError(f"REFUSED: {', '.join(missing)} not committed. The protocol and the ledger must be "
                         "committed (git add lockfiles && git commit) before the confirmation is opened.")
@@ -120,21 +119,43 @@ def _committed_records(lockdir: Path, root) -> None:
                         + ". It is append-only: restore every recorded line from git.")
 
 
+def dirty_fix(dirty: list[str], lockdir, root) -> str:
+    """A fix that works for these files: the seal's own records and config/ are committed (a setting is then
+    compared with the frozen one); another method file is restored to the frozen commit, or - when the change
+    is meant - committed and re-frozen before any opening."""
+    lock_rel = loc.relative(lockdir, root)
+    paths = [d.split(" (")[0] for d in dirty]
+    records = [p for p in paths if p.startswith(f"{lock_rel}/") and p.rsplit("/", 1)[-1] in loc.SEAL_RECORDS]
+    settings = [p for p in paths if p.split("/")[0] in loc.SETTINGS_PATHS]
+    code = [p for p in paths if p not in records and p not in settings]
+    out = []
+    if records or settings:
+        out.append(f"commit {' '.join(records + settings)} (git add <these> && git commit; a committed "
+                   "setting is then compared with the frozen one, config/README.md lists the keys that "
+                   "cannot change a result)")
+    if code:
+        out.append(f"restore {' '.join(code[:5])} to the committed method (git restore <path>; move an "
+                   f"untracked file out of {', '.join(loc.METHOD_PATHS)}); a change that is meant is a "
+                   "change of method: commit it, rerun the development analysis and re-freeze before any "
+                   "opening (python scripts/confirm.py refreeze --reason \"...\" --dev-run <that run>; a "
+                   "change that alters the development results is a new preregistration)")
+    return "; ".join(out)
+
+
 def check_tree(cfg: dict, lockdir: Path, root, fixture: bool, labels: list[str]) -> tree.TreeState:
-    """The tree equals HEAD by content, with nothing hidden or untracked beside the code; for the repository's
-    lock folders: protocol and ledger committed, the ledger's history append-only."""
-    state = tree.tree_state(root, (cfg["results"], cfg["resources"]))
+    """The method's files equal HEAD (git status, untracked files included); for the repository's lock
+    folders: protocol and ledger committed, the ledger's history append-only."""
+    state = tree.tree_state(root)
     if not state.is_repo or state.dirty:
         if not cfg.get("allow_dirty_for_testing"):
             what = ("is not a git checkout with a commit" if not state.is_repo else
-                    "differs from its last commit: " + ", ".join(state.dirty[:12])
+                    "has method files that differ from its last commit: " + ", ".join(state.dirty[:12])
                     + (f" and {len(state.dirty) - 12} more" if len(state.dirty) > 12 else ""))
-            raise SealError(f"REFUSED: the working tree {what}. The opening must be traceable to a commit, "
-                            "byte for byte: COMMIT changes (git add -A && git commit), move untracked files "
-                            "out of the repository (byte-code caches: find . -name __pycache__ -prune -exec "
-                            "rm -r {} +), clear index flags (git update-index --no-skip-worktree "
-                            "--no-assume-unchanged <path>); never stash or discard lockfiles/. For the TEST "
-                            "SUITE's fixture lock folder ONLY: --config allow_dirty_for_testing=true "
+            fix = ("clone the repository and open from the clone" if not state.is_repo
+                   else dirty_fix(state.dirty, lockdir, root))
+            raise SealError(f"REFUSED: the working tree {what}. The opening must be traceable to a commit. "
+                            f"Fix: {fix}. Never discard lockfiles/ (its ledger records every look). For the "
+                            "TEST SUITE's fixture lock folder ONLY: --config allow_dirty_for_testing=true "
                             "(labelled in the report and the ledger).")
         labels.append(led.DIRTY_LABEL)
     if not fixture:
@@ -145,14 +166,11 @@ def check_tree(cfg: dict, lockdir: Path, root, fixture: bool, labels: list[str])
 def check_environment(root) -> None:
     problems = environment.environment_problems(root)
     if problems:
-        raise SealError("REFUSED: the environment is not the lock (an opening runs only what the lock "
-                        "pins):\n  - "
-                        + "\n  - ".join(problems[:20]) + (f"\n  ... and {len(problems) - 20} more"
-                                                          if len(problems) > 20
-                                                         else "")
-                        + "\nFix: remove the named files (a changed or extra installed file: recreate the "
-                          "environment from the lockfiles, rm -rf .venv && python3.11 scripts/setup_env.py) "
-                          "and unset the named variables.")
+        raise SealError("REFUSED: the installed libraries are not the lock's (a library version can change a "
+                        "result):\n  - " + "\n  - ".join(problems[:20])
+                        + (f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else "")
+                        + "\nFix: recreate the environment from the lockfiles: rm -rf .venv && python3.11 "
+                          "scripts/setup_env.py, then start the opening with .venv/bin/snakemake.")
 
 
 def check_openings(mine: registry.SealedSet, sets, sha: str, lines) -> list[dict]:
@@ -215,7 +233,8 @@ def start_entry(u: dict, cfg: dict, lockdir, root, mine: registry.SealedSet) -> 
             "sealed_content_sha256": sealed.get("content_sha256"), "lockdir": loc.relative(lockdir, root),
             "data_url": pins.get("zip", {}).get("url"), "pushed": pushed(root, u["git"]["commit"]),
             "data_source": {"data_mirror": cfg.get("data_mirror", ""), "data_zip": cfg.get("data_zip", ""),
-                            "url": cfg["data"]["url"]}}
+                            "url": cfg["data"]["url"]},
+            "environment": environment.environment_record(root)}
 
 
 def _opening_plan(cfg, lockdir, root, sha, protocol, fixture, sets) -> dict:

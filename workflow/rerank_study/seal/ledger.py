@@ -1,8 +1,8 @@
 """The append-only ledger of a lock folder, and the openings of a sealed set counted across every ledger.
 
 ``<lockdir>/confirmation_ledger.jsonl``: one JSON line per event, appended under an exclusive lock, flushed
-and fsynced, never rewritten. ``frozen`` / ``re-frozen`` by ``confirm.py``; ``started`` by the rule that
-copies the sealed judgements, BEFORE it copies them; ``completed`` after the audit passed.
+and fsynced, never rewritten. ``frozen`` / ``re-frozen`` / ``registered`` by ``confirm.py``; ``started`` by
+the rule that copies the sealed judgements, BEFORE it copies them; ``completed`` after the audit passed.
 
 Openings belong to the sealed set, not to a folder: the number of an opening is 1 + the largest number any
 ledger (the registry's on disk, every version of every ledger in the git history of every ref, a local trace)
@@ -27,8 +27,9 @@ from ..fileio import input_text
 from .locations import LEDGER
 
 FROZEN, REFROZEN, STARTED, COMPLETED = "frozen", "re-frozen", "started", "completed"
+REGISTERED = "registered"  # the protocol's sha256 registered outside (OSF, AsPredicted): where
 OPENING_EVENTS = (STARTED, COMPLETED)
-EVENTS = (FROZEN, REFROZEN, STARTED, COMPLETED)
+EVENTS = (FROZEN, REFROZEN, REGISTERED, STARTED, COMPLETED)
 FIXTURE_LABEL = "TEST-ONLY FIXTURE LOCKFILES"
 PROTOCOL_LABEL = "TEST-ONLY PROTOCOL"
 STANDIN_RUN_LABEL = "TEST-ONLY STAND-IN"

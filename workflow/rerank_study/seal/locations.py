@@ -17,6 +17,12 @@ TRACES = ".seal-traces.jsonl"  # a non-repository lock folder's own trace file (
 # the seal's own records: not part of the method
 SEAL_RECORDS = (PROTOCOL, PROTOCOL_SHA, PREREG, LEDGER, TRACES)
 REPO_LOCKDIR = "lockfiles"
+# the method: everything that can change a result (code, rules, config, lock pins, the project's pins);
+# README, docs/, SOURCE_MAP.md and tests/ cannot (a lint test refuses a Snakefile include outside these)
+METHOD_PATHS = ("Snakefile", "config", "lockfiles", "pyproject.toml", "scripts", "workflow")
+# compared as settings (the protocol's frozen config), not as bytes: a key that cannot change a result may
+# change
+SETTINGS_PATHS = ("config",)
 # the lock folder's other files are named by the layout
 TEST_FIXTURE, STUDY_LOCKDIRS = layout.TEST_FIXTURE, layout.STUDY_LOCKDIRS
 DATA_PINS, DERIVED_PINS, CONFIRM_SPLIT = layout.DATA_PINS, layout.DERIVED_PINS, layout.SPLIT_CONFIRM

@@ -1,9 +1,12 @@
-"""The frozen method: every file of the checkout that can run, hashed from the bytes on disk.
+"""The frozen method: every file that can change a result, hashed from the bytes on disk.
 
-The method is every tracked file of the repository (its index; in a copy that is not a git checkout, every
-file the file-system walk finds outside the generated folders), read from disk. A file is left out by what it
-IS, never by its name alone: only the seal's own records, and only when their content is the record's format,
-which carries no code:
+The method is the tracked files of ``locations.METHOD_PATHS`` (the Snakefile, config/, lockfiles/,
+pyproject.toml, scripts/, workflow/; in a copy that is not a git checkout, every file there but byte-code
+caches), read from disk; config/ is compared as the protocol's frozen settings
+(``config.result_settings``), not as bytes, so a key that cannot change a result (``ce.threads``) may
+change. README.md, docs/, SOURCE_MAP.md and tests/ are not part of it: they cannot change a
+result (a lint test refuses a Snakefile ``include:`` of a file outside the method). The seal's own records in
+lockfiles/ are left out by what they are, so that writing them does not change the method:
 
 * a ledger (``confirmation_ledger.jsonl``) or a fixture's trace file whose every line is a JSON object;
 * a protocol (``protocol.json``) that is one JSON object, and its ``protocol.sha256`` line;
@@ -11,10 +14,6 @@ which carries no code:
   generates (``prereg.preregistration_note``);
 * a run-file reranker's confirmation run (``reranker/confirm.trec``) whose sha256 is the one its lock
   folder's protocol froze (it is pinned there, as data; the opening refuses any other bytes).
-
-Everything else - library, rule scripts, rules, Snakefile, schema, config, the user tools (the audit among
-them), the lock files, other studies' folders, the reference results, the tests and their data, and the
-documentation (a Snakefile can ``include:`` any text file) - is part of it: a change anywhere is named.
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ from . import locations as loc
 from . import tree
 from .prereg import preregistration_note
 
+HASHED = tuple(p for p in loc.METHOD_PATHS if p not in loc.SETTINGS_PATHS)
 SHA_LINE = re.compile(r"^[0-9a-f]{64}  protocol\.json\n$")
 
 
@@ -89,25 +89,29 @@ def excluded(root, rel: str) -> str | None:
     return None
 
 
-def candidate_paths(root, output_folders=()) -> list[str]:
-    """The tracked paths of a git checkout (its index: what the next commit holds), else every file the walk
-    finds. (Before an opening the index must equal HEAD and the disk must equal both: ``tree``.)"""
+def candidate_paths(root) -> list[str]:
+    """The tracked method paths of a git checkout (its index: what the next commit holds), else every file
+    under the method paths but byte-code caches."""
+    root = Path(root)
     if tree.is_repo(root):
-        listed = tree.git(root, "ls-files", "-z", "--cached", text=False).stdout.split(b"\0")
+        listed = tree.git(root, "ls-files", "-z", "--cached", "--", *HASHED, text=False).stdout.split(b"\0")
         return sorted({p.decode("utf-8", "surrogateescape") for p in listed if p})
-    return tree.walk(root, tree.generated_folders(root, output_folders))
+    out = []
+    for top in HASHED:
+        path = root / top
+        found = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+        out += [p.relative_to(root).as_posix() for p in found]
+    return sorted(p for p in out if not tree.is_bytecode(p))
 
 
-def method_files(root, lockdir=None, study_file=None, output_folders=()) -> dict[str, str]:
+def method_files(root) -> dict[str, str]:
     """{relative path: sha256 of the bytes on disk} of every method file, sorted ("missing" for a tracked file
-    deleted from disk). (``lockdir`` and ``study_file`` are accepted for the callers' sake: the method is the
-    same for every study.)"""
+    deleted from disk). The method is the same for every study."""
     root = Path(root)
     out = {}
-    for rel in candidate_paths(root, output_folders):
+    for rel in candidate_paths(root):
         if excluded(root, rel) is None:
             path = root / rel
-            # (a symbolic link: the bytes it points to; the opening refuses the link itself)
             if path.is_file():
                 out[rel] = hashlib.sha256(input_bytes(path)).hexdigest()
             else:
@@ -122,9 +126,9 @@ def combined_sha256(named_hashes: dict[str, str]) -> str:
     return h.hexdigest()
 
 
-def method_sha256(root, lockdir=None, study_file=None, output_folders=()) -> tuple[str, dict[str, str]]:
+def method_sha256(root) -> tuple[str, dict[str, str]]:
     """(combined sha256, per-file sha256) of the method."""
-    files = method_files(root, lockdir, study_file, output_folders)
+    files = method_files(root)
     return combined_sha256(files), files
 
 
@@ -141,8 +145,8 @@ def method_changes(frozen_files: dict, current_files: dict) -> list[str]:
     return out
 
 
-COVERS = ("every tracked file of the repository (a copy without git: every file outside "
-          + ", ".join(sorted(tree.GENERATED)) + " and the output folders), from the bytes on disk, except "
-          "the seal's own records in their record format (ledgers and traces of JSON lines, a protocol JSON "
-          "object and its sha256 line, the preregistration note its protocol generates, a run-file "
-          "reranker's confirmation run with the sha256 its protocol pins)")
+COVERS = ("the tracked files of " + ", ".join(HASHED) + " (a copy without git: every file "
+          "there but byte-code caches), from the bytes on disk, except the seal's own records in their "
+          "record format (ledgers and traces of JSON lines, a protocol JSON object and its sha256 line, the "
+          "preregistration note its protocol generates, a run-file reranker's confirmation run with the "
+          "sha256 its protocol pins)")

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from .. import layout, reranker_run, scoring
-from ..config import calibration_settings
+from ..config import calibration_settings, result_settings
 from ..errors import SealError
 from ..fileio import (
     VerifiedFile,
@@ -120,8 +120,7 @@ def frozen_fields(cfg: dict, lockdir, root) -> dict:
     """Every value that decides the confirmation result, derived from the config, the lockfiles and the code
     NOW."""
     lockdir = Path(lockdir)
-    method_sha, method_files = meth.method_sha256(root, lockdir, cfg.get("study_file") or None,
-                                                  (cfg["results"], cfg["resources"]))
+    method_sha, method_files = meth.method_sha256(root)
     return {
         "question": (f"Does the blend reach a mean {cfg['comparisons']['primary']} gain in "
                      f"ndcg@{cfg['metrics']['ndcg_k']} of at least {cfg['threshold']} on the "
@@ -130,6 +129,8 @@ def frozen_fields(cfg: dict, lockdir, root) -> dict:
         "model": _model_block(cfg, lockdir),
         **_pins_blocks(lockdir),
         "method": {"sha256": method_sha, "files": method_files, "covers": meth.COVERS},
+        # every config key that can change a result (config/README.md names the ones that cannot)
+        "settings": result_settings(cfg),
         **_analysis_blocks(cfg),
     }
 
@@ -211,6 +212,12 @@ def check_frozen_run_file(cfg: dict, lockdir, protocol: dict) -> None:
                             f"fix: {fix}; another run is a new preregistration, frozen before any opening.")
 
 
+def settings_sources(cfg: dict) -> str:
+    """The files a setting comes from: config/config.yaml, the study file, and the command line."""
+    return ", ".join(["config/config.yaml", *([cfg["study_file"]] if cfg.get("study_file") else []),
+                      "--configfile / --config"])
+
+
 def check_frozen(cfg: dict, lockdir, root, protocol: dict) -> str:
     """Settings, pins and method equal the frozen ones; return the current method sha256."""
     check_frozen_run_file(cfg, lockdir, protocol)
@@ -218,9 +225,10 @@ def check_frozen(cfg: dict, lockdir, root, protocol: dict) -> str:
     changed = setting_changes(protocol, current)
     if changed:
         raise SealError("REFUSED: pins or settings changed since the protocol was frozen: "
-                        + ", ".join(changed[:12])
-                        + ". Restore them (config/config.yaml, lockfiles/) to the frozen values; never "
-                          "re-tune on the confirmation set.")
+                        + ", ".join(changed[:12]) + f". Where: {settings_sources(cfg)} (settings.*), "
+                        f"{Path(lockdir)} (pins). Restore the frozen values (git restore <file>; frozen: "
+                        f"{Path(lockdir) / loc.PROTOCOL}); never re-tune on the confirmation set. Keys that "
+                        "cannot change a result are listed in config/README.md.")
     files = meth.method_changes((protocol.get("method") or {}).get("files", {}), current["method"]["files"])
     if files:
         raise SealError("REFUSED: the method changed since the protocol was frozen: " + ", ".join(files[:20])

@@ -20,8 +20,6 @@ Two sealed sets **overlap** under the same three rules; openings of overlapping 
 from __future__ import annotations
 
 import csv
-import json
-import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,53 +29,21 @@ from ..fileio import VerifiedFile, input_lines, input_text, read_json, read_once
 from ..pins import verify_against, verify_frozen_candidates
 from . import locations as loc
 
-TEXT_RULE = ("sha256 of the query text in Unicode NFKC, without format characters (zero-width, BOM...), "
-             "combining marks (accents), punctuation and symbols (control characters, punctuation and "
-             "symbols as spaces), Cyrillic and Greek look-alikes of Latin letters folded to them, "
-             "case-folded, whitespace collapsed")
-# common Cyrillic and Greek letters that look like Latin ones (after case-folding)
-LOOKALIKES = str.maketrans({"а": "a", "в": "b", "е": "e", "ё": "e", "к": "k", "м": "m", "н": "h", "о": "o",
-                            "р": "p", "с": "c", "т": "t", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ј": "j",
-                            "ԁ": "d", "һ": "h", "ӏ": "l", "ԛ": "q", "ԝ": "w", "α": "a", "β": "b", "ε": "e",
-                            "η": "n", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u",
-                            "χ": "x", "ω": "w"})
-SKETCH_SIZE = 128  # the corpus sketch: the 128 smallest 16-hex prefixes of sha256(document id)
-SAME_CORPUS = 0.5  # two corpora are one when their sketches estimate a Jaccard similarity of at least this
+TEXT_RULE = "sha256 of the query text case-folded, whitespace collapsed to single spaces"
 
 
 def normalised_text(text: str) -> str:
-    """What a query says, as a reader sees it: invisible characters, accents, punctuation and symbols dropped,
-    look-alike letters folded (a copy that changes only such characters is the same query)."""
-    out = []
-    for ch in unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text)):
-        cat = unicodedata.category(ch)
-        if cat in ("Mn", "Cf"):
-            continue
-        out.append(" " if cat == "Cc" or cat[0] in "PS" or ch.isspace() else ch)
-    return " ".join("".join(out).casefold().translate(LOOKALIKES).split())
+    """A query's text with case and whitespace normalised (a copy that differs only there is the same
+    query)."""
+    return " ".join(text.casefold().split())
 
 
 def text_sha256(text: str) -> str:
     return sha256_text(normalised_text(text))
 
 
-def corpus_sketch(doc_ids: Iterable[str]) -> list[str]:
-    """A bottom-k sketch of a corpus's document ids (Broder 1997): similar corpora have similar sketches, so a
-    copy with a document added or removed is still the same corpus."""
-    return sorted({sha256_text(d)[:16] for d in doc_ids})[:SKETCH_SIZE]
-
-
-def sketch_similarity(a: Iterable[str], b: Iterable[str]) -> float:
-    """The bottom-k estimate of the Jaccard similarity of two corpora from their sketches."""
-    a, b = set(a), set(b)
-    union = sorted(a | b)[:SKETCH_SIZE]
-    return sum(1 for h in union if h in a and h in b) / len(union) if union else 0.0
-
-
-def sealed_record(data_pins: Mapping, queries: Mapping[str, str], sealed_ids: Iterable[str],
-                  doc_ids: Iterable[str]) -> dict:
-    """The ``sealed_set`` entry of a lock folder's derived pins (every sealed id must have a query text;
-    ``doc_ids``: the corpus's document ids, for its sketch)."""
+def sealed_record(data_pins: Mapping, queries: Mapping[str, str], sealed_ids: Iterable[str]) -> dict:
+    """The ``sealed_set`` entry of a lock folder's derived pins (every sealed id must have a query text)."""
     files = data_pins["files"]
     name = next(n for n, p in files.items() if p.get("role") == "qrels_confirm" and p.get("sealed"))
     ids = sorted(set(sealed_ids))
@@ -88,7 +54,7 @@ def sealed_record(data_pins: Mapping, queries: Mapping[str, str], sealed_ids: It
     return {"file": name, "file_sha256": files[name]["sha256"],
             "content_sha256": files[name]["content_sha256"], "corpus_sha256": files["corpus.jsonl"]["sha256"],
             "dataset": data_pins.get("dataset", "scifact"), "text_rule": TEXT_RULE,
-            "queries": {q: text_sha256(queries[q]) for q in ids}, "corpus_sketch": corpus_sketch(doc_ids)}
+            "queries": {q: text_sha256(queries[q]) for q in ids}}
 
 
 @dataclass(frozen=True)
@@ -101,22 +67,20 @@ class SealedSet:
     content_sha256: str
     query_ids: frozenset
     text_sha256: frozenset
-    sketch: tuple = ()
 
     @property
     def key(self) -> str:
         """The set's identity: its judgements' content hash and its corpus."""
         return sha256_text(f"{self.content_sha256}\n{self.corpus_sha256}")
 
-    def same_corpus(self, dataset: str, corpus_sha256: str | None, sketch=()) -> bool:
-        """The same dataset name, the same corpus file, or a corpus of (nearly) the same documents."""
-        return (self.dataset == dataset or (corpus_sha256 is not None and self.corpus_sha256 == corpus_sha256)
-                or (bool(sketch) and sketch_similarity(self.sketch, sketch) >= SAME_CORPUS))
+    def same_corpus(self, dataset: str, corpus_sha256: str | None) -> bool:
+        """The same dataset name or the same corpus file."""
+        return self.dataset == dataset or (corpus_sha256 is not None and self.corpus_sha256 == corpus_sha256)
 
     def overlaps(self, other: SealedSet) -> bool:
         return (self.content_sha256 == other.content_sha256 or self.file_sha256 == other.file_sha256
                 or bool(self.text_sha256 & other.text_sha256)
-                or (self.same_corpus(other.dataset, other.corpus_sha256, other.sketch)
+                or (self.same_corpus(other.dataset, other.corpus_sha256)
                     and bool(self.query_ids & other.query_ids)))
 
     def identity(self) -> dict:
@@ -124,7 +88,7 @@ class SealedSet:
         return {"sealed_set": self.key, "sealed_sha256": self.file_sha256,
                 "sealed_content_sha256": self.content_sha256, "corpus_sha256": self.corpus_sha256,
                 "dataset": self.dataset, "sealed_query_ids": sorted(self.query_ids),
-                "sealed_text_sha256": sorted(self.text_sha256), "corpus_sketch": list(self.sketch)}
+                "sealed_text_sha256": sorted(self.text_sha256)}
 
     def recorded_in(self, entry: Mapping) -> bool:
         """Whether a ledger line names this set, or one overlapping it (by key, file, content, texts, or
@@ -136,8 +100,7 @@ class SealedSet:
             return True
         ids = set(entry.get("sealed_query_ids") or ())
         return bool(ids & self.query_ids) and self.same_corpus(entry.get("dataset"),
-                                                              entry.get("corpus_sha256"),
-                                                               entry.get("corpus_sketch") or ())
+                                                              entry.get("corpus_sha256"))
 
 
 def _fix(lockdir) -> str:
@@ -180,8 +143,7 @@ def load_sealed_set(lockdir) -> SealedSet | None:
 
 def from_record(lockdir, rec: Mapping) -> SealedSet:
     return SealedSet(Path(lockdir), rec["dataset"], rec["corpus_sha256"], rec["file"], rec["file_sha256"],
-                     rec["content_sha256"], frozenset(rec["queries"]), frozenset(rec["queries"].values()),
-                     tuple(rec.get("corpus_sketch") or ()))
+                     rec["content_sha256"], frozenset(rec["queries"]), frozenset(rec["queries"].values()))
 
 
 def registry_folders(root, extra: Iterable = ()) -> list[Path]:
@@ -218,7 +180,6 @@ class DevelopmentSide:
     dataset: str
     corpus_sha256: str | None
     files: dict = field(default_factory=dict)
-    sketch: list = field(default_factory=list)
     query_ids: dict = field(default_factory=dict)
     texts: dict = field(default_factory=dict)
     unpinned: list = field(default_factory=list)  # the PinMismatchError of each lock-folder file that differs
@@ -270,21 +231,12 @@ def _add_data(side: DevelopmentSide, pins: Mapping, data_dir: Path, qrels_name: 
     from .. import beir
 
     files = pins["files"]
-    corpus = _verified(data_dir / "corpus.jsonl", files.get("corpus.jsonl"))
-    if corpus is not None:
-        side.sketch = corpus_sketch(document_ids(corpus))
     qrels = _verified(data_dir / qrels_name, files.get(qrels_name))
     if qrels is not None:
         side.query_ids["development qrels"] = set(beir.read_qrels(qrels))
     queries = _verified(data_dir / "queries.jsonl", files.get("queries.jsonl"))
     if queries is not None:
         add_texts(side, beir.read_queries(queries))
-
-
-def document_ids(corpus_path) -> list[str]:
-    """The ``_id`` of every line of a BEIR corpus file (nothing else is parsed into memory)."""
-    with input_lines(corpus_path) as fh:
-        return [json.loads(line)["_id"] for line in fh if line.strip()]
 
 
 def add_texts(side: DevelopmentSide, queries: Mapping[str, str]) -> None:
@@ -334,7 +286,7 @@ def conflicts(side: DevelopmentSide, sets: Iterable[SealedSet]) -> list[str]:
         for name, hashes in side.files.items():
             if s.content_sha256 in hashes.values() or s.file_sha256 in hashes.values():
                 out.append(f"the development file {name} of {side.lockdir} holds exactly {where}")
-        if s.same_corpus(side.dataset, side.corpus_sha256, side.sketch):
+        if s.same_corpus(side.dataset, side.corpus_sha256):
             for source, ids in side.query_ids.items():
                 shared = sorted(ids & s.query_ids)
                 if shared:
@@ -359,11 +311,10 @@ def check_development_side(side: DevelopmentSide, sets: Iterable[SealedSet], act
         raise side.unpinned[0]
 
 
-def verify_record(lockdir, queries: Mapping[str, str], sealed_ids: Iterable[str],
-                  doc_ids: Iterable[str]) -> None:
+def verify_record(lockdir, queries: Mapping[str, str], sealed_ids: Iterable[str]) -> None:
     """The lock folder's committed sealed_set record equals the one derived from its verified data now."""
     lockdir = Path(lockdir)
-    want = sealed_record(read_json(lockdir / loc.DATA_PINS), queries, sealed_ids, doc_ids)
+    want = sealed_record(read_json(lockdir / loc.DATA_PINS), queries, sealed_ids)
     derived = read_json(lockdir / loc.DERIVED_PINS) if (lockdir / loc.DERIVED_PINS).exists() else {}
     have = derived.get("sealed_set")
     if have != want:

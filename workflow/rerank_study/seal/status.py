@@ -1,12 +1,14 @@
 """What ``confirm.py status`` prints: the protocol, every opening of the lock folder's sealed set in any
-ledger (started / completed), freezes, whether each started line has reached a remote, and the local traces
-of a look that the ledgers do not know."""
+ledger (started / completed), freezes, whether each started line has reached a remote, the local traces of a
+look that the ledgers do not know, whether the two records kept elsewhere exist (the ledger pushed, the
+protocol's sha256 registered outside) and how to make them, and what an opening started now would say (every
+check of the opening's guard, run here)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import SealError
+from ..errors import PipelineError, SealError
 from ..fileio import input_text
 from . import guard, registry, traces, tree
 from . import ledger as led
@@ -73,14 +75,52 @@ def _opening_lines(rows, remote) -> list[str]:
     return out
 
 
-def describe(lockdir, root, cfg: dict) -> str:
+def _registered_line(lockdir: Path, sha: str) -> str:
+    lines = [e for e in led.read_ledger(lockdir) if e.get("event") == led.REGISTERED
+             and e.get("protocol_sha256") == sha]
+    if lines:
+        return f"registered outside: yes, {lines[-1].get('where')} ({lines[-1].get('time')})"
+    return (f"registered outside: NO. Register the protocol's sha256 where you cannot change it: upload "
+            f"{lockdir / loc.PREREG} (it carries the sha256) to OSF (https://osf.io/registries) or "
+            "AsPredicted (https://aspredicted.org), then record where: python scripts/confirm.py register "
+            "--url <its address>")
+
+
+def _pushed_line(lockdir: Path, root) -> str:
+    """Whether a remote-tracking branch holds the ledger exactly as it is now."""
+    rel = f"{loc.relative(lockdir, root)}/{loc.LEDGER}"
+    here = (Path(root) / rel).read_bytes() if (Path(root) / rel).is_file() else b""
+    refs = tree.git(root, "for-each-ref", "--format=%(refname:short)", "refs/remotes").stdout.split() \
+        if tree.is_repo(root) else []
+    held = [r for r in refs if tree.git(root, "show", f"{r}:{rel}", text=False).stdout == here]
+    if held:
+        return f"ledger pushed: yes, {held[0]} holds {rel} as it is now"
+    return (f"ledger pushed: NO ({'no remote' if not refs else 'no remote branch holds it as it is now'}). "
+            f"Push it where you cannot rewrite it: git add {rel} && git commit && git push (a protected "
+            "branch or a tag)")
+
+
+def _opening_now(cfg: dict, lockdir: Path, root, sha: str) -> tuple[str, bool]:
+    """What an opening started now would say: every check of the opening's guard."""
+    from .guard import check_unseal
+
+    try:
+        plan = check_unseal(dict(cfg, unseal=sha), lockdir, root)
+    except PipelineError as exc:
+        return f"an opening now would be REFUSED:\n{exc}", False
+    return (f"an opening now would pass every check: opening {plan['opening']} as {plan['run']}"
+            + (f" (labels {plan['labels']})" if plan["labels"] else ""), True)
+
+
+def describe(lockdir, root, cfg: dict) -> tuple[str, bool]:
+    """The status text, and whether an opening now would pass (True when no protocol is frozen)."""
     lockdir = Path(lockdir)
     out = [_protocol_line(lockdir, root)]
     try:
         sets = registry.build(root, [lockdir])
         mine = registry.set_of(sets, lockdir)
     except SealError as exc:
-        return "\n".join(out + [f"the seal registry cannot be read: {exc}"])
+        return "\n".join(out + [f"the seal registry cannot be read: {exc}"]), False
     out += _freezes(guard.current_lines([mine]))
     rows = led.openings(guard.all_lines(root, sets), guard.belongs_to(mine, sets))
     unfinished = [r for r in rows if not r["completed"]]
@@ -92,4 +132,9 @@ def describe(lockdir, root, cfg: dict) -> str:
                                      caches=[Path(cfg["resources"]) / "cache" / "sealed"],
                                      results=[cfg["results"]])
     out += [f"WARNING: {p}" for p in problems]
-    return "\n".join(out)
+    if not (lockdir / loc.PROTOCOL_SHA).is_file():
+        return "\n".join(out), True
+    sha = input_text(lockdir / loc.PROTOCOL_SHA).split()[0]
+    out += [_registered_line(lockdir, sha), _pushed_line(lockdir, root)]
+    now, ok = _opening_now(cfg, lockdir, root, sha)
+    return "\n".join(out + [now]), ok

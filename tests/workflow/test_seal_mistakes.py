@@ -1,8 +1,11 @@
-"""The seal's invariants, each attacked as the adversary of a fresh clone did, step by step; every attack that
-broke the seal before now ends in a refusal or a record. The world is a git checkout of this code whose own
-lockfiles/ is a genuine lock folder of the fixture data (seal_world.genuine_repo); a real opening is reached
-through its real guard and its real first rule (fetch_sealed_qrels: no model is needed to read the sealed
-file), with protocols constructed as freeze writes them (no pinned model offline)."""
+"""The seal's invariants, each tested by making the mistake a hurried, honest researcher makes: the opening
+asked for without its token; the same sealed set opened twice or under a re-tuned protocol; a setting or code
+edited after freezing; the confirmation judgements given as development judgements; a look whose ledger line
+was thrown away. Documentation, tests and scratch files edited after freezing must NOT block the opening. The
+world is a git checkout of this code whose own lockfiles/ is a genuine lock folder of the fixture data
+(seal_world.genuine_repo); a real opening is reached through its real guard and its real first rule
+(fetch_sealed_qrels: no model is needed to read the sealed file), with protocols constructed as freeze writes
+them (no pinned model offline)."""
 
 from __future__ import annotations
 
@@ -10,18 +13,19 @@ import hashlib
 import json
 import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURE, ROOT, read_json, run_snakemake
+from conftest import DATA, FIXTURE, ROOT, read_json, run_snakemake
 from seal_world import commit_all, constructed_freeze, genuine_repo, git, look_at_sealed_file, repo_config
 
 from rerank_study import beir, splits, studies
 from rerank_study.errors import SealError
 from rerank_study.fileio import write_json
 from rerank_study.seal import freeze as seal_freeze
-from rerank_study.seal import guard, ledger, locations, registry, status, traces, tree
+from rerank_study.seal import guard, ledger, locations, registry, status, traces
 
 pytestmark = pytest.mark.slow  # runs snakemake
 
@@ -50,7 +54,7 @@ def _swapped_study(repo: Path, with_split_pins: bool) -> Path:
         (lock / "splits/confirm.txt").write_text(splits.split_text(train))
         derived = read_json(repo / "lockfiles/derived_pins.json")
         derived["sealed_set"] = registry.sealed_record(pins, beir.read_queries(FIXTURE / "queries.jsonl"),
-                                                       train, beir.read_corpus(FIXTURE / "corpus.jsonl"))
+                                                       train)
         write_json(lock / "derived_pins.json", derived)
     study = repo / "config/studies/swapped.yaml"
     study.write_text("study:\n  name: swapped\n  dataset: scifact\n  qrels_dev: qrels/test.tsv\n"
@@ -59,7 +63,7 @@ def _swapped_study(repo: Path, with_split_pins: bool) -> Path:
     return study
 
 
-# ---------------------------------------------------------- 1. a development run on sealed queries --
+# ------------------------------------------ 1. the confirmation judgements given as development ones --
 def test_a_study_that_names_a_sealed_file_as_its_development_qrels_is_refused_before_any_job(tmp_path):
     repo = genuine_repo(tmp_path / "w")
     study = _swapped_study(repo, with_split_pins=False)
@@ -118,7 +122,7 @@ def test_repin_data_cannot_create_a_lock_folder_whose_development_side_holds_sea
     assert not (repo / "lockfiles/studies/copy/data_pins.json").exists()
 
 
-# -------------------------------------- 2. a second "opening 1" of the same sealed file, re-tuned --
+# ---------------------------- 2. the same sealed set opened twice, or again under a re-tuned protocol --
 def test_a_sealed_set_started_under_one_protocol_cannot_be_frozen_or_opened_under_another(tmp_path):
     repo = genuine_repo(tmp_path / "w")
     sha = constructed_freeze(repo, repo_config(repo), repo / "lockfiles")
@@ -155,7 +159,7 @@ def test_a_sealed_set_started_under_one_protocol_cannot_be_frozen_or_opened_unde
     assert u["opening"] == 2 and u["unfinished"][0]["opening"] == 1
 
 
-# ------------------------------------------------- 3. code outside the method inside an opening --
+# ----------------------------------------------------------- 3. the method edited after freezing --
 def _frozen_world(tmp_path, before_freeze=None):
     repo = genuine_repo(tmp_path / "w")
     ref = repo / "lockfiles/reference/standin-smoke"
@@ -169,13 +173,12 @@ def _frozen_world(tmp_path, before_freeze=None):
 
 
 @pytest.mark.parametrize("path, text, how", [
-    ("workflow/sitecustomize.py", "print('hello from outside the method')\n", "added"),
     ("workflow/rerank_study/metrics/__init__.py", "NDCG = None\n", "added"),
     ("scripts/confirm.py", "\n# weakened\n", "changed"),
     ("lockfiles/reference/standin-smoke/reference.json", " ", "changed"),
-    ("tests/conftest.py", "\n# a test helper\n", "changed"),
+    ("pyproject.toml", "\n# a comment\n", "changed"),
 ])
-def test_every_committed_file_that_can_run_is_the_method(tmp_path, path, text, how):
+def test_code_committed_after_freezing_is_a_changed_method(tmp_path, path, text, how):
     repo, cfg = _frozen_world(tmp_path)
     p = repo / path
     p.parent.mkdir(parents=True, exist_ok=True)
@@ -186,55 +189,65 @@ def test_every_committed_file_that_can_run_is_the_method(tmp_path, path, text, h
         guard.check_unseal(cfg, repo / "lockfiles", repo)
 
 
-def test_a_start_up_hook_on_the_jobs_path_is_refused_even_when_frozen(tmp_path):
-    repo, cfg = _frozen_world(tmp_path,
-                              lambda r: (r / "workflow/sitecustomize.py").write_text("print('x')\n"))
-    with pytest.raises(SealError, match=r"(?s)environment is not the lock.*workflow/sitecustomize.py runs at "
-                                        r"every interpreter start"):
-        guard.check_unseal(cfg, repo / "lockfiles", repo)
+def _status(repo: Path) -> subprocess.CompletedProcess:
+    """scripts/confirm.py status of the repository, as a user runs it from the checkout."""
+    return subprocess.run([sys.executable, "-B", str(repo / "scripts/confirm.py"), "status", "--configfile",
+                           str(DATA / "fixture_config.yaml")], capture_output=True, text=True, cwd=repo)
 
 
-def test_an_importable_file_in_snakemakes_script_folder_is_refused(tmp_path):
+def test_docs_tests_and_scratch_files_edited_after_freezing_do_not_block_the_opening(tmp_path):
     repo, cfg = _frozen_world(tmp_path)
-    (repo / ".snakemake/scripts").mkdir(parents=True)
-    (repo / ".snakemake/scripts/tmpab12cd34.score.py").write_text("# a leftover temporary rule script\n")
-    assert guard.check_unseal(cfg, repo / "lockfiles", repo)["opening"] == 1
-    (repo / ".snakemake/scripts/numpy.py").write_text("raise SystemExit('shadowed')\n")
-    with pytest.raises(SealError, match=r"scripts/numpy.py is importable by every script job"):
-        guard.check_unseal(cfg, repo / "lockfiles", repo)
+    with open(repo / "README.md", "a", encoding="utf-8") as fh:
+        fh.write("\nA typo fixed after freezing.\n")
+    with open(repo / "docs/seal.md", "a", encoding="utf-8") as fh:
+        fh.write("\nA paragraph written after freezing.\n")
+    (repo / "tests/unit/test_after_freezing.py").write_text("def test_sum():\n    assert 1 + 1 == 2\n")
+    commit_all(repo, "documentation and a test after freezing")
+    (repo / "notes.txt").write_text("scratch, never committed\n")
+    (repo / "workflow/rerank_study/__pycache__").mkdir(exist_ok=True)
+    (repo / "workflow/rerank_study/__pycache__/ranking.cpython-311.pyc").write_bytes(b"byte code")
+    status = _status(repo)
+    assert status.returncode == 0 and "an opening now would pass every check: opening 1" in status.stdout, \
+        status.stdout + status.stderr
+    proc = look_at_sealed_file(repo, cfg["unseal"], 1)  # the real opening's first rule ran
+    assert "started" in [e["event"] for e in ledger.read_ledger(repo / "lockfiles")], _out(proc)[-2000:]
 
 
-# ----------------------------------------------------------------- 4. a dirty tree reported clean --
-def test_a_change_hidden_from_git_status_is_found_by_content(tmp_path):
+def test_a_setting_edited_after_freezing_is_refused_naming_it_and_a_speed_setting_is_not(tmp_path):
     repo, cfg = _frozen_world(tmp_path)
-    lock = repo / "lockfiles"
-    ranking = repo / "workflow/rerank_study/ranking.py"
-    ranking.write_text(ranking.read_text().replace("reverse=True", "reverse=False"))
-    git(repo, "update-index", "--skip-worktree", "workflow/rerank_study/ranking.py")
-    assert git(repo, "status", "--porcelain").stdout == ""  # git itself sees nothing
-    # refused twice over: the method is hashed from the bytes on disk, and the tree is compared by content
-    with pytest.raises(SealError, match=r"the method changed .*workflow/rerank_study/ranking.py \(changed\)"):
-        guard.check_unseal(cfg, lock, repo)
-    assert tree.tree_state(repo).dirty == ["workflow/rerank_study/ranking.py (changed)",
-                                           "workflow/rerank_study/ranking.py (skip-worktree)"]
-    git(repo, "update-index", "--no-skip-worktree", "workflow/rerank_study/ranking.py")
-    git(repo, "checkout", "--", "workflow/rerank_study/ranking.py")
-    git(repo, "update-index", "--assume-unchanged", "Snakefile")
-    with pytest.raises(SealError, match=r"Snakefile \(assume-unchanged\)"):
-        guard.check_unseal(cfg, lock, repo)
-    git(repo, "update-index", "--no-assume-unchanged", "Snakefile")
-    # an untracked module listed in .git/info/exclude, and a planted byte-code cache: the walk finds both
-    (repo / ".git/info/exclude").write_text("helper.py\n__pycache__/\n")
-    (repo / "workflow/rerank_study/helper.py").write_text("x = 1\n")
-    (repo / "workflow/rerank_study/__pycache__").mkdir()
-    (repo / "workflow/rerank_study/__pycache__/metrics.cpython-311.pyc").write_bytes(b"planted")
-    assert git(repo, "status", "--porcelain").stdout == ""
-    with pytest.raises(SealError, match=r"workflow/rerank_study/__pycache__/metrics.cpython-311.pyc \(not "
-                                        r"committed\), workflow/rerank_study/helper.py \(not committed\)"):
-        guard.check_unseal(cfg, lock, repo)
+    conf = repo / "config/config.yaml"
+    frozen_text = conf.read_text(encoding="utf-8")
+    # a speed setting, not yet committed: the fix the refusal gives (commit it) works
+    conf.write_text(frozen_text.replace("  threads: 4               # speed only", "  threads: 2"))
+    with pytest.raises(SealError, match=r"config/config.yaml \(changed\)\. The opening must be traceable to "
+                                        r"a commit\. Fix: commit config/config.yaml"):
+        guard.check_unseal(dict(repo_config(repo), unseal=cfg["unseal"]), repo / "lockfiles", repo)
+    commit_all(repo, "fewer threads")
+    assert guard.check_unseal(dict(repo_config(repo), unseal=cfg["unseal"]), repo / "lockfiles", repo)
+    # a setting that changes a result, committed: refused before any job, naming the key and where it lives
+    conf.write_text(conf.read_text(encoding="utf-8").replace("threshold: 0.01 ", "threshold: 0.02 "))
+    commit_all(repo, "a re-tuned threshold")
+    proc = look_at_sealed_file(repo, cfg["unseal"], 1, check=False)
+    out = _out(proc)
+    assert proc.returncode != 0 and ("REFUSED: pins or settings changed since the protocol was frozen: "
+                                     "question, settings.threshold, threshold. Where: config/config.yaml") \
+        in out, out
+    assert not (repo / "results").exists() and [e["event"] for e in ledger.read_ledger(repo / "lockfiles")] \
+        == ["frozen"]
+    status = _status(repo)
+    assert status.returncode == 1 and "an opening now would be REFUSED" in status.stdout \
+        and "settings.threshold" in status.stdout
 
 
-# ------------------------------------------------------------------------------ 5. a discarded look --
+def test_the_confirm_target_without_its_token_is_refused_before_any_job(tmp_path):
+    repo, _cfg = _frozen_world(tmp_path)
+    proc = run_snakemake(repo, config={"scorer": "pinned"}, snakefile=repo / "Snakefile",
+                         targets=("confirm",), check=False)
+    assert proc.returncode != 0 and "THE CONFIRMATION IS SEALED: no unseal token" in _out(proc), _out(proc)
+    assert "rule " not in proc.stdout and not (repo / "results").exists()  # no job, no log
+
+
+# ------------------------------------------------------------ 4. a look whose ledger line was discarded --
 def test_a_look_whose_ledger_line_was_rewritten_away_stops_the_next_opening_until_restored(tmp_path):
     repo, cfg = _frozen_world(tmp_path)
     sha, lock = cfg["unseal"], repo / "lockfiles"
@@ -267,12 +280,12 @@ def test_a_look_whose_ledger_line_was_rewritten_away_stops_the_next_opening_unti
     commit_all(repo, "restore the started line")
     assert guard.check_unseal(cfg, lock, repo)["opening"] == 2
     # status warns until the started line has reached a remote; pushed, it does not
-    assert "this started line is on no remote-tracking branch yet" in status.describe(lock, repo, cfg)
+    assert "this started line is on no remote-tracking branch yet" in status.describe(lock, repo, cfg)[0]
     subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "remote.git")], check=True)
     git(repo, "remote", "add", "origin", str(tmp_path / "remote.git"))
     git(repo, "push", "-q", "origin", "HEAD:refs/heads/main")
     git(repo, "fetch", "-q", "origin")
-    text = status.describe(lock, repo, cfg)
+    text = status.describe(lock, repo, cfg)[0]
     assert "opening 1 of" in text and "STARTED" in text and "no remote-tracking branch" not in text
 
 
