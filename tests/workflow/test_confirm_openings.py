@@ -172,6 +172,9 @@ def test_report_states_what_was_opened_when_and_under_which_protocol(opened):
     started = seal_ledger.read_ledger(wd / "lockfiles")[2]
     pins = read_json(wd / "lockfiles/data_pins.json")
     assert "Confirmation analysis — opening 2" in report and "TEST-ONLY STAND-IN" in report
+    # the sealed set's own report says what these queries are (not "used to develop the method")
+    assert "These are the sealed confirmation queries, opened under the frozen protocol" in report \
+        and "used to develop the method" not in report
     prim = summary["comparisons"][summary["primary"]]
     outcome = "REACHED" if prim["mean_reaches_threshold"] else "NOT REACHED"
     assert f"the practical threshold 0.01 is **{outcome}**" in report

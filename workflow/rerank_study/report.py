@@ -59,9 +59,16 @@ def comparison_table(summary: Mapping) -> list[str]:
     return lines
 
 
+DEVELOPMENT_NOTE = ("These queries were used to develop the method: the interval describes resampling "
+                    "sensitivity of this sample, not generalisation. The sealed confirmation set decides.")
+CONFIRMATION_NOTE = ("These are the sealed confirmation queries, opened under the frozen protocol: this is "
+                     "the preregistered test of the method, read against the protocol's threshold and "
+                     "decision rule.")
+
+
 def render(summary: Mapping, measurements: Mapping, provenance: Mapping,
            extra_sections: list[str] | None = None, figures: Mapping[str, str] | None = None,
-           title: str = "Development analysis", run: str = "") -> str:
+           title: str = "Development analysis", run: str = "", confirmation: bool = False) -> str:
     out = [f"# {title} — `{run}`", ""]
     if summary.get("scorer") == STANDIN_LABEL:
         out += [STANDIN_BANNER]
@@ -76,8 +83,7 @@ def render(summary: Mapping, measurements: Mapping, provenance: Mapping,
         f"{interval_text(prim['grouped_interval'])}; query-level interval "
         f"{interval_text(prim['query_interval'])}; the mean "
         f"{'reaches' if prim['mean_reaches_threshold'] else 'does not reach'} the practical threshold "
-        f"{summary['threshold']}. These queries were used to develop the method: the interval describes "
-        "resampling sensitivity of this sample, not generalisation. The sealed confirmation set decides.",
+        f"{summary['threshold']}. {CONFIRMATION_NOTE if confirmation else DEVELOPMENT_NOTE}",
         "", "## Methods", "", *summary_table(summary), "",
         "## Paired comparisons", "", *comparison_table(summary), "",
         "Grouped interval: evidence groups resampled with replacement, replicate = Σ drawn groups' summed Δ "

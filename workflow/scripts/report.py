@@ -193,7 +193,7 @@ def main(sm):
     figures = figure_links(sm)
     title, sections = title_and_sections(sm, summary, calibration, started, scores_line, record)
     text = report.render(summary, meas, provenance, extra_sections=sections, figures=figures, title=title,
-                         run=sm.params.run)
+                         run=sm.params.run, confirmation=sm.params.kind == "confirmation")
     write_json(sm.output.measurements, {"_note": "measurements of this execution; not reproducible "
                                                  "byte for byte",
                                         **meas})
