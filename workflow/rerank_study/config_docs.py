@@ -283,8 +283,21 @@ def render(schema: dict, cfg: dict, preamble: str, appendix: str) -> str:
                 "| name | type / allowed values | description |", "|---|---|---|"]
         out += [f"| {cell(code(name))} | {cell(type_text(sub, schema))} | {cell(describe(sub))} |"
                 for name, sub in defs.items()]
+    out += not_result_section()
     out += ["", appendix.strip("\n")]
     return "\n".join(out) + "\n"
+
+
+def not_result_section() -> list[str]:
+    """The keys that cannot change a result (``config.NOT_RESULT_KEYS``): the confirmation protocol freezes
+    every other key, so only these may change between freezing and opening."""
+    from .config import NOT_RESULT_FOR_A_RUN_FILE, NOT_RESULT_KEYS
+
+    return ["", "## Keys that cannot change a result", "",
+            "The frozen confirmation protocol holds every other key (`settings` in protocol.json): after "
+            "freezing, a change of any other key stops the opening, naming it. These may change: "
+            + ", ".join(code(k) for k in NOT_RESULT_KEYS) + "; for a run-file study also the blocks "
+            + ", ".join(code(k) for k in NOT_RESULT_FOR_A_RUN_FILE) + " (it infers nothing)."]
 
 
 def render_files(schema_path=SCHEMA, config_path=CONFIG, preamble_path=PREAMBLE,
