@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.dont_write_bytecode = True  # no byte-code caches in the checkout's code folders
 sys.path.insert(0, str(ROOT / "workflow"))
 
 from rerank_study import studies  # noqa: E402
