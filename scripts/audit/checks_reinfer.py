@@ -9,8 +9,8 @@ re-infers each with UPSTREAM ``sentence_transformers.CrossEncoder.predict`` - no
 on the batch's recorded composition: the rows of pairs.tsv with that qid and batch number, in the batching
 rule's order (truncated token length descending, candidate rank ascending; predict sorts them by characters as
 the scoring does), as ONE batch (``batch_size`` = its size), raw logits (identity activation), in oneMKL's
-strict CNR mode. Any difference from pairs.tsv fails: the float32 logit's shortest round-trip text must be the
-text in pairs.tsv, bit for bit. For speed the child starts before the other checks (``start_early``, same
+strict CNR mode. Any difference from pairs.tsv fails: the float32 logit must be the value in pairs.tsv, bit
+for bit. For speed the child starts before the other checks (``start_early``, same
 draw); its answer is used only if the job built after every other check is that job (else a new child).
 
 The texts are the run's verified inputs (queries.jsonl; ``(title + " " + text).strip()`` of corpus.jsonl),
@@ -19,15 +19,15 @@ must hold exactly the files its MODEL.json lists, with their sha256, its weights
 those files exactly the ones the lock folder pins, and its config.json the lock's architecture block.
 
 torch cannot be imported by the audit (python -I -S): a child process, ``reinfer.py`` of this folder, runs
-the inference: ``python -I -B reinfer.py`` with the environment's python (``--reinfer-python``: the
-interpreter itself, checked in /proc by ``child_process``) and the numeric-mode variables. It reads the job
-(the drawn batches' texts, each verified model file's sha256) on stdin, loads the model from a private copy
-of exactly those bytes and writes the logits on stdout; none outlives the audit (``stop_children``). The bits
-are this CPU kind's: re-infer on the machine kind that made the run (check 'reference' holds a run to a
-committed reference within a measured tolerance instead). A derived backend's run (docs/backends.md): the
-child runs ``--derived-file`` (the lock folder's pin, hashed as read) with ONNX Runtime and the pinned
-session, and makes that file AGAIN from the verified model by the recipe, coded a second time in the child
-(``reinfer.rederive``): its sha256 must be the pin's.
+the inference: ``python -I -B reinfer.py`` with the environment's python (``--reinfer-python``), the audit's
+environment plus its own settings (the numeric mode, the offline switches). It reads the job (the drawn
+batches' texts, each verified model file's sha256) on stdin, loads the model from the verified folder and
+writes the logits on stdout, with the interpreter it ran as and the sha256 of every model file it loaded
+(recorded in ``info.reinfer``); none outlives the audit (``stop_children``). The bits are this CPU kind's:
+re-infer on the machine kind that made the run (check 'reference' holds a run to a committed reference within
+a measured tolerance instead). A derived backend's run (docs/backends.md): the child runs ``--derived-file``
+(the lock folder's pin) with ONNX Runtime and the pinned session, and makes that file AGAIN from the verified
+model by the recipe, coded a second time in the child (``reinfer.rederive``): its sha256 must be the pin's.
 """
 
 from __future__ import annotations
@@ -45,9 +45,8 @@ import time
 from pathlib import Path
 
 import backend
-import child_process
 import model_config
-from readers import ANY, read_json, rows_by_query, sha256_of, text_of
+from readers import ANY, plain_number, read_json, rows_by_query, sha256_of, text_of
 
 CHECK = "reinfer"
 CHILD = Path(__file__).resolve().parent / "reinfer.py"
@@ -183,7 +182,7 @@ RUNNING: list = []  # every child process started, so that none outlives the aud
 
 def run_child(req: Request, job: dict) -> tuple[dict | None, str]:
     """The child's answer (None when it failed) and its stderr's tail."""
-    env = child_process.child_env(os.environ, {**CNR_ENV, **OFFLINE_ENV})  # an allowlist, not a filter
+    env = {**os.environ, **CNR_ENV, **OFFLINE_ENV}
     argv = [str(req.python), "-I", "-B", str(CHILD), str(os.getpid())]  # the audit's pid: see reinfer.py
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -191,11 +190,6 @@ def run_child(req: Request, job: dict) -> tuple[dict | None, str]:
     except OSError as exc:
         return None, f"cannot start {req.python}: {exc}"
     RUNNING.append(proc)
-    problem = child_process.started_as(proc.pid, req.python, argv)  # Popen returns after the exec
-    if problem:
-        proc.kill()
-        proc.wait()
-        return None, problem
     stdout, stderr = proc.communicate(json.dumps(job))
     lines = stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
@@ -211,10 +205,9 @@ def stop_children() -> None:
             proc.wait()
 
 
-def float32_text(bits_hex: str) -> str:
-    """The shortest round-trip text of a float32 given by its bits (big-endian hex), as pairs.tsv writes
-    it."""
-    return repr(struct.unpack(">f", bytes.fromhex(bits_hex))[0])
+def float32_value(bits_hex: str) -> float:
+    """The float32 given by its bits (big-endian hex)."""
+    return struct.unpack(">f", bytes.fromhex(bits_hex))[0]
 
 
 def compare(run, au, rows: dict, answer: dict) -> list[dict]:
@@ -225,10 +218,9 @@ def compare(run, au, rows: dict, answer: dict) -> list[dict]:
                  f"{len(bits)}")
         equal = 0
         for r, x in zip(batch, bits):
-            text = float32_text(x)
-            equal += au.check(CHECK, text == r["logit"], f, f"qid {q} doc {r['doc_id']} batch {b} "
-                              "(re-inferred)",
-                              r["logit"], f"{text} (float32 0x{x})")
+            value = float32_value(x)
+            equal += au.check(CHECK, plain_number(r["logit"]) == value, f, f"qid {q} doc {r['doc_id']} "
+                              f"batch {b} (re-inferred)", r["logit"], f"{value!r} (float32 0x{x})")
         summary.append({"qid": q, "batch": b, "pairs": len(batch), "equal": equal,
                         # the composition re-inferred, in the order fed
                         "doc_ids": [r["doc_id"] for r in batch]})
@@ -381,11 +373,10 @@ def stage(run, want, au, req: Request) -> None:
                     stderr):
         return
     req.record["child"] = answer["facts"]
-    req.record["child_process"] = {"python": os.path.realpath(str(req.python)), "script_sha256":
-                                   child_process.script_sha256(CHILD)}
-    req.record["model_files_sha256"] = job["files"]  # every file of the verified model the child loaded
-    au.check(CHECK, answer["facts"].get("model_files") == sorted(job["files"]), str(CHILD),
-             "the model files the child loaded (a private copy, each hashed as read)", sorted(job["files"]),
+    req.record["child_process"] = answer["facts"].get("python")  # the interpreter: resolved path, version
+    req.record["model_files_sha256"] = answer["facts"].get("model_files")  # each file as the child read it
+    au.check(CHECK, answer["facts"].get("model_files") == job["files"], str(CHILD),
+             "the sha256 of the model files the child loaded", job["files"],
              answer["facts"].get("model_files"))
     au.check(CHECK, answer["facts"]["mkl_cnr"] == "AUTO,STRICT", str(CHILD), "oneMKL numeric mode "
              "(MKL's report)", "AUTO,STRICT", answer["facts"]["mkl_cnr"])

@@ -10,13 +10,13 @@ nothing of the project and nothing of the audit: it scores with UPSTREAM
 
 Job (stdin, JSON): ``model_dir``, ``files`` (each model file the audit verified, with its sha256),
 ``derived`` (a derived backend's file, its pinned sha256 and session, or null: ``derived_scorer`` runs it with
-ONNX Runtime instead of ``predict``, and ``rederive`` makes that file again from the copy by the recipe:
+ONNX Runtime instead of ``predict``, and ``rederive`` makes that file again from the model by the recipe:
 its sha256 is reported as ``facts.derived.rederived_sha256``),
 ``threads``, ``max_length``, ``label_index`` (the relevance logit of a several-output model, or null) and
-``batches``: each a list of [query text, document text] pairs. The model is loaded from a PRIVATE COPY of
-exactly those files, each read once and hashed as read (a file that is not the bytes the audit verified stops
-the process), in a temporary folder removed at exit: the weights inferred with are the verified ones, whatever
-happens to the model folder meanwhile. The process exits when the audit that started it is gone. Each batch
+``batches``: each a list of [query text, document text] pairs. The model is loaded from ``model_dir``;
+each listed file is hashed when the model is loaded and the sha256 reported (``facts.model_files``), with the
+interpreter that ran (``facts.python``: its resolved path and version). The process exits when the audit that
+started it is gone. Each batch
 is ONE ``predict(batch, batch_size=len(batch), activation_fn=Identity())`` call: one forward of exactly that
 composition, the raw logits. Answer (stdout, one JSON line): ``bits``, per batch the float32 bit patterns of
 its logits (big-endian hex), and ``facts`` (library versions, CPU capability, oneMKL's own report of its
@@ -50,6 +50,7 @@ os.environ.update({"MKL_CBWR": "AUTO,STRICT", "MKL_DYNAMIC": "FALSE", "OMP_DYNAM
 
 import hashlib  # noqa: E402
 import json  # noqa: E402
+import platform  # noqa: E402
 import shutil  # noqa: E402
 import tempfile  # noqa: E402
 import threading  # noqa: E402
@@ -96,23 +97,14 @@ def exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def private_copy(model_dir: str, files: dict, dest: Path) -> list[str]:
-    """Each verified file read once, hashed as read and written to ``dest``; stops on any other bytes and on a
-    name outside the folder (on either side)."""
-    src_root, dest_root = Path(model_dir).resolve(), dest.resolve()
-    for name, sha in sorted(files.items()):
-        src, out = (src_root / name).resolve(), (dest_root / name).resolve()
-        if name.startswith("/") or ".." in name.split("/") or not (src.is_relative_to(src_root)
-                                                                   and out.is_relative_to(dest_root)):
-            raise SystemExit(f"model file name {name!r}: not a path inside the model folder")
-        data = src.read_bytes()
-        found = hashlib.sha256(data).hexdigest()
-        if found != sha:
-            raise SystemExit(f"{Path(model_dir) / name}: sha256 {found}, expected {sha} (the bytes the audit "
-                             "verified): the model folder changed during the audit")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(data)
-    return sorted(files)
+def loaded_files(model_dir: str, files: dict) -> dict:
+    """name -> sha256 of each listed model file as it is when the model is loaded."""
+    return {name: hashlib.sha256((Path(model_dir) / name).read_bytes()).hexdigest() for name in sorted(files)}
+
+
+def interpreter() -> dict:
+    """The python that runs this process: its resolved path and version."""
+    return {"python": os.path.realpath(sys.executable), "version": platform.python_version()}
 
 
 def float32_bits(scores: np.ndarray, label_index) -> list[str]:
@@ -122,7 +114,7 @@ def float32_bits(scores: np.ndarray, label_index) -> list[str]:
 
 
 def upstream_scorer(folder: Path, job: dict):
-    """sentence-transformers' CrossEncoder on the private copy: each batch ONE predict call."""
+    """sentence-transformers' CrossEncoder on the model folder: each batch ONE predict call."""
     from sentence_transformers import CrossEncoder
 
     ce = CrossEncoder(str(folder), device="cpu", max_length=job["max_length"])
@@ -137,7 +129,7 @@ def upstream_scorer(folder: Path, job: dict):
     return score, facts
 
 
-def derived_scorer(folder: Path, job: dict, derived_copy: Path):
+def derived_scorer(folder: Path, job: dict, derived: Path):
     """A derived backend's file (docs/backends.md) run by ONNX Runtime with the pinned session, each batch as
     ``predict`` forms it: rows longest first by characters (numpy.argsort of minus the pair's characters), the
     tokenizer's joint call padded to the longest, the logits mapped back to the batch's order."""
@@ -152,7 +144,7 @@ def derived_scorer(folder: Path, job: dict, derived_copy: Path):
     entries = {"session.intra_op.allow_spinning": "0"}
     for key, value in entries.items():
         opts.add_session_config_entry(key, value)
-    session = ort.InferenceSession(str(derived_copy), opts, providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(str(derived), opts, providers=["CPUExecutionProvider"])
 
     def score(batch):
         order = np.argsort([-(len(q) + len(d)) for q, d in batch])
@@ -168,7 +160,7 @@ def derived_scorer(folder: Path, job: dict, derived_copy: Path):
            "inter_op_num_threads": 1,
            "config_entries": {k: opts.get_session_config_entry(k) for k in entries}}
     facts = {"onnxruntime": ort.__version__, "max_length": job["max_length"],
-             "derived": {"sha256": job["derived"]["sha256"], "session": ran},
+             "derived": {"sha256": hashlib.sha256(derived.read_bytes()).hexdigest(), "session": ran},
              "predict": "onnxruntime.InferenceSession.run on predict's batch (rows longest first by "
                         "characters, joint tokenizer call padded to the longest)"}
     return score, facts
@@ -183,7 +175,7 @@ RECIPE_EXAMPLE = (["a query", "a second query"], ["a document", "another documen
 
 
 def rederive(folder: Path, backend: str, out_dir: Path) -> str:
-    """The derived file made again from the private copy of the verified source folder by the recipe
+    """The derived file made again from the verified source folder by the recipe
     (TorchScript export, ONNX Runtime's BERT fusion at level 0, int8 dynamic quantisation for onnx-int8);
     its sha256. Equal to the pin: the pinned file is what the recipe makes of THIS model."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -236,26 +228,23 @@ def main() -> int:
     import sentence_transformers
     import transformers
 
-    copy = Path(tempfile.mkdtemp(prefix="audit-model-"))
-    try:
-        copied = private_copy(job["model_dir"], job["files"], copy)
-        if job.get("derived"):  # the derived file too: read once, hashed as read, loaded from the copy
-            src = Path(job["derived"]["file"])
-            private_copy(str(src.parent), {src.name: job["derived"]["sha256"]}, copy / "derived")
-            score, facts = derived_scorer(copy, job, copy / "derived" / src.name)
-            (copy / "rederived").mkdir()
-            facts["derived"]["rederived_sha256"] = rederive(copy, job["derived"]["backend"],
-                                                            copy / "rederived")
-        else:
-            score, facts = upstream_scorer(copy, job)
-    finally:
-        shutil.rmtree(copy, ignore_errors=True)  # loaded: the weights are in memory
+    folder = Path(job["model_dir"])
+    files = loaded_files(job["model_dir"], job["files"])
+    if job.get("derived"):  # the derived file, run with ONNX Runtime, and made again by the recipe
+        score, facts = derived_scorer(folder, job, Path(job["derived"]["file"]))
+        work = Path(tempfile.mkdtemp(prefix="audit-rederive-"))
+        try:
+            facts["derived"]["rederived_sha256"] = rederive(folder, job["derived"]["backend"], work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    else:
+        score, facts = upstream_scorer(folder, job)
     loaded = time.perf_counter()
     bits = [float32_bits(score(batch), job["label_index"]) for batch in job["batches"]]
     facts.update({"torch": torch.__version__, "sentence_transformers": sentence_transformers.__version__,
                   "transformers": transformers.__version__, "numpy": np.__version__,
                   "cpu_capability": torch.backends.cpu.get_cpu_capability(), "mkl_cnr": mkl_cnr(),
-                  "threads": torch.get_num_threads(), "model_files": copied,
+                  "threads": torch.get_num_threads(), "model_files": files, "python": interpreter(),
                   "load_seconds": round(loaded - t0, 3),
                   "inference_seconds": round(time.perf_counter() - loaded, 3)})
     print(json.dumps({"bits": bits, "facts": facts}))

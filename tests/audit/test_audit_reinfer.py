@@ -7,6 +7,7 @@ the standard-library audit runs and says the stage was not asked for."""
 
 import json
 import os
+import platform
 import signal
 import struct
 import subprocess
@@ -15,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import AUDIT, ROOT, audit_module, read_json
+from conftest import AUDIT, audit_module, read_json
 from forged_runs import FIXTURE_CONFIG, copy_run, failures, forge_logit, model_dir, read_rows, run_audit
 
 SEED = 20240611  # a draw forced by hand (--reinfer-seed, tests only)
@@ -186,32 +187,13 @@ def test_a_reinference_process_that_cannot_run_fails_the_check(smoke_run, fixtur
         fail["found"]
 
 
-def test_a_wrapper_as_the_reinference_python_is_refused(smoke_run, fixture_workdir, tmp_path):
-    """The red team's wrapper: a script given as --reinfer-python that runs another child script under the
-    real interpreter (here: the real child itself, so only the wrapper is wrong) - the process the audit
-    started is not the interpreter running reinfer.py, read back from /proc."""
-    fake = tmp_path / "wrapper"
-    fake.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
-    fake.chmod(0o755)
-    rundir, lockdir = copy_run(smoke_run, fixture_workdir, tmp_path / "w")
-    args = list(reinfer_args(fixture_workdir))
-    args[args.index("--reinfer-python") + 1] = str(fake)
-    proc, result = run_audit(rundir, lockdir, *args)
-    assert proc.returncode == 1 and result["failed_checks"] == ["reinfer"]
-    (fail,) = failures(result, "reinfer")
-    assert fail["item"] == "the re-inference process" and "not a wrapper" in fail["found"]
-
-
-def test_the_reinference_records_the_child_it_ran_and_every_model_file(smoke_run, fixture_workdir, tmp_path):
-    import hashlib
-
+def test_the_reinference_records_the_interpreter_and_every_model_file(smoke_run, fixture_workdir, tmp_path):
     rundir, lockdir = copy_run(smoke_run, fixture_workdir, tmp_path / "w")
     proc, result = run_audit(rundir, lockdir, *reinfer_args(fixture_workdir))
     assert proc.returncode == 0, proc.stdout[-2000:]
     stage = result["info"]["reinfer"]
-    child = ROOT / "scripts" / "audit" / "reinfer.py"
     assert stage["child_process"] == {"python": os.path.realpath(sys.executable),
-                                      "script_sha256": hashlib.sha256(child.read_bytes()).hexdigest()}
+                                      "version": platform.python_version()}
     folder = fixture_workdir / "resources" / "models" / "standin-seed110"
     meta = json.loads((folder / "MODEL.json").read_text())
     assert stage["model_files_sha256"] == meta["files"]
@@ -281,30 +263,6 @@ def test_an_audit_ended_by_a_signal_leaves_no_child_running_and_a_failed_verdict
     assert json.loads(out.read_text())["ok"] is False
 
 
-def test_the_child_loads_a_private_copy_of_exactly_the_verified_bytes(tmp_path):
-    """reinfer.py copies each verified file, hashed as read; other bytes stop it (a model folder changed
-    during the audit)."""
-    import hashlib
-
-    child = audit_module("reinfer")
-    src, dest = tmp_path / "model", tmp_path / "copy"
-    (src / "sub").mkdir(parents=True)
-    dest.mkdir()
-    (src / "a.json").write_bytes(b"{}")
-    (src / "sub/b.bin").write_bytes(b"weights")
-    files = {"a.json": hashlib.sha256(b"{}").hexdigest(), "sub/b.bin": hashlib.sha256(b"weights").hexdigest()}
-    assert child.private_copy(str(src), files, dest) == ["a.json", "sub/b.bin"]
-    assert (dest / "sub/b.bin").read_bytes() == b"weights"
-    (src / "sub/b.bin").write_bytes(b"other weights")
-    with pytest.raises(SystemExit, match="sub/b.bin: sha256 .* the model folder changed during the audit"):
-        child.private_copy(str(src), files, tmp_path / "copy2")
-    (tmp_path / "outside").write_bytes(b"x")
-    for name in ("../outside", "sub/../../outside", str(tmp_path / "outside")):
-        with pytest.raises(SystemExit, match="not a path inside the model folder"):
-            child.private_copy(str(src), {name: hashlib.sha256(b"x").hexdigest()}, tmp_path / "copy3")
-    assert not (tmp_path / "copy3").exists()
-
-
 def test_the_child_exits_at_once_when_the_audit_that_started_it_is_gone():
     """reinfer.py is given the audit's pid: when that is not its parent (the audit died before the child's
     first line), it exits before it reads its job or imports torch."""
@@ -350,12 +308,3 @@ def test_the_model_folder_must_be_the_lock_folders_pinned_model(smoke_run, fixtu
     items = [f["item"] for f in failures(result, "reinfer")]
     assert any(word in i for i in items for word in ("the lock folder's model pins", "file name",
                                                       "label_index")), items
-
-
-def test_the_child_inherits_an_allowlist_of_the_audits_environment():
-    """No LD_PRELOAD, no PYTHON*, no variable the allowlist does not name reaches the child; the audit's own
-    settings do."""
-    env = audit_module("child_process").child_env(
-        {"PATH": "/bin", "HOME": "/h", "LD_PRELOAD": "/tmp/shim.so", "PYTHONPATH": "/x", "MALLOC_CONF": "y",
-         "SOMETHING": "z"}, {"MKL_CBWR": "AUTO,STRICT"})
-    assert env == {"PATH": "/bin", "HOME": "/h", "MKL_CBWR": "AUTO,STRICT"}
