@@ -18,7 +18,14 @@ from . import ledger as led
 from . import locations as loc
 from .evidence import development_evidence
 from .method import method_changes
-from .protocol import build_protocol, frozen_fields, setting_changes, verified_protocol, write_protocol
+from .protocol import (
+    build_protocol,
+    frozen_fields,
+    refreeze_command,
+    setting_changes,
+    verified_protocol,
+    write_protocol,
+)
 
 
 def _now() -> str:
@@ -87,8 +94,8 @@ def freeze(cfg: dict, lockdir, dev_run, root, allow_standin_for_testing: bool = 
     fixture, sets = _location(cfg, lockdir, root, allow_standin_for_testing)
     if (lockdir / loc.PROTOCOL).exists():
         raise SealError(f"{lockdir / loc.PROTOCOL} already exists: a protocol is frozen once. (A code "
-                        "refactor that leaves results identical: python scripts/confirm.py refreeze --reason "
-                        "... ; a new preregistration: move the old files away in a commit that says why.)")
+                        f"refactor that leaves results identical: {refreeze_command(cfg)}; a new "
+                        "preregistration: move the old files away in a commit that says why.)")
     refuse_if_opened(cfg, lockdir, root, sets, "freeze a protocol")
     evidence, power = development_evidence(dev_run, cfg, lockdir, root, allow_standin_for_testing)
     test_only = evidence["scorer"] == STANDIN_LABEL

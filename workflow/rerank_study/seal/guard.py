@@ -22,7 +22,7 @@ from . import environment, registry, traces, tree
 from . import ledger as led
 from . import locations as loc
 from .method import method_changes  # noqa: F401  (re-exported for callers that name the method's diff)
-from .protocol import check_frozen, verified_protocol
+from .protocol import check_frozen, refreeze_command, verified_protocol
 
 TEST_SWITCHES = ("allow_standin_for_testing", "allow_dirty_for_testing")
 
@@ -119,7 +119,7 @@ def _committed_records(lockdir: Path, root) -> None:
                         + ". It is append-only: restore every recorded line from git.")
 
 
-def dirty_fix(dirty: list[str], lockdir, root) -> str:
+def dirty_fix(dirty: list[str], lockdir, root, cfg: dict) -> str:
     """A fix that works for these files: the seal's own records and config/ are committed (a setting is then
     compared with the frozen one); another method file is restored to the frozen commit, or - when the change
     is meant - committed and re-frozen before any opening."""
@@ -137,8 +137,8 @@ def dirty_fix(dirty: list[str], lockdir, root) -> str:
         out.append(f"restore {' '.join(code[:5])} to the committed method (git restore <path>; move an "
                    f"untracked file out of {', '.join(loc.METHOD_PATHS)}); a change that is meant is a "
                    "change of method: commit it, rerun the development analysis and re-freeze before any "
-                   "opening (python scripts/confirm.py refreeze --reason \"...\" --dev-run <that run>; a "
-                   "change that alters the development results is a new preregistration)")
+                   f"opening ({refreeze_command(cfg)}; a change that alters the development results is a "
+                   "new preregistration)")
     return "; ".join(out)
 
 
@@ -152,7 +152,7 @@ def check_tree(cfg: dict, lockdir: Path, root, fixture: bool, labels: list[str])
                     "has method files that differ from its last commit: " + ", ".join(state.dirty[:12])
                     + (f" and {len(state.dirty) - 12} more" if len(state.dirty) > 12 else ""))
             fix = ("clone the repository and open from the clone" if not state.is_repo
-                   else dirty_fix(state.dirty, lockdir, root))
+                   else dirty_fix(state.dirty, lockdir, root, cfg))
             raise SealError(f"REFUSED: the working tree {what}. The opening must be traceable to a commit. "
                             f"Fix: {fix}. Never discard lockfiles/ (its ledger records every look). For the "
                             "TEST SUITE's fixture lock folder ONLY: --config allow_dirty_for_testing=true "

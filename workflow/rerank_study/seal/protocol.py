@@ -212,6 +212,14 @@ def check_frozen_run_file(cfg: dict, lockdir, protocol: dict) -> None:
                             f"fix: {fix}; another run is a new preregistration, frozen before any opening.")
 
 
+def refreeze_command(cfg: dict) -> str:
+    """The re-freeze command of this invocation's study (the default study: no --study)."""
+    if not cfg.get("study_file"):
+        return "python scripts/confirm.py refreeze --reason \"...\" --dev-run results/dev"
+    return (f"python scripts/confirm.py refreeze --study {cfg['study_file']} --reason \"...\" --dev-run "
+            f"results/{cfg['study']['name']}/dev")
+
+
 def settings_sources(cfg: dict) -> str:
     """The files a setting comes from: config/config.yaml, the study file, and the command line."""
     return ", ".join(["config/config.yaml", *([cfg["study_file"]] if cfg.get("study_file") else []),
@@ -235,5 +243,5 @@ def check_frozen(cfg: dict, lockdir, root, protocol: dict) -> str:
                         + (f" and {len(files) - 20} more" if len(files) > 20 else "") + ". Restore the "
                         "frozen code (git checkout <the freezing commit> -- those files). A refactor that "
                         "leaves results identical must be re-frozen, explicitly and before any opening: "
-                        "python scripts/confirm.py refreeze --reason \"...\" --dev-run results/dev.")
+                        f"{refreeze_command(cfg)}.")
     return current["method"]["sha256"]
