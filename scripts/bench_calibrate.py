@@ -25,20 +25,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def run_data(rundir: Path, cfg: dict):
     """(deltas, positions, primary, metric, label) of a finished run, or synthetic data of its shape."""
-    from rerank_study import calibration_run
+    from rerank_study import bootstrap, calibration_run, run_tables
     from rerank_study.fileio import read_json, read_tsv
 
     if (rundir / "calibration.json").exists() or (rundir / "per_query.tsv").exists():
         rows, summary = read_tsv(rundir / "per_query.tsv"), read_json(rundir / "summary.json")
         qids = [r["qid"] for r in rows]
-        groups, last = [], None
-        for r in read_tsv(rundir / "groups.tsv"):
-            if r["group_id"] != last:
-                groups.append([])
-                last = r["group_id"]
-            groups[-1].append(r["qid"])
+        groups = run_tables.read_groups(rundir / "groups.tsv")[1]
         deltas = calibration_run.run_deltas(rows, cfg["comparisons"]["all"], summary["metric"])
-        positions = calibration_run.group_positions(qids, groups)
+        positions = bootstrap.group_positions(qids, groups)
         return deltas, positions, summary["primary"], summary["metric"], str(rundir)
     import numpy as np
 

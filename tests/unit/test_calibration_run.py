@@ -55,9 +55,6 @@ def test_run_deltas_and_positions():
     rows = [{"qid": "1", "blend_ndcg@10": "0.5", "ce_ndcg@10": "0.25"}, {"qid": "2", "blend_ndcg@10": "0",
                                                                          "ce_ndcg@10": "1"}]
     assert cr.run_deltas(rows, {"blend-ce": ["blend", "ce"]}, "ndcg@10") == {"blend-ce": [0.25, -1.0]}
-    assert cr.group_positions(["a", "b", "c"], [["c"], ["a", "b"]]) == [[2], [0, 1]]
-    with pytest.raises(ValueError, match="not analysed"):
-        cr.group_positions(["a"], [["a"], ["z"]])
 
 
 SMALL = CalibrationSettings(seed=3, S=4, B_inner=10, R=20, S_power=3, power_n=(10, 20), n_audit=2)

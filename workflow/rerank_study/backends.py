@@ -228,13 +228,18 @@ def ready(model_dir, backend: str, arch: Mapping, pins_path, dest) -> tuple[byte
     return verify_derived(dest, pin, pins_path), pin["sha256"]
 
 
+def scorer_identity(meta: Mapping, backend: str = TORCH_BACKEND, derived_sha256: str | None = None) -> str:
+    """What scored: the model's identity, with a derived backend's name and file sha256 after it."""
+    if backend == TORCH_BACKEND:
+        return meta["identity"]
+    return f"{meta['identity']} {backend}:sha256:{derived_sha256}"
+
+
 def scorer_of(rule_input, settings, model_dir, meta: Mapping) -> tuple[bytes | None, str]:
     """(the verified derived file's bytes or None, the scorer's identity) of a scoring rule: a derived
     backend's file
     (input ``backend_model``) is checked against its pin (``derived_pins``) and its recipe's library versions
     before anything is scored; the architecture is the pinned one (``model_pins``)."""
-    from .scoring import scorer_identity
-
     if not settings.derived:
         return None, scorer_identity(meta)
     arch = read_json(rule_input.model_pins)["cross_encoder"]["architecture"]
@@ -244,8 +249,6 @@ def scorer_of(rule_input, settings, model_dir, meta: Mapping) -> tuple[bytes | N
 
 def pinned_identity(settings, meta: Mapping, pins_path) -> str:
     """The scorer's identity by the pins alone (the gather: the derived file's sha256 is its pin's)."""
-    from .scoring import scorer_identity
-
     if not settings.derived:
         return scorer_identity(meta)
     sha = pin_of(read_json(pins_path), settings.backend, meta["identity_sha256"], pins_path)["sha256"]

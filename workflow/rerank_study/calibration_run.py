@@ -34,16 +34,6 @@ def run_deltas(rows: Sequence[Mapping[str, str]], comparisons: Mapping[str, Sequ
             for name, (a, b) in comparisons.items()}
 
 
-def group_positions(qids: Sequence[str], groups: Sequence[Sequence[str]]) -> list[list[int]]:
-    """Each group's members as positions in the analysed order (groups and members in groups.tsv's order)."""
-    pos = {q: i for i, q in enumerate(qids)}
-    missing = sorted({q for g in groups for q in g} - set(pos))
-    if missing:
-        raise ValueError(f"groups.tsv names {len(missing)} queries that were not analysed (first "
-                         f"{missing[:5]}): expected only the analysed queries; rerun rule analyse")
-    return [[pos[q] for q in g] for g in groups]
-
-
 def calibration_record(deltas: Mapping[str, Sequence[float]], positions: Sequence[Sequence[int]],
                        settings: CalibrationSettings, *, primary: str, metric: str, confirmation_n: int,
                        workers: int = 1) -> dict:

@@ -16,7 +16,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 SCHEMA_PATH = PACKAGE_DIR.parent / "schemas" / "config.schema.yaml"
 
 
-def _load_yaml(path):
+def load_yaml(path):
+    """The YAML file's data (PyYAML's safe loader)."""
     import yaml
 
     with open(path, encoding="utf-8") as fh:
@@ -65,7 +66,7 @@ def validate_config(cfg: dict, schema_path=SCHEMA_PATH) -> dict:
     cross-key rules (in place); return it."""
 
     normalize_switches(cfg)
-    _check_schema(cfg, _load_yaml(schema_path))
+    _check_schema(cfg, load_yaml(schema_path))
     problems = _cross_key_problems(cfg)
     if problems:
         raise ConfigError("INVALID CONFIG (fix config/config.yaml or the --config value):\n  "
@@ -144,7 +145,7 @@ def _cross_key_problems(cfg: dict) -> list[str]:
 
 
 def load_config(path, overrides: dict | None = None) -> dict:
-    cfg = _load_yaml(path)
+    cfg = load_yaml(path)
     if overrides:
         cfg = deep_update(cfg, overrides)
     return validate_config(cfg)
@@ -260,3 +261,8 @@ def candidate_params(cfg: dict) -> dict:
         return {"source": "trec", "depth": c["depth"], "tie_rule": TIE_RULE}
     return {"rrf_k": c["rrf_k"], "depth": c["depth"], "bm25": dict(c["bm25"]),
             "dense": {k: v for k, v in c["dense"].items() if k != "threads"}, "tie_rule": TIE_RULE}
+
+
+def config_arg(cfg: dict) -> str:
+    """How a fix command names this study on the command line ('' for the default study of config.yaml)."""
+    return f"studies=[{cfg['study_file']}] " if cfg.get("study_file") else ""

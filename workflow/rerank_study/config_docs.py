@@ -5,7 +5,8 @@ The meaning of each configuration key is the ``description`` of its property in
 ``config/README.preamble.md``, one table per top-level block (key, default from ``config/config.yaml``,
 type / allowed values from the schema's constraints, description), the shared ``definitions``, then the
 hand-written ``config/README.appendix.md``. The output depends only on those files' bytes (same input, same
-bytes). Standard library + PyYAML only; it imports nothing else from this package.
+bytes). Standard library + PyYAML; from this package only ``config`` (its YAML reader and the keys that
+cannot change a result).
 
     PYTHONPATH=workflow .venv/bin/python -B -m rerank_study.config_docs           # rewrite config/README.md
     PYTHONPATH=workflow .venv/bin/python -B -m rerank_study.config_docs --check   # exit 1 with a diff
@@ -23,6 +24,8 @@ import difflib
 import sys
 from pathlib import Path
 
+from .config import NOT_RESULT_FOR_A_RUN_FILE, NOT_RESULT_KEYS, load_yaml
+
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 CONFIG = ROOT / "config" / "config.yaml"
@@ -32,13 +35,6 @@ OUTPUT = ROOT / "config" / "README.md"
 COMMAND = "PYTHONPATH=workflow .venv/bin/python -B -m rerank_study.config_docs"
 DEF_PREFIX = "#/definitions/"
 ABSENT = object()  # a key config.yaml does not hold
-
-
-def load_yaml(path: Path):
-    import yaml
-
-    with open(path, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
 
 
 # ------------------------------------------------------------------------------ the schema's keys --
@@ -291,8 +287,6 @@ def render(schema: dict, cfg: dict, preamble: str, appendix: str) -> str:
 def not_result_section() -> list[str]:
     """The keys that cannot change a result (``config.NOT_RESULT_KEYS``): the confirmation protocol freezes
     every other key, so only these may change between freezing and opening."""
-    from .config import NOT_RESULT_FOR_A_RUN_FILE, NOT_RESULT_KEYS
-
     return ["", "## Keys that cannot change a result", "",
             "The frozen confirmation protocol holds every other key (`settings` in protocol.json): after "
             "freezing, a change of any other key stops the opening, naming it. These may change: "

@@ -1,5 +1,7 @@
 """Loud, specific failures. Every message names the file, the expected and actual value and the fix."""
 
+from typing import NoReturn
+
 
 class PipelineError(Exception):
     """Base class: an error the pipeline raises on purpose, with a user-facing message."""
@@ -47,6 +49,15 @@ class MalformedInputError(PipelineError):
 
 class ConfigError(PipelineError):
     """The configuration is invalid; the message names the key."""
+
+
+class StudyError(PipelineError):
+    """A study names something that does not exist or does not fit; the message names study, file, fix."""
+
+
+def fail_study(study: str, path, problem: str, fix: str) -> NoReturn:
+    """Stop at parse time: what is wrong with ``study``, in which file, and the fix."""
+    raise StudyError(f"STUDY {study!r}: {problem}\n  file: {path}\n  fix: {fix}")
 
 
 class SealError(PipelineError):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .names import STANDIN_LABEL
+from .report import f6
 
 HEADING = "## How far to trust these intervals here"
 METHOD_LABELS = {"percentile": "percentile (preregistered)", "bca": "BCa", "bootstrap_t": "bootstrap-t",
@@ -19,10 +20,6 @@ def pct(x) -> str:
 
 def mc_interval(iv) -> str:
     return f"[{100 * iv[0]:.1f}, {100 * iv[1]:.1f}]"
-
-
-def f6(x) -> str:
-    return "NA" if x is None else f"{x:.6f}"
 
 
 def verdict(share: float, wilson, nominal: float) -> str:

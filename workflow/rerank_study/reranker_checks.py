@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import layout, model_pinning, reranker_run
+from .errors import fail_study
 from .fileio import read_json
 from .names import RUN_FILE
-from .studies import _fail
 
 
 def reranker_outputs(ce_pins: dict) -> int:
@@ -22,26 +22,28 @@ def check_model_pins(cfg: dict, lockdir) -> dict:
     index."""
     st, path = cfg["study"], Path(lockdir) / layout.MODEL_PINS
     if not path.is_file():
-        _fail(st["name"], path, f"reranker {st['reranker']!r} has no pins in this study's lock folder.",
-              "write <lockdir>/model_pins.json: cross_encoder {repo, revision, files {name: {bytes, "
-              "sha256}}, weights, architecture (from the model's config.json)}.")
+        fail_study(st["name"], path, f"reranker {st['reranker']!r} has no pins in this study's lock folder.",
+                   "write <lockdir>/model_pins.json: cross_encoder {repo, revision, files {name: {bytes, "
+                   "sha256}}, weights, architecture (from the model's config.json)}.")
     ce = read_json(path).get("cross_encoder")
     if not ce or ce.get("repo") != st["reranker"]:
-        _fail(st["name"], path, f"study.reranker is {st['reranker']!r} but the pinned cross-encoder is "
-              f"{(ce or {}).get('repo')!r}.", "name the pinned model in study.reranker, or pin the "
-              "model you mean.")
+        fail_study(st["name"], path, f"study.reranker is {st['reranker']!r} but the pinned cross-encoder is "
+                   f"{(ce or {}).get('repo')!r}.", "name the pinned model in study.reranker, or pin the "
+                   "model you mean.")
     for key in ("revision", "files", "weights", "architecture"):
         if not ce.get(key):
-            _fail(st["name"], path, f"cross_encoder.{key} is missing.", "pin the model completely (repo, "
-                  "revision, the sha256 of each file, the weights file, the architecture from its "
-                  "config.json).")
+            fail_study(st["name"], path,
+                       f"cross_encoder.{key} is missing.", "pin the model completely (repo, "
+                       "revision, the sha256 of each file, the weights file, the architecture from its "
+                       "config.json).")
     n_out, idx = reranker_outputs(ce), st["label_index"]
     if n_out > 1 and idx is None:
-        _fail(st["name"], path, f"the model has {n_out} output logits and study.label_index is not declared.",
-              f"declare which logit is the relevance score: study.label_index: <0..{n_out - 1}>.")
+        fail_study(st["name"], path,
+                   f"the model has {n_out} output logits and study.label_index is not declared.",
+                   f"declare which logit is the relevance score: study.label_index: <0..{n_out - 1}>.")
     if idx is not None and not 0 <= idx < n_out:
-        _fail(st["name"], path, f"study.label_index {idx} is not one of the model's {n_out} outputs.",
-              f"use an index in 0..{n_out - 1} (or null for a one-logit model).")
+        fail_study(st["name"], path, f"study.label_index {idx} is not one of the model's {n_out} outputs.",
+                   f"use an index in 0..{n_out - 1} (or null for a one-logit model).")
     return ce
 
 
@@ -55,9 +57,11 @@ def check_scorer(cfg: dict, ce: dict, default_ce: dict | None) -> None:
                           "vocab_size")
               if mine.get(k) != minilm.get(k)]
     if differ:
-        _fail(cfg["study"]["name"], cfg.get("study_file") or "config/config.yaml", "scorer is stand-in, but "
-              f"the STAND-IN has all-MiniLM-L6-v2's shape and {ce['repo']} differs in {', '.join(differ)}.",
-              "set scorer: pinned (and model_dir: <its files>) in this study's file.")
+        fail_study(cfg["study"]["name"], cfg.get("study_file") or "config/config.yaml",
+                   "scorer is stand-in, but "
+                   f"the STAND-IN has all-MiniLM-L6-v2's shape and {ce['repo']} differs in "
+                   f"{', '.join(differ)}.",
+                   "set scorer: pinned (and model_dir: <its files>) in this study's file.")
 
 
 def check_reranker(cfg: dict, lockdir, repin: set, default_model_pins=None) -> None:
@@ -67,11 +71,11 @@ def check_reranker(cfg: dict, lockdir, repin: set, default_model_pins=None) -> N
     if cfg["study"]["reranker_kind"] == RUN_FILE:
         return reranker_run.check_study(cfg, lockdir, repin)
     if "reranker_run" in repin:
-        _fail(cfg["study"]["name"], cfg.get("study_file") or "config/config.yaml",
-              "repin=reranker_run pins a run-file "
-              "reranker's run, and study.reranker_kind is cross-encoder.",
-              "set study.reranker_kind: run in the study "
-              "file (its reranker is then the run), or pin the cross-encoder with repin=model.")
+        fail_study(cfg["study"]["name"], cfg.get("study_file") or "config/config.yaml",
+                   "repin=reranker_run pins a run-file "
+                   "reranker's run, and study.reranker_kind is cross-encoder.",
+                   "set study.reranker_kind: run in the study "
+                   "file (its reranker is then the run), or pin the cross-encoder with repin=model.")
     if "model" in repin:
         model_pinning.check_request(cfg, lockdir)
         return

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from . import candidates, layout
+from .config import config_arg
 from .errors import MalformedInputError, PipelineError
 from .fileio import VerifiedFile, read_once, sha256_bytes
 
@@ -148,11 +149,6 @@ def lock_path(lockdir, kind: str) -> Path:
 
 
 # ------------------------------------------------------------- checks of a study's run-file reranker --
-def config_arg(cfg: dict) -> str:
-    """How a fix command names this study on the command line ('' for the default study of config.yaml)."""
-    return f"studies=[{cfg['study_file']}] " if cfg.get("study_file") else ""
-
-
 def frozen_and_splits(lockdir) -> tuple[dict, list[str], list[str]]:
     """The frozen candidate table ({qid: docs}) and the development and confirmation split lists, each checked
     against its pin in derived_pins.json and parsed from the checked bytes."""

@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from scipy.stats import kendalltau
 
 from . import analysis, audited, metrics, names
 from . import bootstrap as bs
-from .errors import PipelineError
 from .grouping import group_ids
 from .ranking import order_by_score, rerank_query
 
@@ -186,22 +184,6 @@ def side_problems(backend: str, pin_sha256: str, ref: Mapping, other: Mapping) -
             out.append(f"the {name} side's audit made the derived file again with sha256 "
                        f"{child.get('rederived_sha256')!r}, not the pin's {derived!r}")
     return out
-
-
-def rule_inputs(torch_rundir: str, rundir: str, derived_pins: str, backend: str) -> dict:
-    """Rule retention's inputs: both runs' audited files and the lock folder's pins; the torch run must exist
-    (it is read, never made, by the backend's invocation)."""
-    if not Path(f"{torch_rundir}/audit.json").is_file():
-        raise PipelineError(f"RETENTION of backend {backend!r} compares this run with the fp32 torch run of "
-                            f"the same study, queries and candidates, {torch_rundir}, which does not exist "
-                            f"(no {torch_rundir}/audit.json). Fix: run it first, with the same --config but "
-                            "without the backend's --configfile; or ask for this run's audit alone: "
-                            f"snakemake {rundir}/audit.json (with this invocation's options).")
-    from .retention_run import run_files
-
-    sides = (("torch", torch_rundir), ("backend", rundir))
-    files = {f"{side}_{key}": path for side, folder in sides for key, path in run_files(folder).items()}
-    return {**files, "derived_pins": derived_pins}
 
 
 def _primary(summary: Mapping, primary: str) -> dict:

@@ -7,6 +7,7 @@ and logit agreement."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 from . import analysis, audited, retention, run_tables
 from .errors import PipelineError
@@ -171,3 +172,17 @@ def record(ref: dict, other: dict, backend: str, pins_path, runs) -> dict:
                                            settings["evalstats"]["guardrails"]),
         "agreement": retention.logit_agreement(ref["qids"], ref["logits"], other["logits"]),
     }
+
+
+def rule_inputs(torch_rundir: str, rundir: str, derived_pins: str, backend: str) -> dict:
+    """Rule retention's inputs: both runs' audited files and the lock folder's pins; the torch run must exist
+    (it is read, never made, by the backend's invocation)."""
+    if not Path(f"{torch_rundir}/audit.json").is_file():
+        raise PipelineError(f"RETENTION of backend {backend!r} compares this run with the fp32 torch run of "
+                            f"the same study, queries and candidates, {torch_rundir}, which does not exist "
+                            f"(no {torch_rundir}/audit.json). Fix: run it first, with the same --config but "
+                            "without the backend's --configfile; or ask for this run's audit alone: "
+                            f"snakemake {rundir}/audit.json (with this invocation's options).")
+    sides = (("torch", torch_rundir), ("backend", rundir))
+    files = {f"{side}_{key}": path for side, folder in sides for key, path in run_files(folder).items()}
+    return {**files, "derived_pins": derived_pins}

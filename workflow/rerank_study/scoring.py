@@ -95,14 +95,7 @@ def contract(ce: Mapping) -> dict:
     return ScoringSettings.from_config(ce).as_dict()
 
 
-def scorer_identity(meta: Mapping, backend: str = TORCH_BACKEND, derived_sha256: str | None = None) -> str:
-    """What scored: the model's identity, with a derived backend's name and file sha256 after it."""
-    if backend == TORCH_BACKEND:
-        return meta["identity"]
-    return f"{meta['identity']} {backend}:sha256:{derived_sha256}"
-
-
-def scorer_label(meta: Mapping, identity: str) -> str:
+def pairs_model(meta: Mapping, identity: str) -> str:
     """The ``model`` column of pairs.tsv: the scorer's identity and the model's weights sha256."""
     return f"{identity} weights-sha256:{meta['weights_sha256']}"
 

@@ -24,17 +24,13 @@ import sys
 from pathlib import Path
 
 from . import beir, layout
-from .config import deep_update, validate_config
-from .errors import ConfigError, PipelineError
+from .config import config_arg, deep_update, load_yaml, validate_config
+from .errors import ConfigError, PipelineError, StudyError, fail_study
 from .fileio import read_json
 
 STUDY_DIR = Path("config") / "studies"
 PER_STUDY_KEYS = ("results", "resources")  # <key>/<study name>/ in a multi-study invocation
 TREC_RUN_FILE = Path(layout.TREC_RUN).name  # a study's committed TREC run: <lockdir>/candidates/run.trec
-
-
-class StudyError(PipelineError):
-    """A study names something that does not exist or does not fit; the message names study, file, fix."""
 
 
 def parse_study_list(value) -> list[str]:
@@ -59,11 +55,9 @@ def study_file(name: str, root) -> Path:
     return path
 
 
-def _load_yaml(path):
-    import yaml
-
-    with open(path, encoding="utf-8") as fh:
-        data = yaml.safe_load(fh)
+def read_study_file(path) -> dict:
+    """A study file's data: a mapping with a ``study`` block that names the study."""
+    data = load_yaml(path)
     if not isinstance(data, dict) or not isinstance(data.get("study"), dict) or "name" not in data["study"]:
         raise StudyError(f"STUDY FILE {path} must be a mapping with a 'study' block naming the study "
                          "(study: {name: ..., dataset: ..., ...}); see config/studies/scifact-minilm.yaml.")
@@ -111,7 +105,7 @@ def check_audit_reads(path) -> None:
 def study_config(base: dict, path) -> dict:
     """The validated config of one study (base: config.yaml + command line; the study file's values win)."""
     check_audit_reads(path)
-    overrides = _resolve_paths(_load_yaml(path), Path(path).resolve().parent)
+    overrides = _resolve_paths(read_study_file(path), Path(path).resolve().parent)
     if "studies" in overrides:
         raise StudyError(f"STUDY FILE {path}: a study cannot name other studies (key 'studies'); remove it.")
     cfg = deep_update({k: v for k, v in base.items() if k != "studies"}, overrides)
@@ -161,49 +155,43 @@ def qrels_names(study: dict) -> tuple[str, str]:
 
 
 # ---------------------------------------------------------------- parse-time input checks --
-def _fail(study: str, path, problem: str, fix: str):
-    raise StudyError(f"STUDY {study!r}: {problem}\n  file: {path}\n  fix: {fix}")
-
-
-def _config_arg(cfg: dict) -> str:
-    """How a fix command names this study on the command line ('' for the default study of config.yaml)."""
-    return f"studies=[{cfg['study_file']}] " if cfg.get("study_file") else ""
-
-
 def check_data_pins(cfg: dict, lockdir) -> dict:
     """The study's dataset is pinned in its lockdir, with both qrels files it names."""
     st, path = cfg["study"], Path(lockdir) / layout.DATA_PINS
     if not path.is_file():
         where = ("" if Path(lockdir).is_absolute() else f" (lockdir {lockdir} is relative to the folder "
                  f"snakemake runs in, {Path.cwd()}: run from the repository, or give lockdir=/absolute/path)")
-        _fail(st["name"], path, f"dataset {st['dataset']!r} has no pins in this study's lock folder{where}.",
-              f"pin it once, knowingly: snakemake --config {_config_arg(cfg)}repin=data "
-              "data_zip=/path/to/<dataset>.zip (a BEIR public "
-              "dataset listed in lockfiles/datasets/beir.json is verified by its published md5 and size "
-              "first), then commit the lock folder; or correct study.dataset / lockdir.")
+        fail_study(st["name"], path,
+                   f"dataset {st['dataset']!r} has no pins in this study's lock folder{where}.",
+                   f"pin it once, knowingly: snakemake --config {config_arg(cfg)}repin=data "
+                   "data_zip=/path/to/<dataset>.zip (a BEIR public "
+                   "dataset listed in lockfiles/datasets/beir.json is verified by its published md5 and size "
+                   "first), then commit the lock folder; or correct study.dataset / lockdir.")
     pins = read_json(path)
     if pins.get("dataset") != st["dataset"]:
-        _fail(st["name"], path, f"study.dataset is {st['dataset']!r} but the pinned dataset is "
-              f"{pins.get('dataset')!r}.",
-              "name the pinned dataset in study.dataset, or point lockdir at the lock folder of the "
-              "dataset you mean.")
+        fail_study(st["name"], path, f"study.dataset is {st['dataset']!r} but the pinned dataset is "
+                   f"{pins.get('dataset')!r}.",
+                   "name the pinned dataset in study.dataset, or point lockdir at the lock folder of the "
+                   "dataset you mean.")
     url = (pins.get("zip") or {}).get("url")
     if url and cfg["data"]["url"] != url:
-        _fail(st["name"], path, f"data.url is {cfg['data']['url']!r} but the pinned archive is {url!r}.",
-              "set data.url to the pinned archive's URL (in the study file).")
+        fail_study(st["name"], path, f"data.url is {cfg['data']['url']!r} but the pinned archive is {url!r}.",
+                   "set data.url to the pinned archive's URL (in the study file).")
     files = pins.get("files", {})
     for role, name in zip(("qrels_dev", "qrels_confirm"), qrels_names(st)):
         if name not in files:
-            _fail(st["name"], path, f"study.{role} = {st[role]!r}: {name} is not a pinned file (pinned: "
-                  f"{sorted(files)}).", f"name one of the pinned qrels files in study.{role} (a dataset with "
-                  "one qrels file: name it in both, and pin its drawn parts with repin=data).")
+            fail_study(st["name"], path, f"study.{role} = {st[role]!r}: {name} is not a pinned file (pinned: "
+                       f"{sorted(files)}).",
+                       f"name one of the pinned qrels files in study.{role} (a dataset with "
+                       "one qrels file: name it in both, and pin its drawn parts with repin=data).")
     for name in ("corpus.jsonl", "queries.jsonl"):
         if name not in files:
-            _fail(st["name"], path, f"the dataset pins have no {name}.", "re-pin the dataset "
-                  "with repin=data.")
+            fail_study(st["name"], path, f"the dataset pins have no {name}.", "re-pin the dataset "
+                       "with repin=data.")
     if not files[qrels_names(st)[1]].get("sealed"):
-        _fail(st["name"], path, f"{qrels_names(st)[1]} (study.qrels_confirm) is not marked \"sealed\": true.",
-              "the confirmation judgements must be the sealed file; correct study.qrels_confirm.")
+        fail_study(st["name"], path,
+                   f"{qrels_names(st)[1]} (study.qrels_confirm) is not marked \"sealed\": true.",
+                   "the confirmation judgements must be the sealed file; correct study.qrels_confirm.")
     return pins
 
 
@@ -212,9 +200,9 @@ def check_candidate_source(cfg: dict, lockdir, repin: set) -> None:
     st = cfg["study"]
     if "candidates" in repin:
         if st["candidates"] == "trec" and not cfg["trec_run"]:
-            _fail(st["name"], cfg["trec_run"] or "(trec_run not set)", "study.candidates is 'trec' and "
-                  "repin=candidates needs the run to freeze.", "add --config trec_run=/path/to/your.run "
-                  "(TREC format).")
+            fail_study(st["name"], cfg["trec_run"] or "(trec_run not set)", "study.candidates is 'trec' and "
+                       "repin=candidates needs the run to freeze.", "add --config trec_run=/path/to/your.run "
+                       "(TREC format).")
         return
     # (the table itself is a committed input checked in common.smk, after the split lists: data -> splits ->
     # candidates)
@@ -224,26 +212,30 @@ def check_candidate_source(cfg: dict, lockdir, repin: set) -> None:
     for name in wanted:
         path = Path(lockdir) / "candidates" / name
         if not path.is_file():
-            _fail(st["name"], path, f"the study's {st['candidates']} candidates are not in its lock folder.",
-                  f"freeze them once: snakemake --config {_config_arg(cfg)}repin=candidates"
-                  + (" trec_run=/path/to/your.run"
-                                                                            if st["candidates"] == "trec"
-                     else "")
-                  + ", then commit the lock folder.")
+            fail_study(st["name"], path,
+                       f"the study's {st['candidates']} candidates are not in its lock folder.",
+                       f"freeze them once: snakemake --config {config_arg(cfg)}repin=candidates"
+                       + (" trec_run=/path/to/your.run"
+                                                                                 if st["candidates"] == "trec"
+                          else "")
+                       + ", then commit the lock folder.")
     derived = Path(lockdir) / layout.DERIVED_PINS
     pin = read_json(derived).get("candidates") if derived.is_file() else None
     if pin is None:
         return  # the run's own check names the missing pin (rule run_inputs)
     if pin.get("source", "frozen") != st["candidates"]:
-        _fail(st["name"], derived, f"study.candidates is {st['candidates']!r} but the frozen candidates came "
-              f"from {pin.get('source', 'frozen')!r}.", "correct study.candidates, or re-freeze: --config "
-              "repin=candidates.")
+        fail_study(st["name"], derived,
+                   f"study.candidates is {st['candidates']!r} but the frozen candidates came "
+                   f"from {pin.get('source', 'frozen')!r}.",
+                   "correct study.candidates, or re-freeze: --config "
+                   "repin=candidates.")
     if pin["params"]["depth"] < cfg["candidates"]["depth"]:
-        _fail(st["name"], Path(lockdir) / pin["file"], f"the frozen candidates hold {pin['params']['depth']} "
-              f"per query, fewer than candidates.depth {cfg['candidates']['depth']}.",
-              f"freeze a deeper candidate list (--config {_config_arg(cfg)}repin=candidates"
-              + (" trec_run=/path/to/your.run" if st["candidates"] == "trec" else "") + "), or lower "
-              "candidates.depth knowingly.")
+        fail_study(st["name"], Path(lockdir) / pin["file"],
+                   f"the frozen candidates hold {pin['params']['depth']} "
+                   f"per query, fewer than candidates.depth {cfg['candidates']['depth']}.",
+                   f"freeze a deeper candidate list (--config {config_arg(cfg)}repin=candidates"
+                   + (" trec_run=/path/to/your.run" if st["candidates"] == "trec" else "") + "), or lower "
+                   "candidates.depth knowingly.")
 
 
 def check_first_acquisition(cfg: dict, lockdir, catalogue_path) -> None:
@@ -254,9 +246,10 @@ def check_first_acquisition(cfg: dict, lockdir, catalogue_path) -> None:
 
     st, path = cfg["study"], Path(lockdir) / layout.DATA_PINS
     if path.is_file():
-        _fail(st["name"], path, f"dataset {st['dataset']!r} is already pinned; repin=data writes "
-              "pins only once.",
-              "keep the pins (drop repin=data), or delete the file knowingly, in its own commit, to re-pin.")
+        fail_study(st["name"], path, f"dataset {st['dataset']!r} is already pinned; repin=data writes "
+                   "pins only once.",
+                   "keep the pins (drop repin=data), or delete the file knowingly, in its own commit, "
+                   "to re-pin.")
     if cfg["data_dir"]:
         split = {"seed": cfg["splits"]["seed"], "confirm_size": cfg["splits"]["confirm_size"]}
         dev, confirm = (Path(st[k]).stem for k in ("qrels_dev", "qrels_confirm"))
@@ -267,11 +260,12 @@ def check_first_acquisition(cfg: dict, lockdir, catalogue_path) -> None:
         return
     known = read_json(catalogue_path).get("datasets", {})
     if st["dataset"] not in known:
-        _fail(st["name"], catalogue_path, f"dataset {st['dataset']!r} is not in the catalogue (known: "
-              f"{', '.join(sorted(known))}).",
-              "name a catalogue dataset in study.dataset, add an entry with the "
-              "archive's URL, size and md5 as its publisher gives them, or pin a local BEIR-layout folder of "
-              "it (repin=data data_dir=FOLDER).")
+        fail_study(st["name"], catalogue_path, f"dataset {st['dataset']!r} is not in the catalogue (known: "
+                   f"{', '.join(sorted(known))}).",
+                   "name a catalogue dataset in study.dataset, add an entry with the "
+                   "archive's URL, size and md5 as its publisher gives them, or pin a local BEIR-layout "
+                   "folder of "
+                   "it (repin=data data_dir=FOLDER).")
 
 
 def check_mirror(cfg: dict, pins: dict) -> None:
@@ -283,10 +277,12 @@ def check_mirror(cfg: dict, pins: dict) -> None:
     corpus = Path(mirror) / "corpus.jsonl"
     want = pins["files"]["corpus.jsonl"].get("bytes")
     if corpus.is_file() and want is not None and corpus.stat().st_size != want:
-        _fail(st["name"], corpus, f"data_mirror {mirror} holds another dataset than {st['dataset']!r} "
-              f"(corpus.jsonl is {corpus.stat().st_size} bytes, the pinned one {want}).", "set this study's "
-              "own data_mirror in its study file (a command-line data_mirror applies to every study that "
-              "does not set one).")
+        fail_study(st["name"], corpus, f"data_mirror {mirror} holds another dataset than {st['dataset']!r} "
+                   f"(corpus.jsonl is {corpus.stat().st_size} bytes, the pinned one {want}).",
+                   "set this study's "
+                   "own data_mirror in its study file (a command-line data_mirror applies to every study "
+                   "that "
+                   "does not set one).")
 
 
 def check_study(cfg: dict, lockdir, repin: set, catalogue_path=None, default_model_pins=None) -> None:

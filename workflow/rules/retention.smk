@@ -3,7 +3,7 @@
 # read, never made, by this invocation).
 
 if DERIVED and not CONFIRM and not REPIN:
-    from rerank_study import retention as _retention
+    from rerank_study import retention_run as _retention_run
 
     TORCH_RUN = run_name({**config, "ce": {**config["ce"], "backend": TORCH_BACKEND}})
     TORCH_RUNDIR = f"{OUT}/{TORCH_RUN}"
@@ -17,7 +17,7 @@ if DERIVED and not CONFIRM and not REPIN:
         and the logits' agreement (rerank_study.retention)."""
         input:
             # both runs' audited files; the torch run is read, never made, here (a stop names the command)
-            unpack(lambda w: _retention.rule_inputs(TORCH_RUNDIR, RUNDIR, P["derived_pins"], BACKEND)),
+            unpack(lambda w: _retention_run.rule_inputs(TORCH_RUNDIR, RUNDIR, P["derived_pins"], BACKEND)),
         output:
             json=P["retention_json"],
             md=P["retention_md"],

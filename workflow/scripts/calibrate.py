@@ -1,7 +1,7 @@
 """Rule calibrate: coverage, type I error, randomization test and power of the run's own data
 (rerank_study.calibration_run) -> calibration.json."""
 
-from rerank_study import calibration_run, run_tables, splits
+from rerank_study import bootstrap, calibration_run, run_tables, splits
 from rerank_study.errors import PipelineError
 from rerank_study.fileio import read_json, read_tsv, write_json
 from rerank_study.rule import run
@@ -20,7 +20,7 @@ def main(sm):
                             f"{p.comparisons['primary']!r} (the run settings); rerun rule analyse")
     settings = calibration_run.settings_of(p.calibration, p.percentiles, p.threshold)
     deltas = calibration_run.run_deltas(rows, p.comparisons["all"], summary["metric"])
-    positions = calibration_run.group_positions(qids, run_tables.read_groups(sm.input.groups)[1])
+    positions = bootstrap.group_positions(qids, run_tables.read_groups(sm.input.groups)[1])
     record = calibration_run.calibration_record(deltas, positions, settings, primary=summary["primary"],
                                                 metric=summary["metric"],
                                                 confirmation_n=p.calibration["confirmation_n"],

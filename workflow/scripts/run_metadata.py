@@ -11,7 +11,7 @@ from rerank_study.fileio import atomic_write_text, read_json, sha256_file
 from rerank_study.names import METHODS
 from rerank_study.rule import run
 
-RUN_FILE = {a.key: a.path for a in layout.RUN_ARTEFACTS}
+ARTEFACT_PATH = {a.key: a.path for a in layout.RUN_ARTEFACTS}
 
 
 def git(basedir: str, *args: str) -> str | None:
@@ -46,7 +46,7 @@ def main(sm):
     candidates_sha256, n_analysed = sha256_file(sm.input.candidates), len(splits.read_split(sm.input.queries))
     for method in METHODS:
         path = getattr(sm.input, method)
-        record = {"file": RUN_FILE[f"run_{method}"], "sha256": sha256_file(path), "kind": sm.params.kind,
+        record = {"file": ARTEFACT_PATH[f"run_{method}"], "sha256": sha256_file(path), "kind": sm.params.kind,
                   "n_analysed": n_analysed, "candidates_sha256": candidates_sha256,
                   "method_sha256": sm.params.method}
         atomic_write_text(getattr(sm.output, method), run_metadata.sidecar(

@@ -28,7 +28,7 @@ def main(sm):
     rows = scoring.gather_shards(ranked, [(f, read_tsv(f, scoring.PAIR_HEADER)) for f in shard_files])
     meta = models.load_model_meta(Path(sm.input.model).parent)  # re-verifies every file
     pins = sm.input.derived_pins if settings.derived else None
-    label = scoring.scorer_label(meta, backends.pinned_identity(settings, meta, pins))
+    label = scoring.pairs_model(meta, backends.pinned_identity(settings, meta, pins))
     if {r["model"] for r in rows} != {label}:
         raise PipelineError("SHARD MISMATCH: the shards were scored by "
                             f"{sorted({r['model'] for r in rows})}, this run's model is {label}: delete "

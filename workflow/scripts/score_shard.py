@@ -84,7 +84,7 @@ def main(sm):
     models.check_pinned(meta, model_pins, sm.input.model_pins)  # ... against the lock
     models.check_architecture(model_pins["cross_encoder"], model_dir, meta["identity"])  # ... its config.json
     derived, identity = backends.scorer_of(sm.input, settings, model_dir, meta)
-    label = scoring.scorer_label(meta, identity)
+    label = scoring.pairs_model(meta, identity)
     versions = scoring.library_versions(settings)
     cache_dir = Path(sm.params.cache) / scoring.CACHE_FORMAT / meta["identity_sha256"][:16]
 
