@@ -24,8 +24,8 @@ os.environ["PYTHONPATH"] = os.pathsep.join([_LIB] + [p for p in os.environ.get("
 
 from snakemake.exceptions import WorkflowError
 
-from rerank_study import studies as _studies
-from rerank_study.errors import PipelineError
+from rerank_study.settings import studies as _studies
+from rerank_study.core.errors import PipelineError
 
 configfile: str(Path(workflow.basedir) / "config" / "config.yaml")
 

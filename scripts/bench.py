@@ -19,7 +19,8 @@ development queries x 50 candidates):
   * peak RSS of the pipeline path alone (measured before anything else is loaded);
   * sgemm ceiling: best torch.mm (5632x384) @ (384x1536) fp32 at the same thread count, before and after;
   * wall seconds per path, in interleaved rounds (A B C, then C B A):
-      ours     = rerank_study.scoring.score_run (per query, token-length-sorted chunks of 16, tokenise once),
+      ours     = rerank_study.reranker.scoring.score_run (per query, token-length-sorted chunks of 16,
+      tokenise once),
       upstream = sentence-transformers CrossEncoder.predict(all pairs, batch_size=16) (one global length sort,
                  batches mix queries),
       before   = this project's earlier batching (per query, candidate-order chunks of 16);
@@ -282,7 +283,7 @@ def bench_bootstrap():
     sys.path.insert(0, str(ROOT / "workflow"))
     import numpy as np
 
-    from rerank_study import bootstrap as bs
+    from rerank_study.stats import bootstrap as bs
 
     rng = np.random.default_rng(0)
     deltas = rng.normal(0, 0.2, 100).tolist()

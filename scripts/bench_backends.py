@@ -1,5 +1,5 @@
 """``bench.py backends``: each scorer of the same pairs (``torch`` = the fp32 model, ``onnx``, ``onnx-int8`` =
-the derived files of rerank_study.backends, made from the STAND-IN and verified against
+the derived files of rerank_study.reranker.backends, made from the STAND-IN and verified against
 lockfiles/derived_pins.json) in ONE child process of its own, one after the other, on the same threads:
 
   * seconds: round 0 (warm-up), then ``--rounds`` timed rounds of every pair; the best; pairs/s; the speed
@@ -8,7 +8,7 @@ lockfiles/derived_pins.json) in ONE child process of its own, one after the othe
   * determinism: float32-bit mismatches of the first two queries' logits at 1, 2 and 4 threads (a new
     session or thread count each) and of every timed round, against round 0;
   * ``--retention``: the whole development split (100 queries x 50 candidates; one round each), then the
-    conclusion retention of each backend against this machine's torch logits (rerank_study.retention:
+    conclusion retention of each backend against this machine's torch logits (rerank_study.repro.retention:
     per-query tau-b, top-10 overlap, largest |delta logit|; both studies' primary mean and grouped interval,
     the grouped paired interval of the difference, every verdict and guardrail unchanged or not).
 """
@@ -107,9 +107,12 @@ def speed_table(res: dict) -> list[str]:
 
 def retention_rows(res: dict, data: Path) -> list[str]:
     sys.path.insert(0, str(ROOT / "workflow"))
-    from rerank_study import analysis, beir, candidates, retention
-    from rerank_study.config import load_config, run_settings
-    from rerank_study.grouping import evidence_groups
+    from rerank_study.data import beir
+    from rerank_study.rankings import candidates
+    from rerank_study.repro import retention
+    from rerank_study.settings.config import load_config, run_settings
+    from rerank_study.stats import analysis
+    from rerank_study.stats.grouping import evidence_groups
 
     cfg = load_config(ROOT / "config" / "config.yaml")
     qids = list(res["torch"]["logits"])

@@ -25,8 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def run_data(rundir: Path, cfg: dict):
     """(deltas, positions, primary, metric, label) of a finished run, or synthetic data of its shape."""
-    from rerank_study import bootstrap, calibration_run, run_tables
-    from rerank_study.fileio import read_json, read_tsv
+    from rerank_study.calibration import calibration_run
+    from rerank_study.core.fileio import read_json, read_tsv
+    from rerank_study.stats import bootstrap, run_tables
 
     if (rundir / "calibration.json").exists() or (rundir / "per_query.tsv").exists():
         rows, summary = read_tsv(rundir / "per_query.tsv"), read_json(rundir / "summary.json")
@@ -55,9 +56,9 @@ def rule_benchmark(rundir: Path):
 
 def throughput(deltas, positions, settings, samples: int, naive_samples: int) -> dict:
     """Replicates/s of the vectorised sample against the plain loops on the same coverage samples."""
-    from rerank_study import calibration as cal
-    from rerank_study import calibration_intervals as civ
-    from rerank_study.calibration_inputs import prepare
+    from rerank_study.calibration import calibration as cal
+    from rerank_study.calibration import calibration_intervals as civ
+    from rerank_study.calibration.calibration_inputs import prepare
 
     data = prepare(deltas, positions)
     args = []
@@ -84,8 +85,8 @@ def throughput(deltas, positions, settings, samples: int, naive_samples: int) ->
 
 def main(rundir: str, threads: int) -> int:
     sys.path.insert(0, str(ROOT / "workflow"))
-    from rerank_study import calibration_run
-    from rerank_study.config import load_config, run_settings
+    from rerank_study.calibration import calibration_run
+    from rerank_study.settings.config import load_config, run_settings
 
     cfg = load_config(ROOT / "config" / "config.yaml")
     st = run_settings(cfg)

@@ -5,7 +5,8 @@ nothing).
 
 ONE child process, in the scoring contract's numeric mode (strict CNR), on the first --queries
 development queries x 50 candidates with the stand-in: one warm pass of the pipeline path
-(rerank_study.scoring.score_run), then one pass under torch.profiler (CPU). Stages by the inclusive time of
+(rerank_study.reranker.scoring.score_run), then one pass under torch.profiler (CPU). Stages by the inclusive
+time of
 the top-level operator each nn module calls (children included: addmm's bias copy is the linear stage's):
   linear      aten::linear (the Q, K, V, O projections, the two FFN products, pooler and classifier);
   attention   aten::scaled_dot_product_attention (QK^T, mask, softmax, PV; transformers' sdpa path);

@@ -33,10 +33,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.dont_write_bytecode = True  # no byte-code caches in the checkout's code folders
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from rerank_study import studies  # noqa: E402
-from rerank_study.config import deep_update, load_config  # noqa: E402
-from rerank_study.errors import PipelineError  # noqa: E402
+from rerank_study.core.errors import PipelineError  # noqa: E402
 from rerank_study.seal import freeze, locations, status  # noqa: E402
+from rerank_study.settings import studies  # noqa: E402
+from rerank_study.settings.config import deep_update, load_config  # noqa: E402
 
 
 def parser() -> argparse.ArgumentParser:

@@ -14,9 +14,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from rerank_study import machine, names, reference  # noqa: E402
-from rerank_study.errors import PipelineError  # noqa: E402
-from rerank_study.fileio import read_json  # noqa: E402
+from rerank_study.core import machine, names  # noqa: E402
+from rerank_study.core.errors import PipelineError  # noqa: E402
+from rerank_study.core.fileio import read_json  # noqa: E402
+from rerank_study.repro import reference
 
 
 def main(argv=None) -> int:

@@ -26,7 +26,7 @@ AUDIT = ROOT / "scripts" / "audit"  # the standard-library audit: run it as pyth
 sys.path.insert(0, str(ROOT / "workflow"))
 # The scoring contract's numeric mode (oneMKL strict CNR) for every process the tests start and for
 # in-process scoring: MKL reads it at its first call, so it is set before any test imports torch.
-from rerank_study.numerics import CNR_ENV  # noqa: E402  (imports no torch)
+from rerank_study.reranker.numerics import CNR_ENV  # noqa: E402  (imports no torch)
 
 os.environ.update(CNR_ENV)
 

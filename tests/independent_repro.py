@@ -1,5 +1,6 @@
-"""Reproducibility measures written independently of rerank_study.repro_measures, for the tests that check
-it (tests/unit/test_repro_measures.py) and its use on a run folder
+"""Reproducibility measures written independently of rerank_study.repro.repro_measures, for the tests that
+check
+it (tests/unit/repro/test_repro_measures.py) and its use on a run folder
 (tests/workflow/test_reproduction_measures.py): SciPy's Kendall tau on repro_eval's union codes, Webber et
 al.'s RBO_ext in exact fractions, exact-fraction RMSE / nRMSE / ER / ΔRI and Pyserini's band."""
 

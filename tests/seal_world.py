@@ -12,9 +12,9 @@ from pathlib import Path
 import yaml
 from conftest import DATA, FIXTURE, ROOT, make_lockdir, run_snakemake
 
-from rerank_study.config import load_config
 from rerank_study.seal import ledger, locations
 from rerank_study.seal import protocol as seal_protocol
+from rerank_study.settings.config import load_config
 
 GIT = ["git", "-c", "user.email=t@t", "-c", "user.name=t", "-c", "commit.gpgsign=false"]
 # the fixture runs' overrides (tests/data/fixture_config.yaml, which the DAG runs of the tests are given):

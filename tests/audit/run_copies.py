@@ -28,8 +28,8 @@ def run_audit(rundir: Path, lockdir: Path):
 def rerender_page(rundir: Path, m: dict) -> None:
     """report.html made again from an edited report.md (its sha256 no longer the manifest's), as a forger
     keeping the derived page consistent would: so a test of report.md's check sees that check fail alone."""
-    from rerank_study import report_html
-    from rerank_study.fileio import read_tsv
+    from rerank_study.core.fileio import read_tsv
+    from rerank_study.report import report_html
 
     entry = next((a for a in m["artefacts"] if a["key"] == "report"), None)
     report = rundir / "report.md"

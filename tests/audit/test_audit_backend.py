@@ -1,6 +1,7 @@
 """The audit's account of a derived backend's pin (scripts/audit/backend.py): the pin's recorded recipe must
 be the documented recipe of its slot, every step with its arguments and the session, for the pinned
-architecture; the audit's statement of that recipe agrees with the pipeline's (rerank_study.backends.recipe,
+architecture; the audit's statement of that recipe agrees with the pipeline's
+(rerank_study.reranker.backends.recipe,
 written apart)."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import audit_module
 
-from rerank_study import backends
+from rerank_study.reranker import backends
 
 LOCK = Path(__file__).resolve().parents[2] / "lockfiles"
 PINS = json.loads((LOCK / "derived_pins.json").read_text(encoding="utf-8"))["backends"]

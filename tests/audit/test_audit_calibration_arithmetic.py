@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from conftest import audit_module
 
-from rerank_study import calibration as cal
-from rerank_study import calibration_inputs as cin
+from rerank_study.calibration import calibration as cal
+from rerank_study.calibration import calibration_inputs as cin
 
 cs = audit_module("calib_stats")
 ec = audit_module("expected_calibration")

@@ -1,4 +1,4 @@
-"""The audit's own copy of the documented layout equals the pipeline's table (rerank_study.layout), and a
+"""The audit's own copy of the documented layout equals the pipeline's table (rerank_study.core.layout), and a
 manifest, a run folder or a lock folder that does not follow it is refused
 (tests/audit/test_audit_corruptions.py runs the corruptions on real runs)."""
 
@@ -8,7 +8,7 @@ import re
 
 from conftest import ROOT, audit_module
 
-from rerank_study import layout
+from rerank_study.core import layout
 
 
 def test_the_audit_layout_is_the_pipelines():
@@ -57,7 +57,7 @@ def test_the_documented_columns_are_the_audits():
 
 
 def test_the_cross_study_table_is_declared_column_by_column():
-    from rerank_study.cross_table import CROSS_STUDY_COLUMNS, RETENTION_COLUMNS
+    from rerank_study.report.cross_table import CROSS_STUDY_COLUMNS, RETENTION_COLUMNS
 
     assert tuple(c for c, _, _ in audit_module("columns").CROSS_STUDY) == CROSS_STUDY_COLUMNS
     assert tuple(c for c, _, _ in audit_module("columns").CROSS_RETENTION) == RETENTION_COLUMNS

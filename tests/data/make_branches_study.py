@@ -133,7 +133,7 @@ def generate() -> dict[str, bytes]:
 
 def data_pins(beir: Path) -> dict:
     sys.path.insert(0, str(REPO / "workflow"))
-    from rerank_study.beir import qrels_content_sha256, read_qrels
+    from rerank_study.data.beir import qrels_content_sha256, read_qrels
 
     roles = {"corpus.jsonl": "corpus", "queries.jsonl": "queries", "qrels/dev.tsv": "qrels_dev",
              "qrels/test.tsv": "qrels_confirm"}
@@ -163,7 +163,7 @@ def build(root=OUT) -> dict[str, str]:
         path.write_bytes(data)
         written[rel] = path
     sys.path.insert(0, str(REPO / "workflow"))
-    from rerank_study.fileio import write_json
+    from rerank_study.core.fileio import write_json
 
     write_json(root / "lockfiles" / "data_pins.json", data_pins(root / "beir"))
     written["lockfiles/data_pins.json"] = root / "lockfiles" / "data_pins.json"

@@ -25,8 +25,8 @@ put in on purpose:
 
 Deterministic: the data part uses only the standard library and numpy (PCG64 streams of
 ``integers``, ``random``, ``permutation`` and ``choice``); running the script twice gives the same
-bytes. The pins are computed with the project's own code (``rerank_study.beir.read_qrels`` +
-``qrels_content_sha256``; ``rerank_study.fileio.write_json``), imported from ../../workflow.
+bytes. The pins are computed with the project's own code (``rerank_study.data.beir.read_qrels`` +
+``qrels_content_sha256``; ``rerank_study.core.fileio.write_json``), imported from ../../workflow.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def tokens(text: str) -> list[str]:
 
 
 def doc_text(title: str, text: str) -> str:
-    """BEIR's convention (rerank_study.beir.doc_text): (title + " " + text).strip()."""
+    """BEIR's convention (rerank_study.data.beir.doc_text): (title + " " + text).strip()."""
     return (title + " " + text).strip()
 
 
@@ -288,7 +288,7 @@ def generate(seed: int = SEED) -> dict[str, bytes]:
 
 def data_pins(beir_dir: Path) -> dict:
     sys.path.insert(0, str(REPO / "workflow"))
-    from rerank_study.beir import qrels_content_sha256, read_qrels
+    from rerank_study.data.beir import qrels_content_sha256, read_qrels
 
     roles = {"corpus.jsonl": "corpus", "queries.jsonl": "queries", "qrels/dev.tsv": "qrels_dev",
              "qrels/test.tsv": "qrels_confirm"}
@@ -307,7 +307,7 @@ def data_pins(beir_dir: Path) -> dict:
                     "tests/data/make_synthetic_study.py from fixed word lists with numpy "
                     "default_rng(20261130); files in tests/data/synthetic_beir. Local only, so no zip entry. "
                     "content_sha256 = sha256 of the sorted 'qid\\tdocid\\tscore\\n' rows "
-                    "(rerank_study.beir.qrels_content_sha256).",
+                    "(rerank_study.data.beir.qrels_content_sha256).",
         "dataset": DATASET,
         "files": files,
     }
@@ -325,7 +325,7 @@ def build(root=HERE, seed: int = SEED) -> dict:
     lock = root / "studies" / "synthetic" / "lockfiles"
     lock.mkdir(parents=True, exist_ok=True)
     sys.path.insert(0, str(REPO / "workflow"))
-    from rerank_study.fileio import write_json
+    from rerank_study.core.fileio import write_json
 
     write_json(lock / "data_pins.json", data_pins(root / "synthetic_beir"))
     written["studies/synthetic/lockfiles/data_pins.json"] = lock / "data_pins.json"

@@ -10,7 +10,7 @@ study's main reranker (6 x 384) but reads the same tokenizer. Its scores carry N
   (buffers such as ``position_ids`` skipped) is drawn from ``numpy.random.default_rng(seed)`` in
   sorted parameter-name order: ``normal(0, 0.02)`` as float32 for weight matrices and embeddings,
   1 for LayerNorm weights, 0 for every bias. Saved with safetensors with ONE metadata key (a
-  second key made the bytes differ between processes, see rerank_study.models.build_standin).
+  second key made the bytes differ between processes, see rerank_study.reranker.models.build_standin).
 * config.json: ``json.dumps(cfg, indent=2, sort_keys=True) + "\\n"``, in the style of the project's
   stand-in (``sentence_transformers.activation_fn`` = Identity, ``torch_dtype`` float32).
 * Tokenizer: vocab.txt, tokenizer.json, tokenizer_config.json, special_tokens_map.json copied
@@ -213,7 +213,7 @@ def default_pins_path(num_labels: int) -> Path:
 
 def write_pins(path, info: dict) -> None:
     sys.path.insert(0, str(REPO / "workflow"))
-    from rerank_study.fileio import write_json
+    from rerank_study.core.fileio import write_json
 
     write_json(path, model_pins(info))
 

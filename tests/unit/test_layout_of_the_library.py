@@ -159,7 +159,7 @@ def private_uses(path: Path) -> list[str]:
 
 
 def test_the_private_use_finder_sees_both_spellings(tmp_path):
-    module = next(m for m in MODULES if m.count(".") == 1 and m != f"{PACKAGE}.__init__")
+    module = next(m for m in MODULES if m.count(".") == 2)  # a module of a subpackage
     package, leaf = module.rsplit(".", 1)
     user = tmp_path / "user.py"
     user.write_text(f"from {module} import _hidden, public\nfrom {package} import {leaf}\n"
@@ -171,3 +171,24 @@ def test_no_private_helper_is_used_across_modules():
     found = [use for path in [*MODULES.values(), *USERS] for use in private_uses(path)]
     assert found == [], "a private helper used outside its module (make it public where it belongs):\n" + \
         "\n".join(found)
+
+
+def test_every_module_is_listed_in_its_package_index():
+    """Each package's ``__all__`` lists exactly its modules and subpackages (the index of the package)."""
+    wrong = []
+    for init in sorted(LIBRARY.rglob("__init__.py")):
+        folder = init.parent
+        here = sorted([p.stem for p in folder.glob("*.py") if p.name != "__init__.py"]
+                      + [d.name for d in folder.iterdir() if (d / "__init__.py").is_file()])
+        body = ast.parse(init.read_text(encoding="utf-8")).body
+        listed = next((ast.literal_eval(n.value) for n in body if isinstance(n, ast.Assign)
+                       and [getattr(t, "id", None) for t in n.targets] == ["__all__"]), None)
+        if listed is None or sorted(listed) != here:
+            wrong.append(f"{init.relative_to(ROOT)}: __all__ = {listed}, the folder holds {here}")
+    assert wrong == [], "\n".join(wrong)
+
+
+def test_every_package_says_what_lives_in_it():
+    for init in sorted(LIBRARY.rglob("__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert doc and len(doc.splitlines()) >= 2, f"{init.relative_to(ROOT)}: no docstring of what is there"

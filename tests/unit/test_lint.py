@@ -51,7 +51,7 @@ def test_no_file_over_400_lines_and_no_function_over_60_lines():
 COMPUTED_INCLUDES = {
     "Snakefile": "config/config.yaml, by its absolute path in the checkout",
     "workflow/rules/studies.smk": "the studies' module file, written from config/ and the study files by "
-                                  "rerank_study.studies.modules_file (method code) into resources/",
+                                  "rerank_study.settings.studies.modules_file (method code) into resources/",
 }
 
 

@@ -192,7 +192,7 @@ def test_the_audit_fails_a_pin_whose_sha256_is_not_its_recipes_file(world, tmp_p
     pin); the audit's child makes the int8 file again from the verified model by the recipe and fails the
     run."""
     sys.path.insert(0, str(ROOT / "workflow"))
-    from rerank_study import backends
+    from rerank_study.reranker import backends
 
     wd = copy_world(world, tmp_path)
     path = wd / "lockfiles" / "derived_pins.json"
@@ -218,7 +218,7 @@ def test_a_backend_study_beside_its_torch_study_has_its_retention_in_the_cross_s
     the two runs' per-query tables."""
     from conftest import make_lockdir, studies_arg, write_yaml
 
-    from rerank_study.config import load_config
+    from rerank_study.settings.config import load_config
 
     base = load_config(ROOT / "config" / "config.yaml")
     files = []

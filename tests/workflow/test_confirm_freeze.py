@@ -18,11 +18,11 @@ import pytest
 from conftest import ROOT, read_json, run_freeze, run_snakemake
 from seal_world import FIXTURE_SPLITS, TEST_SWITCHES, code_copy, copy_workdir, fixture_cfg, sha256
 
-from rerank_study.config import load_config
-from rerank_study.errors import SealError
+from rerank_study.core.errors import SealError
 from rerank_study.seal import freeze as seal_freeze
 from rerank_study.seal import guard, locations
 from rerank_study.seal import ledger as seal_ledger
+from rerank_study.settings.config import load_config
 
 
 def test_freeze_refuses_a_smoke_run_a_standin_run_and_an_edited_summary(smoke_run, dev_run,
@@ -104,7 +104,7 @@ def test_freeze_writes_protocol_method_hash_and_preregistration_with_an_mde_we_r
     assert p["candidates"]["file_sha256"] == sha256(lock / "candidates/candidates.tsv")
     # the method: every library module, rule script, rule, the Snakefile, schema, requirements lock
     files = p["method"]["files"]
-    for rel in ("workflow/rerank_study/metrics.py", "workflow/rerank_study/ranking.py",
+    for rel in ("workflow/rerank_study/stats/metrics.py", "workflow/rerank_study/rankings/ranking.py",
                 "workflow/scripts/evaluate.py", "workflow/rules/analyse.smk", "Snakefile",
                 "workflow/schemas/config.schema.yaml", "lockfiles/requirements.lock", "lockfiles/torch.txt"):
         assert files[rel] == sha256(ROOT / rel), rel
@@ -182,7 +182,7 @@ def test_changed_code_stops_an_opening_and_a_refactor_is_refrozen_only_before_an
     grp.write_text(g_orig)
     # another stand-in head is no refactor either: the built stand-in no longer matches its pins, and the
     # build stops (the stand-in is pinned in model_pins.json 'standin')
-    mod = repo / "workflow/rerank_study/models.py"
+    mod = repo / "workflow/rerank_study/reranker/models.py"
     original = mod.read_text()
     head = "generator=gen) * head_std).contiguous()"  # the classifier head's weights
     assert original.count(head) == 1

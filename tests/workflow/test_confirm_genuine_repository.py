@@ -10,7 +10,7 @@ import shutil
 import pytest
 from seal_world import commit_all, constructed_freeze, genuine_repo, git, repo_config
 
-from rerank_study.errors import SealError
+from rerank_study.core.errors import SealError
 from rerank_study.seal import guard, locations, tree
 from rerank_study.seal import ledger as seal_ledger
 
@@ -106,8 +106,9 @@ def test_a_genuine_opening_refuses_repin_and_changed_committed_code(genuine):
     repo, cfg, sha = genuine
     with pytest.raises(SealError, match="repin=candidates in confirmation mode"):
         guard.check_unseal(dict(cfg, repin="candidates"), repo / "lockfiles", repo)
-    ranking = repo / "workflow/rerank_study/ranking.py"
+    ranking = repo / "workflow/rerank_study/rankings/ranking.py"
     ranking.write_text(ranking.read_text() + "\n# a committed change after freezing\n")
     commit_all(repo, "change after freezing")
-    with pytest.raises(SealError, match=r"method changed .*workflow/rerank_study/ranking.py \(changed\)"):
+    with pytest.raises(SealError,
+                       match=r"method changed .*workflow/rerank_study/rankings/ranking.py \(changed\)"):
         guard.check_unseal(cfg, repo / "lockfiles", repo)

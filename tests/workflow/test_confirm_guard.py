@@ -13,7 +13,7 @@ import pytest
 from conftest import ROOT, read_json, run_snakemake
 from seal_world import SEALED, TEST_SWITCHES, code_copy, fixture_cfg
 
-from rerank_study.errors import SealError
+from rerank_study.core.errors import SealError
 from rerank_study.seal import guard, locations
 from rerank_study.seal import ledger as seal_ledger
 
@@ -173,7 +173,7 @@ def test_changed_method_stops_the_opening_and_names_the_files(frozen, tmp_path):
     wd, sha = frozen
     repo = code_copy(tmp_path / "repo")
     assert guard.check_unseal(fixture_cfg(sha), wd / "lockfiles", repo)["opening"] == 1
-    metrics = repo / "workflow/rerank_study/metrics.py"
+    metrics = repo / "workflow/rerank_study/stats/metrics.py"
     metrics.write_text(metrics.read_text().replace("log2(i + 2)", "log2(i + 3)") + "\n")
     (repo / "workflow/scripts/extra.py").write_text("# a new rule script\n")
     (repo / "lockfiles/torch.txt").write_text("torch==2.14.0\n")
@@ -181,6 +181,6 @@ def test_changed_method_stops_the_opening_and_names_the_files(frozen, tmp_path):
         guard.check_unseal(fixture_cfg(sha), wd / "lockfiles", repo)
     msg = str(err.value)
     assert "the method changed since the protocol was frozen" in msg and "refreeze" in msg
-    for part in ("workflow/rerank_study/metrics.py (changed)", "workflow/scripts/extra.py (added)",
+    for part in ("workflow/rerank_study/stats/metrics.py (changed)", "workflow/scripts/extra.py (added)",
                  "lockfiles/torch.txt (changed)"):
         assert part in msg, msg

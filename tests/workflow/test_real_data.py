@@ -47,7 +47,7 @@ def test_check_reproduction_against_the_committed_reference(real_smoke):
     # the inputs, model and shape are the reference's: the check compares artefacts, it never says
     # NOT-COMPARABLE
     assert result["verdict"] in ("IDENTICAL", "REPRODUCED", "DIFFERENT"), result
-    from rerank_study import machine
+    from rerank_study.core import machine
 
     here = machine.facts()
     same_machine = (here["cpu"] == ref["machine"]["cpu"] and here["torch"] == ref["machine"]["torch"])

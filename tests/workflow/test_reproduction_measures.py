@@ -24,7 +24,7 @@ from independent_repro import (
     webber_rbo_ext,
 )
 
-from rerank_study import reference
+from rerank_study.repro import reference
 
 pytestmark = pytest.mark.slow  # uses the smoke DAG run
 MACHINE = {"cpu": {"model": "test"}, "machine": "test", "torch": {}}

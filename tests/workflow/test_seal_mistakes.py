@@ -21,11 +21,12 @@ import pytest
 from conftest import DATA, FIXTURE, ROOT, read_json, run_snakemake
 from seal_world import commit_all, constructed_freeze, genuine_repo, git, look_at_sealed_file, repo_config
 
-from rerank_study import beir, splits, studies
-from rerank_study.errors import SealError
-from rerank_study.fileio import write_json
+from rerank_study.core.errors import SealError
+from rerank_study.core.fileio import write_json
+from rerank_study.data import beir, splits
 from rerank_study.seal import freeze as seal_freeze
 from rerank_study.seal import guard, ledger, locations, registry, status, traces
+from rerank_study.settings import studies
 
 pytestmark = pytest.mark.slow  # runs snakemake
 

@@ -15,9 +15,9 @@ import pytest
 from conftest import FIXTURE, read_json, run_snakemake
 from seal_world import commit_all, constructed_freeze, genuine_repo, git, look_at_sealed_file, repo_config
 
-from rerank_study import beir
-from rerank_study.errors import SealError
-from rerank_study.fileio import write_json
+from rerank_study.core.errors import SealError
+from rerank_study.core.fileio import write_json
+from rerank_study.data import beir
 from rerank_study.seal import freeze as seal_freeze
 from rerank_study.seal import guard, locations, registry, tree
 
@@ -56,9 +56,9 @@ def test_an_edited_content_hash_neither_renames_the_sealed_set_nor_frees_it_for_
 def test_a_pinned_content_hash_is_checked_against_the_verified_bytes(tmp_path):
     """Every verification of a qrels file checks its content hash too: an edited content_sha256 cannot ride on
     a correct file sha256."""
-    from rerank_study.acquire import check_file
-    from rerank_study.errors import PinMismatchError
-    from rerank_study.pins import DataPins
+    from rerank_study.core.errors import PinMismatchError
+    from rerank_study.data.acquire import check_file
+    from rerank_study.data.pins import DataPins
 
     pins_path = tmp_path / "pins.json"
     pins = read_json(FIXTURE.parent / "lockfiles/data_pins.json")
@@ -80,7 +80,7 @@ def test_a_look_through_a_study_folder_deleted_later_still_counts_in_a_fresh_clo
                      "qrels/test.tsv\n  reranker: cross-encoder/ms-marco-MiniLM-L6-v2\n  label_index: null\n"
                      "  candidates: frozen\nlockdir: ../../lockfiles/studies/y\n")
     commit_all(repo, "study y")
-    from rerank_study import studies
+    from rerank_study.settings import studies
 
     ycfg = studies.study_config(repo_config(repo), study)
     sha_y = constructed_freeze(repo, ycfg, y)

@@ -30,7 +30,7 @@ from conftest import (
     write_yaml,
 )
 
-from rerank_study.config import load_config
+from rerank_study.settings.config import load_config
 
 
 def fixture_study(tmp: Path) -> Path:

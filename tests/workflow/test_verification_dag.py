@@ -8,7 +8,7 @@ import shutil
 import pytest
 from conftest import read_json, run_snakemake
 
-from rerank_study import scoring
+from rerank_study.reranker import scoring
 
 
 def test_verification_record_of_a_run(smoke_run):
@@ -38,8 +38,8 @@ def test_an_altered_but_rechecksummed_cache_entry_is_caught_by_re_inference(smok
 
 
 def test_a_tampered_model_copy_says_what_to_delete(smoke_run, fixture_workdir, tmp_path):
-    from rerank_study import models
-    from rerank_study.errors import PinMismatchError
+    from rerank_study.core.errors import PinMismatchError
+    from rerank_study.reranker import models
 
     folder = next((fixture_workdir / "resources/models").glob("standin-seed*"))
     copy = tmp_path / folder.name

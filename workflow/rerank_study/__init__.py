@@ -1,27 +1,19 @@
 """rerank_study: the pure, tested science of a sealed reranking experiment.
 
-Modules (one place for each concept):
-  errors     - the three kinds of loud failure (pin, missing input, malformed input) + config
-  fileio     - sha256/md5, atomic writes, canonical JSON, exact float text
-  config     - load + schema-validate the experiment config, derived run settings
-  config_docs - config/README.md rendered from the schema's key descriptions
-  beir       - BEIR SciFact reader (corpus / queries / qrels) with file+line errors
-  acquire    - pinned acquisition of SciFact (cache -> mirror/zip -> URL)
-  splits     - development / confirmation query splits (drawn once, pinned)
-  ranking    - the tie rule, rank materialisation, reciprocal-rank fusion (RRF and blend)
-  trec       - TREC run files
-  retrieval  - BM25 (bm25s) and dense (all-MiniLM-L6-v2) first-stage retrieval
-  candidates - the frozen RRF-50 candidate table
-  models     - pinned model files, verification, resolution, the STAND-IN
-  scoring    - cross-encoder scoring of (query, candidate) pairs
-  scoring_batches - tokenise once, the per-query batch plan, the row order inside a batch
-  scoring_model   - the numeric setup, loading the cross-encoder, the forward pass of one batch
-  metrics    - nDCG@10 (trec_eval ndcg_cut), Recall@K, MRR@10, first relevant rank
-  grouping   - evidence groups: connected components of queries sharing a relevant doc
-  bootstrap  - grouped / query-level paired bootstrap, percentiles, diagnostics
-  evalstats  - McNemar, capped recall, chance level, slices, multiplicity, power
-  protocol   - frozen confirmation protocol, unsealing guards, ledger
-  report     - markdown report and plots
+One subpackage for each concept (each package's ``__all__`` lists its modules):
+  core        - loud errors, file I/O and hashes, names, the layout, rule-script glue, machine facts
+  settings    - the config and its README, the studies, the parse-time checks of a study
+  data        - pinned acquisition, the BEIR catalogue and readers, the pins, the query splits
+  rankings    - the tie rule and fusion, TREC run files, first-stage retrieval, the frozen candidates
+  reranker    - pinned models, cross-encoder scoring, derived backends, a run file as the reranker
+  stats       - metrics, evidence groups, the paired bootstrap, evaluation statistics, the analysis
+  calibration - how far the grouped interval can be trusted on a run's own data
+  repro       - the reference, reproducibility measures, conclusion retention of a derived backend
+  report      - the markdown and HTML report, paper tables, ir_metadata sidecars, the cross-study table
+  seal        - the sealed confirmation: frozen protocol, guarded opening, the ledger of every look
 """
 
 __version__ = "0.1.0"
+
+__all__ = ['calibration', 'core', 'data', 'rankings', 'report', 'repro', 'reranker', 'seal', 'settings',
+    'stats']

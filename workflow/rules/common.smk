@@ -3,15 +3,15 @@
 import json
 import shlex
 
-from rerank_study import layout
-from rerank_study.config import candidate_params, run_name, run_settings, run_shape
-from rerank_study.fingerprint import library_sha256
-from rerank_study.layout import manifest_keys
-from rerank_study.names import CROSS_ENCODER, RUN_FILE, STAND_IN, TORCH_BACKEND
-from rerank_study.reference import reference_name
+from rerank_study.core import layout
+from rerank_study.settings.config import candidate_params, run_name, run_settings, run_shape
+from rerank_study.core.fingerprint import library_sha256
+from rerank_study.core.layout import manifest_keys
+from rerank_study.core.names import CROSS_ENCODER, RUN_FILE, STAND_IN, TORCH_BACKEND
+from rerank_study.repro.reference import reference_name
 from rerank_study.seal.method import method_sha256
 
-STUDY = config["study"]  # the dataset, reranker and candidate source of this invocation (rerank_study.studies)
+STUDY = config["study"]  # the dataset, reranker and candidate source of this invocation (rerank_study.settings.studies)
 RERANKER_KIND = STUDY["reranker_kind"]  # a cross-encoder scored here, or a pinned run file (score.smk)
 QRELS_DEV, QRELS_SEALED = _studies.qrels_names(STUDY)  # a one-qrels dataset: its two pinned, drawn parts
 RES = config["resources"]
@@ -91,7 +91,7 @@ P = {
     # the scoring shards (score.smk): intermediate files, gathered by rule score into the run's pairs.tsv
     "score_shard_pairs": f"{RUNDIR}/shards/score-of-{SHARDS}/{{shard}}.tsv",
     "score_shard_measurements": f"{RUNDIR}/measurements/score-of-{SHARDS}/{{shard}}.json",
-    # one run of the analysis: every file of the run folder (rerank_study.layout)
+    # one run of the analysis: every file of the run folder (rerank_study.core.layout)
     **layout.run_paths(RUNDIR),
 }
 SPLIT_LISTS = {"dev": f"{LOCK}/{layout.SPLIT_DEV}", "confirm": f"{LOCK}/{layout.SPLIT_CONFIRM}"}  # committed, pinned

@@ -61,7 +61,7 @@ else:
 
 
 rule backend_model:
-    """A derived backend's file (ce.backend: ONNX Runtime fp32 or int8; rerank_study.backends), made from the verified
+    """A derived backend's file (ce.backend: ONNX Runtime fp32 or int8; rerank_study.reranker.backends), made from the verified
     model folder by the pinned recipe and checked against its pin in <lockdir>/derived_pins.json (no pin, another
     library version or other bytes: a stop before anything is scored). The pin itself is written only by
     repin=backend (rule freeze_backend)."""
@@ -116,7 +116,7 @@ wildcard_constraints:
 
 rule score_shard:
     """Cross-encoder logits of one shard of the run's queries (a Snakemake job of its own: any executor can place it),
-    after the shape check of its first query's first pairs padded to max_length (rerank_study.shape_check): the tensor
+    after the shape check of its first query's first pairs padded to max_length (rerank_study.reranker.shape_check): the tensor
     shapes must be the pinned architecture's, or nothing is scored."""
     input:
         candidates=P["run_candidates"],

@@ -1,10 +1,10 @@
 # Every parse-time check of one study's invocation, each one library call, before any job (a refusal leaves
 # nothing behind and names the file, the expected and found value, and the fix): the switches, the sealed
 # confirmation's guard (an opening), the study's inputs, the committed pins, and the seal on the development side.
-from rerank_study import guards as _guards
-from rerank_study import studies as _studies
-from rerank_study.config import repin_set
-from rerank_study.errors import PipelineError
+from rerank_study.settings import guards as _guards
+from rerank_study.settings import studies as _studies
+from rerank_study.settings.config import repin_set
+from rerank_study.core.errors import PipelineError
 from rerank_study.seal import guard as _seal_guard
 
 

@@ -3,7 +3,7 @@
 # read, never made, by this invocation).
 
 if DERIVED and not CONFIRM and not REPIN:
-    from rerank_study import retention_run as _retention_run
+    from rerank_study.repro import retention_run as _retention_run
 
     TORCH_RUN = run_name({**config, "ce": {**config["ce"], "backend": TORCH_BACKEND}})
     TORCH_RUNDIR = f"{OUT}/{TORCH_RUN}"
@@ -14,7 +14,7 @@ if DERIVED and not CONFIRM and not REPIN:
     rule retention:
         """The torch run's and this run's audited files (each read once against its audited manifest): both analyses
         on the same groups and draws, the interval of the difference of their primary deltas, the verdicts changed,
-        and the logits' agreement (rerank_study.retention)."""
+        and the logits' agreement (rerank_study.repro.retention)."""
         input:
             # both runs' audited files; the torch run is read, never made, here (a stop names the command)
             unpack(lambda w: _retention_run.rule_inputs(TORCH_RUNDIR, RUNDIR, P["derived_pins"], BACKEND)),

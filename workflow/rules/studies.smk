@@ -2,11 +2,11 @@
 # same workflow with its own config (results/<study>/, resources/<study>/, its own lock folder), its rules
 # prefixed with study_<name>_; then one cross-study table over the audited runs. The modules are declared
 # with Snakemake's own `module` and `use rule` statements, written for this invocation's study names into a
-# generated file that is included here (rerank_study.studies.modules_file): the statements need literal names.
+# generated file that is included here (rerank_study.settings.studies.modules_file): the statements need literal names.
 
-from rerank_study import layout as _layout
-from rerank_study.config import run_name as _run_name
-from rerank_study.names import CROSS_ENCODER as _CROSS_ENCODER
+from rerank_study.core import layout as _layout
+from rerank_study.settings.config import run_name as _run_name
+from rerank_study.core.names import CROSS_ENCODER as _CROSS_ENCODER
 
 if config["unseal"]:
     raise WorkflowError(f"unseal opens the sealed confirmation of ONE study; studies={config['studies']} names "
@@ -29,7 +29,7 @@ rule cross_study:
     """One row per study: the three method means, the primary delta with its grouped interval, n queries,
     n groups, the reranker (kind, identity, sha256), its backend, the audit verdict (each study's run must have passed
     its audit); then the retention section: each study of a derived backend against the invocation's fp32 torch study
-    of the same model, inputs and settings (rerank_study.retention_run, as rule retention)."""
+    of the same model, inputs and settings (rerank_study.repro.retention_run, as rule retention)."""
     input:
         summaries=[f"{r}/summary.json" for r in STUDY_RUNS.values()],
         audits=[f"{r}/audit.json" for r in STUDY_RUNS.values()],

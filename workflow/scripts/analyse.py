@@ -2,10 +2,12 @@
 declared evaluation statistics; saves both index matrices, every replicate and summary.json
 (every statistical number of the report)."""
 
-from rerank_study import analysis, names, run_tables, splits
-from rerank_study.errors import PipelineError
-from rerank_study.fileio import atomic_open, fmt_float, read_tsv, sha256_file, write_json
-from rerank_study.rule import run
+from rerank_study.core import names
+from rerank_study.core.errors import PipelineError
+from rerank_study.core.fileio import atomic_open, fmt_float, read_tsv, sha256_file, write_json
+from rerank_study.core.rule import run
+from rerank_study.data import splits
+from rerank_study.stats import analysis, run_tables
 
 
 def write_matrix(path, idx, prefix):

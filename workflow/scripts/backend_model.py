@@ -1,13 +1,14 @@
 """Rule backend_model: the derived file of ce.backend, made from the verified model folder by its pinned
-recipe and checked against its pin (rerank_study.backends.ready: no pin, another library version or other
+recipe and checked against its pin (rerank_study.reranker.backends.ready: no pin, another library version or
+other
 bytes stop the run before anything is scored)."""
 
 import logging
 from pathlib import Path
 
-from rerank_study import backends
-from rerank_study.fileio import read_json
-from rerank_study.rule import run
+from rerank_study.core.fileio import read_json
+from rerank_study.core.rule import run
+from rerank_study.reranker import backends
 
 log = logging.getLogger("backend_model")
 

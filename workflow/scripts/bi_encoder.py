@@ -3,9 +3,9 @@ and copy them into resources/models/bi-encoder/ with MODEL.json."""
 
 from pathlib import Path
 
-from rerank_study import models
-from rerank_study.fileio import read_json, write_json
-from rerank_study.rule import run
+from rerank_study.core.fileio import read_json, write_json
+from rerank_study.core.rule import run
+from rerank_study.reranker import models
 
 
 def main(sm):

@@ -1,10 +1,11 @@
 """Rule bm25 (candidate regeneration only): BM25 (bm25s, lucene, k1 1.5, b 0.75, English stop words, Snowball
 stemmer) top-k."""
 
-from rerank_study import beir, candidates, retrieval, splits
-from rerank_study.acquire import verified_path
-from rerank_study.pins import DataPins
-from rerank_study.rule import run
+from rerank_study.core.rule import run
+from rerank_study.data import beir, splits
+from rerank_study.data.acquire import verified_path
+from rerank_study.data.pins import DataPins
+from rerank_study.rankings import candidates, retrieval
 
 
 def main(sm):

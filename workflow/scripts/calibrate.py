@@ -1,10 +1,12 @@
 """Rule calibrate: coverage, type I error, randomization test and power of the run's own data
-(rerank_study.calibration_run) -> calibration.json."""
+(rerank_study.calibration.calibration_run) -> calibration.json."""
 
-from rerank_study import bootstrap, calibration_run, run_tables, splits
-from rerank_study.errors import PipelineError
-from rerank_study.fileio import read_json, read_tsv, write_json
-from rerank_study.rule import run
+from rerank_study.calibration import calibration_run
+from rerank_study.core.errors import PipelineError
+from rerank_study.core.fileio import read_json, read_tsv, write_json
+from rerank_study.core.rule import run
+from rerank_study.data import splits
+from rerank_study.stats import bootstrap, run_tables
 
 
 def main(sm):

@@ -7,9 +7,10 @@ a JSON next to it. It never writes into the lockfiles."""
 
 import logging
 
-from rerank_study import candidates, pins
-from rerank_study.fileio import atomic_write_text, read_json, sha256_file, write_json
-from rerank_study.rule import run
+from rerank_study.core.fileio import atomic_write_text, read_json, sha256_file, write_json
+from rerank_study.core.rule import run
+from rerank_study.data import pins
+from rerank_study.rankings import candidates
 
 log = logging.getLogger("check_candidates")
 

@@ -6,9 +6,9 @@ changes nothing else."""
 import logging
 from pathlib import Path
 
-from rerank_study import reference
-from rerank_study.fileio import atomic_write_text, write_json
-from rerank_study.rule import run
+from rerank_study.core.fileio import atomic_write_text, write_json
+from rerank_study.core.rule import run
+from rerank_study.repro import reference
 
 log = logging.getLogger("check_reproduction")
 

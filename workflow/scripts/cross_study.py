@@ -1,5 +1,6 @@
 """Rule cross_study: one row per study (pandas) -> TSV (the table), Parquet and Markdown copies; then the
-retention section (rerank_study.retention_run): each study of a derived backend against the invocation's fp32
+retention section (rerank_study.repro.retention_run): each study of a derived backend against the
+invocation's fp32
 torch study of the same model, inputs and settings -> cross_study_retention.tsv and a section of the Markdown.
 
 Every study's run must have passed its audit (a cross-encoder's with its re-inference of a fresh sample), and
@@ -8,8 +9,11 @@ and the summary is the one that manifest lists. A failed audit, an audit that re
 or a manifest or summary changed after its audit, stops the table, naming the study and the file. A derived
 study without a torch twin in the invocation gets a retention row that says so (never a silent gap)."""
 
-from rerank_study import audited, retention_run
-from rerank_study.cross_table import (
+from rerank_study.core.errors import PipelineError
+from rerank_study.core.fileio import atomic_path, atomic_write_text, read_json
+from rerank_study.core.names import CROSS_ENCODER
+from rerank_study.core.rule import run
+from rerank_study.report.cross_table import (
     CROSS_STUDY_COLUMNS,
     RETENTION_COLUMNS,
     backend_of,
@@ -17,10 +21,7 @@ from rerank_study.cross_table import (
     retention_row,
     torch_twin,
 )
-from rerank_study.errors import PipelineError
-from rerank_study.fileio import atomic_path, atomic_write_text, read_json
-from rerank_study.names import CROSS_ENCODER
-from rerank_study.rule import run
+from rerank_study.repro import audited, retention_run
 
 
 def study_rows(sm) -> tuple[list[dict], list[dict]]:

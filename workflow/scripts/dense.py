@@ -6,10 +6,12 @@ from pathlib import Path
 
 import torch
 
-from rerank_study import beir, candidates, models, retrieval, splits
-from rerank_study.acquire import verified_path
-from rerank_study.pins import DataPins
-from rerank_study.rule import run
+from rerank_study.core.rule import run
+from rerank_study.data import beir, splits
+from rerank_study.data.acquire import verified_path
+from rerank_study.data.pins import DataPins
+from rerank_study.rankings import candidates, retrieval
+from rerank_study.reranker import models
 
 log = logging.getLogger("dense")
 

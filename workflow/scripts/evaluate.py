@@ -3,11 +3,14 @@ study's reranker: a cross-encoder's logits (pairs.tsv) or a run file's scores (r
 alike (score descending, ties by document id string descending); rankings.tsv keeps them in its ``logit``
 column."""
 
-from rerank_study import beir, candidates, metrics, names, splits, trec
-from rerank_study.errors import PipelineError
-from rerank_study.fileio import read_tsv, write_tsv
-from rerank_study.ranking import rerank_query
-from rerank_study.rule import run
+from rerank_study.core import names
+from rerank_study.core.errors import PipelineError
+from rerank_study.core.fileio import read_tsv, write_tsv
+from rerank_study.core.rule import run
+from rerank_study.data import beir, splits
+from rerank_study.rankings import candidates, trec
+from rerank_study.rankings.ranking import rerank_query
+from rerank_study.stats import metrics
 
 RANKING_HEADER = ("qid", "doc_id", "r0", "logit", "r1", "blend_score", "blend_rank")
 

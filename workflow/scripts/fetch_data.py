@@ -2,9 +2,9 @@
 
 params.names[i] is written to output[i], from the verified cache (params.cache)."""
 
-from rerank_study.acquire import publish_verified
-from rerank_study.pins import DataPins
-from rerank_study.rule import run
+from rerank_study.core.rule import run
+from rerank_study.data.acquire import publish_verified
+from rerank_study.data.pins import DataPins
 
 
 def main(sm):

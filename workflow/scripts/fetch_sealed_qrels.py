@@ -9,10 +9,10 @@ import datetime as dt
 import logging
 from pathlib import Path
 
-from rerank_study.acquire import publish_verified
-from rerank_study.fileio import write_json
-from rerank_study.pins import DataPins
-from rerank_study.rule import run
+from rerank_study.core.fileio import write_json
+from rerank_study.core.rule import run
+from rerank_study.data.acquire import publish_verified
+from rerank_study.data.pins import DataPins
 from rerank_study.seal import guard, ledger, registry, traces
 from rerank_study.seal.locations import LEDGER
 

@@ -1,14 +1,15 @@
 """Rule freeze_backend (only with --config repin=backend): the first pin of ce.backend's derived file, made
-from the verified model folder and written into <lockdir>/derived_pins.json (rerank_study.backends.pin_into).
+from the verified model folder and written into <lockdir>/derived_pins.json
+(rerank_study.reranker.backends.pin_into).
 This changes the experiment: commit the lock folder."""
 
 import logging
 from pathlib import Path
 
-from rerank_study import backends
-from rerank_study.errors import PipelineError
-from rerank_study.fileio import read_json, write_json
-from rerank_study.rule import run
+from rerank_study.core.errors import PipelineError
+from rerank_study.core.fileio import read_json, write_json
+from rerank_study.core.rule import run
+from rerank_study.reranker import backends
 
 log = logging.getLogger("freeze_backend")
 

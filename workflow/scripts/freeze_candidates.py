@@ -5,13 +5,15 @@ This changes the experiment: commit lockfiles/ with a message that says why."""
 import logging
 from pathlib import Path
 
-from rerank_study import beir, candidates, layout, machine, pins, splits
-from rerank_study.acquire import verified_path
-from rerank_study.errors import PipelineError
-from rerank_study.fileio import atomic_path, read_json, read_once, sha256_bytes, sha256_file, write_json
-from rerank_study.pins import DataPins
-from rerank_study.rule import run
-from rerank_study.studies import TREC_RUN_FILE
+from rerank_study.core import layout, machine
+from rerank_study.core.errors import PipelineError
+from rerank_study.core.fileio import atomic_path, read_json, read_once, sha256_bytes, sha256_file, write_json
+from rerank_study.core.rule import run
+from rerank_study.data import beir, pins, splits
+from rerank_study.data.acquire import verified_path
+from rerank_study.data.pins import DataPins
+from rerank_study.rankings import candidates
+from rerank_study.settings.studies import TREC_RUN_FILE
 
 log = logging.getLogger("freeze_candidates")
 

@@ -1,15 +1,16 @@
 """Rule freeze_data (only with --config repin=data): the first verified acquisition of a catalogue dataset, or
-of a local BEIR-layout folder outside it (data_dir), writes <lockdir>/data_pins.json (rerank_study.catalogue)
+of a local BEIR-layout folder outside it (data_dir), writes <lockdir>/data_pins.json
+(rerank_study.data.catalogue)
 and the lock folder's sealed-set record, both checked against the seal registry first. This changes the
 experiment: commit the lock folder."""
 
 import logging
 from pathlib import Path
 
-from rerank_study import beir, catalogue, pins
-from rerank_study.errors import PipelineError
-from rerank_study.fileio import write_json
-from rerank_study.rule import run
+from rerank_study.core.errors import PipelineError
+from rerank_study.core.fileio import write_json
+from rerank_study.core.rule import run
+from rerank_study.data import beir, catalogue, pins
 from rerank_study.seal import registry
 
 log = logging.getLogger("freeze_data")

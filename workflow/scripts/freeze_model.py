@@ -1,14 +1,14 @@
 """Rule freeze_model (only with --config repin=model): the first pins of a study's cross-encoder, from
 model_dir, a Hugging Face cache or a download at the named revision, written to <lockdir>/model_pins.json
-(rerank_study.model_pinning). This changes the experiment: commit the lock folder."""
+(rerank_study.reranker.model_pinning). This changes the experiment: commit the lock folder."""
 
 import logging
 from pathlib import Path
 
-from rerank_study import model_pinning
-from rerank_study.errors import PipelineError
-from rerank_study.fileio import write_json
-from rerank_study.rule import run
+from rerank_study.core.errors import PipelineError
+from rerank_study.core.fileio import write_json
+from rerank_study.core.rule import run
+from rerank_study.reranker import model_pinning
 
 log = logging.getLogger("freeze_model")
 

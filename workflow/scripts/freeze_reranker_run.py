@@ -5,10 +5,12 @@ its pin in derived_pins.json. This changes the experiment: commit the lock folde
 import logging
 from pathlib import Path
 
-from rerank_study import layout, pins, reranker_run
-from rerank_study.errors import PipelineError
-from rerank_study.fileio import atomic_path, read_once, write_json
-from rerank_study.rule import run
+from rerank_study.core import layout
+from rerank_study.core.errors import PipelineError
+from rerank_study.core.fileio import atomic_path, read_once, write_json
+from rerank_study.core.rule import run
+from rerank_study.data import pins
+from rerank_study.reranker import reranker_run
 
 log = logging.getLogger("freeze_reranker_run")
 

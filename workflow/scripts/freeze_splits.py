@@ -5,14 +5,15 @@ into the lockfiles. This changes the experiment: commit lockfiles/."""
 import logging
 from pathlib import Path
 
-from rerank_study import beir, layout, pins, splits
-from rerank_study.acquire import verified_path
-from rerank_study.config import repin_set
-from rerank_study.errors import PipelineError
-from rerank_study.fileio import atomic_write_text, read_json, sha256_text, write_json
-from rerank_study.pins import DataPins
-from rerank_study.rule import run
+from rerank_study.core import layout
+from rerank_study.core.errors import PipelineError
+from rerank_study.core.fileio import atomic_write_text, read_json, sha256_text, write_json
+from rerank_study.core.rule import run
+from rerank_study.data import beir, pins, splits
+from rerank_study.data.acquire import verified_path
+from rerank_study.data.pins import DataPins
 from rerank_study.seal import registry
+from rerank_study.settings.config import repin_set
 
 log = logging.getLogger("freeze_splits")
 

@@ -1,10 +1,11 @@
 """Rule fuse_candidates: regenerate the candidate table (RRF k=60 of the BM25 and dense top lists,
 top 50 per query) into resources/ — for the drift check and explicit re-freezing only."""
 
-from rerank_study import candidates, splits
-from rerank_study.errors import PipelineError
-from rerank_study.fileio import read_json, sha256_file, write_json
-from rerank_study.rule import run
+from rerank_study.core.errors import PipelineError
+from rerank_study.core.fileio import read_json, sha256_file, write_json
+from rerank_study.core.rule import run
+from rerank_study.data import splits
+from rerank_study.rankings import candidates
 
 
 def main(sm):

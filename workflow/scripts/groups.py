@@ -1,9 +1,10 @@
 """Rule groups: connected components of the analysed queries linked by a shared relevant
 document. Inputs: the query ids and the qrels, nothing else."""
 
-from rerank_study import beir, grouping, splits
-from rerank_study.fileio import sha256_file, write_json, write_tsv
-from rerank_study.rule import run
+from rerank_study.core.fileio import sha256_file, write_json, write_tsv
+from rerank_study.core.rule import run
+from rerank_study.data import beir, splits
+from rerank_study.stats import grouping
 
 GROUP_HEADER = ("group_id", "group_index", "group_size", "qid")
 

@@ -8,9 +8,9 @@ them: same inputs and pins give byte-identical files for every other entry."""
 
 import os
 
-from rerank_study import layout, names
-from rerank_study.fileio import read_json, sha256_file, write_json
-from rerank_study.rule import run
+from rerank_study.core import layout, names
+from rerank_study.core.fileio import read_json, sha256_file, write_json
+from rerank_study.core.rule import run
 
 
 def main(sm):

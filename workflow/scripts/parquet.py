@@ -1,8 +1,8 @@
 """Rule parquet: Parquet copies of pairs.tsv and per_query.tsv, checked equal to the TSVs after writing."""
 
-from rerank_study.errors import PipelineError
-from rerank_study.fileio import atomic_path
-from rerank_study.rule import run
+from rerank_study.core.errors import PipelineError
+from rerank_study.core.fileio import atomic_path
+from rerank_study.core.rule import run
 
 ID_COLUMNS = {"qid": str, "doc_id": str}
 

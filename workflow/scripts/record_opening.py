@@ -5,10 +5,10 @@ opening byte for byte, from freshly inferred scores."""
 import datetime as dt
 import logging
 
-from rerank_study import audited
-from rerank_study.errors import PipelineError
-from rerank_study.fileio import read_json, sha256_file, write_json
-from rerank_study.rule import run
+from rerank_study.core.errors import PipelineError
+from rerank_study.core.fileio import read_json, sha256_file, write_json
+from rerank_study.core.rule import run
+from rerank_study.repro import audited
 from rerank_study.seal import ledger
 from rerank_study.seal.locations import LEDGER
 

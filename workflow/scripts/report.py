@@ -4,10 +4,19 @@ import csv
 import platform
 from pathlib import Path
 
-from rerank_study import models, names, report, report_calibration, report_html
-from rerank_study.fileio import atomic_write_text, input_bytes, read_json, read_tsv, sha256_file, write_json
-from rerank_study.names import column
-from rerank_study.rule import run
+from rerank_study.core import names
+from rerank_study.core.fileio import (
+    atomic_write_text,
+    input_bytes,
+    read_json,
+    read_tsv,
+    sha256_file,
+    write_json,
+)
+from rerank_study.core.names import column
+from rerank_study.core.rule import run
+from rerank_study.report import report, report_calibration, report_html
+from rerank_study.reranker import models
 
 
 def bench(path):
@@ -27,8 +36,10 @@ def lib_versions():
 
 def retriever_context(bm25_tsv, dense_tsv, qrels_tsv, summary):
     """nDCG@10 of the first-stage retrievers on the analysed (confirmation) queries."""
-    from rerank_study import beir, candidates, metrics
-    from rerank_study.bootstrap import seq_mean
+    from rerank_study.data import beir
+    from rerank_study.rankings import candidates
+    from rerank_study.stats import metrics
+    from rerank_study.stats.bootstrap import seq_mean
 
     qrels = beir.read_qrels(qrels_tsv)
     out = {}

@@ -6,10 +6,12 @@ ranked by document id)."""
 import logging
 from pathlib import Path
 
-from rerank_study import candidates, reranker_run, splits
-from rerank_study.fileio import read_json, write_json, write_tsv
-from rerank_study.pins import verify_against
-from rerank_study.rule import run
+from rerank_study.core.fileio import read_json, write_json, write_tsv
+from rerank_study.core.rule import run
+from rerank_study.data import splits
+from rerank_study.data.pins import verify_against
+from rerank_study.rankings import candidates
+from rerank_study.reranker import reranker_run
 
 log = logging.getLogger("reranker_scores")
 

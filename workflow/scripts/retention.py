@@ -1,13 +1,13 @@
 """Rule retention: a derived backend's run against the same study's fp32 torch run
-(rerank_study.retention_run: each side read from the files its passing audit vouches for, both held to
+(rerank_study.repro.retention_run: each side read from the files its passing audit vouches for, both held to
 what they claim and compared on the same queries, inputs, groups and settings but the backend)
 -> retention.json and retention.md."""
 
 import logging
 
-from rerank_study import retention_run
-from rerank_study.fileio import atomic_write_text, write_json
-from rerank_study.rule import run
+from rerank_study.core.fileio import atomic_write_text, write_json
+from rerank_study.core.rule import run
+from rerank_study.repro import retention_run
 
 log = logging.getLogger("retention")
 

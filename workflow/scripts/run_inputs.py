@@ -2,12 +2,13 @@
 or, in a confirmation opening, the confirmation split), their candidates cut at the run's depth,
 and ONLY their judgements."""
 
-from rerank_study import beir, candidates, pins, splits
-from rerank_study.acquire import verified_path
-from rerank_study.errors import PinMismatchError, PipelineError
-from rerank_study.fileio import atomic_write_text, write_tsv
-from rerank_study.pins import DataPins
-from rerank_study.rule import run
+from rerank_study.core.errors import PinMismatchError, PipelineError
+from rerank_study.core.fileio import atomic_write_text, write_tsv
+from rerank_study.core.rule import run
+from rerank_study.data import beir, pins, splits
+from rerank_study.data.acquire import verified_path
+from rerank_study.data.pins import DataPins
+from rerank_study.rankings import candidates
 
 
 def check_frozen_candidates(sm):

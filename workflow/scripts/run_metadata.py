@@ -1,15 +1,18 @@
 """Rule run_metadata: the ir_metadata sidecar of each TREC run (runs/<method>.yaml;
-rerank_study.run_metadata): the machine's facts, the checkout's commit, the ranking stages with their pins and
+rerank_study.report.run_metadata): the machine's facts, the checkout's commit, the ranking stages with their
+pins and
 the data pins."""
 
 import platform
 import subprocess
 from importlib import metadata
 
-from rerank_study import layout, machine, run_metadata, splits
-from rerank_study.fileio import atomic_write_text, read_json, sha256_file
-from rerank_study.names import METHODS
-from rerank_study.rule import run
+from rerank_study.core import layout, machine
+from rerank_study.core.fileio import atomic_write_text, read_json, sha256_file
+from rerank_study.core.names import METHODS
+from rerank_study.core.rule import run
+from rerank_study.data import splits
+from rerank_study.report import run_metadata
 
 ARTEFACT_PATH = {a.key: a.path for a in layout.RUN_ARTEFACTS}
 

@@ -8,10 +8,11 @@ import logging
 import time
 from pathlib import Path
 
-from rerank_study import backends, candidates, models, scoring, shape_check
-from rerank_study.errors import PipelineError
-from rerank_study.fileio import read_json, read_tsv, write_json, write_tsv
-from rerank_study.rule import peak_rss_mib, run
+from rerank_study.core.errors import PipelineError
+from rerank_study.core.fileio import read_json, read_tsv, write_json, write_tsv
+from rerank_study.core.rule import peak_rss_mib, run
+from rerank_study.rankings import candidates
+from rerank_study.reranker import backends, models, scoring, shape_check
 
 log = logging.getLogger("score")
 

@@ -5,7 +5,7 @@ separate, explicitly non-deterministic file. The rule ``score`` gathers the shar
 
 The numeric mode is set FIRST, before torch is imported: oneMKL reads MKL_CBWR at its first call."""
 
-from rerank_study import numerics
+from rerank_study.reranker import numerics
 
 PROCESS = numerics.configure_process()  # MKL_CBWR=AUTO,STRICT ...; fixed mmap threshold (before torch)
 
@@ -15,11 +15,14 @@ from pathlib import Path  # noqa: E402
 
 from tqdm import tqdm  # noqa: E402
 
-from rerank_study import backends, beir, candidates, machine, models, scoring, scoring_model, shape_check  # noqa: E402
-from rerank_study.acquire import verified_path  # noqa: E402
-from rerank_study.fileio import read_json, write_json, write_tsv  # noqa: E402
-from rerank_study.pins import DataPins  # noqa: E402
-from rerank_study.rule import peak_rss_mib, run  # noqa: E402
+from rerank_study.core import machine
+from rerank_study.core.fileio import read_json, write_json, write_tsv  # noqa: E402
+from rerank_study.core.rule import peak_rss_mib, run  # noqa: E402
+from rerank_study.data import beir
+from rerank_study.data.acquire import verified_path  # noqa: E402
+from rerank_study.data.pins import DataPins  # noqa: E402
+from rerank_study.rankings import candidates
+from rerank_study.reranker import backends, models, scoring, scoring_model, shape_check  # noqa: E402
 
 log = logging.getLogger("score_shard")
 

@@ -3,12 +3,12 @@
 import logging
 from pathlib import Path
 
-from rerank_study import beir, pins, splits
-from rerank_study.acquire import verified_path
-from rerank_study.errors import PinMismatchError, PipelineError
-from rerank_study.fileio import atomic_write_text, read_json
-from rerank_study.pins import DataPins
-from rerank_study.rule import run
+from rerank_study.core.errors import PinMismatchError, PipelineError
+from rerank_study.core.fileio import atomic_write_text, read_json
+from rerank_study.core.rule import run
+from rerank_study.data import beir, pins, splits
+from rerank_study.data.acquire import verified_path
+from rerank_study.data.pins import DataPins
 from rerank_study.seal import guard, registry
 
 log = logging.getLogger("splits")

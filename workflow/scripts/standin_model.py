@@ -3,10 +3,10 @@
 import logging
 from pathlib import Path
 
-from rerank_study import models
-from rerank_study.errors import PipelineError
-from rerank_study.fileio import read_json
-from rerank_study.rule import run
+from rerank_study.core.errors import PipelineError
+from rerank_study.core.fileio import read_json
+from rerank_study.core.rule import run
+from rerank_study.reranker import models
 
 log = logging.getLogger("standin")
 

@@ -1,9 +1,9 @@
 """Rule tables: the methods and comparisons tables of the run (tables/*.csv, tables/*.tex), from summary.json
-only (rerank_study.paper_tables; the layout is docs/outputs.md)."""
+only (rerank_study.report.paper_tables; the layout is docs/outputs.md)."""
 
-from rerank_study import paper_tables
-from rerank_study.fileio import atomic_write_text, read_json
-from rerank_study.rule import run
+from rerank_study.core.fileio import atomic_write_text, read_json
+from rerank_study.core.rule import run
+from rerank_study.report import paper_tables
 
 OUTPUT_OF = {"methods.csv": "methods_csv", "methods.tex": "methods_tex", "comparisons.csv": "comparisons_csv",
              "comparisons.tex": "comparisons_tex"}

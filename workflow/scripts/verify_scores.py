@@ -5,7 +5,7 @@ verification record (deterministic) and its timing (a measurement).
 The batches are rebuilt by the same code as the scoring (``scoring.score_run``: per query,
 token-length-sorted chunks), in the same numeric mode, set FIRST, before torch is imported."""
 
-from rerank_study import numerics
+from rerank_study.reranker import numerics
 
 PROCESS = numerics.configure_process()  # MKL_CBWR=AUTO,STRICT ... (before torch), as score_shard
 
@@ -13,12 +13,14 @@ import logging  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from rerank_study import backends, beir, candidates, models, scoring, scoring_model, verification  # noqa: E402
-from rerank_study.acquire import verified_path  # noqa: E402
-from rerank_study.errors import PipelineError  # noqa: E402
-from rerank_study.fileio import fmt_float, read_json, read_tsv, write_json  # noqa: E402
-from rerank_study.pins import DataPins  # noqa: E402
-from rerank_study.rule import peak_rss_mib, run  # noqa: E402
+from rerank_study.core.errors import PipelineError  # noqa: E402
+from rerank_study.core.fileio import fmt_float, read_json, read_tsv, write_json  # noqa: E402
+from rerank_study.core.rule import peak_rss_mib, run  # noqa: E402
+from rerank_study.data import beir
+from rerank_study.data.acquire import verified_path  # noqa: E402
+from rerank_study.data.pins import DataPins  # noqa: E402
+from rerank_study.rankings import candidates
+from rerank_study.reranker import backends, models, scoring, scoring_model, verification  # noqa: E402
 
 log = logging.getLogger("verify_scores")
 

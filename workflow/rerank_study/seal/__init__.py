@@ -15,3 +15,6 @@ development side), ``traces`` (local traces of a look), ``tree`` (the method's f
 ``guard`` (the checks before an opening and before any development job), ``freeze`` (freeze, re-freeze,
 register) and ``status``.
 """
+
+__all__ = ['environment', 'evidence', 'freeze', 'guard', 'ledger', 'locations', 'method', 'prereg',
+    'protocol', 'registry', 'status', 'traces', 'tree']

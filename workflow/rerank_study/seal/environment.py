@@ -20,7 +20,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from ..fileio import input_text
+from ..core.fileio import input_text
 
 HOOKS = ("sitecustomize.py", "usercustomize.py")
 RECORDED_VARIABLES = ("PYTHON", "LD_")  # prefixes of the variables the started line records

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import evalstats as es
-from .. import layout
-from ..errors import SealError
-from ..fileio import VerifiedFile, read_json, read_once, read_tsv, sha256_file
-from ..names import PINNED, STANDIN_LABEL, column, primary_measure
+from ..core import layout
+from ..core.errors import SealError
+from ..core.fileio import VerifiedFile, read_json, read_once, read_tsv, sha256_file
+from ..core.names import PINNED, STANDIN_LABEL, column, primary_measure
+from ..stats import evalstats as es
 from . import locations as loc
 from . import method as meth
 from .protocol import diff_keys
@@ -19,8 +19,8 @@ from .protocol import diff_keys
 
 def _pinned_weights(lockdir, cfg: dict) -> str:
     """The reranker's pinned sha256: a cross-encoder's weights, or a run-file reranker's development run."""
-    from ..names import RUN_FILE
-    from ..reranker_run import PIN_NAME
+    from ..core.names import RUN_FILE
+    from ..reranker.reranker_run import PIN_NAME
 
     if cfg["study"]["reranker_kind"] == RUN_FILE:
         return read_json(Path(lockdir) / layout.DERIVED_PINS)[PIN_NAME]["sha256"]
@@ -42,7 +42,7 @@ def _audit_problems(run_dir: Path, audit: dict, manifest_file: VerifiedFile) -> 
 
 
 def _shape_problems(mpath: Path, manifest: dict, cfg: dict) -> list[str]:
-    from ..config import run_settings
+    from ..settings.config import run_settings
 
     if manifest.get("kind") != "development":
         return [f"{mpath}: kind {manifest.get('kind')!r}, expected 'development'"]

@@ -9,10 +9,11 @@ from __future__ import annotations
 import datetime as _dt
 from pathlib import Path
 
-from .. import layout, reranker_run
-from ..errors import SealError
-from ..fileio import atomic_path, read_once, sha256_bytes
-from ..names import PINNED, RUN_FILE, STAND_IN, STANDIN_LABEL
+from ..core import layout
+from ..core.errors import SealError
+from ..core.fileio import atomic_path, read_once, sha256_bytes
+from ..core.names import PINNED, RUN_FILE, STAND_IN, STANDIN_LABEL
+from ..reranker import reranker_run
 from . import guard, registry, tree
 from . import ledger as led
 from . import locations as loc

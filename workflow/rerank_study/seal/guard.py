@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import SealError
-from ..fileio import input_bytes
-from ..names import PINNED
+from ..core.errors import SealError
+from ..core.fileio import input_bytes
+from ..core.names import PINNED
 from . import environment, registry, traces, tree
 from . import ledger as led
 from . import locations as loc
@@ -205,7 +205,7 @@ def check_development(cfg: dict, lockdir, root, data_dir=None, user_runs=None, a
     if not (Path(lockdir) / loc.DATA_PINS).is_file():
         return  # nothing pinned yet (repin=data): freeze_data checks the pins it is about to write
     sets = registry.build(root, [] if own_pending else [lockdir], skip=lockdir if own_pending else None)
-    from ..config import repin_set
+    from ..settings.config import repin_set
 
     side = registry.development_side(lockdir, data_dir, user_runs, repinning=repin_set(cfg))
     registry.check_development_side(side, sets, action)
@@ -222,7 +222,7 @@ def pushed(root, commit: str | None) -> dict:
 
 def start_entry(u: dict, cfg: dict, lockdir, root, mine: registry.SealedSet) -> dict:
     """The 'started' ledger line of an opening, without its time (added when it is written)."""
-    from ..fileio import read_json
+    from ..core.fileio import read_json
 
     pins = read_json(Path(lockdir) / loc.DATA_PINS)
     sealed = pins["files"][mine.file]

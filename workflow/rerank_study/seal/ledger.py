@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import SealError
-from ..fileio import input_text
+from ..core.errors import SealError
+from ..core.fileio import input_text
 from .locations import LEDGER
 
 FROZEN, REFROZEN, STARTED, COMPLETED = "frozen", "re-frozen", "started", "completed"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import layout
-from ..errors import SealError
-from ..fileio import read_json
+from ..core import layout
+from ..core.errors import SealError
+from ..core.fileio import read_json
 
 PROTOCOL = "protocol.json"
 PROTOCOL_SHA = "protocol.sha256"

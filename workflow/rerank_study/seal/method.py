@@ -23,8 +23,8 @@ import json
 import re
 from pathlib import Path, PurePosixPath
 
-from ..errors import PipelineError
-from ..fileio import input_bytes, input_text
+from ..core.errors import PipelineError
+from ..core.fileio import input_bytes, input_text
 from . import locations as loc
 from . import tree
 from .prereg import preregistration_note

@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .. import layout, reranker_run, scoring
-from ..config import calibration_settings, result_settings
-from ..errors import SealError
-from ..fileio import (
+from ..core import layout
+from ..core.errors import SealError
+from ..core.fileio import (
     VerifiedFile,
     atomic_write_text,
     canonical_json,
@@ -24,8 +23,10 @@ from ..fileio import (
     sha256_file,
     sha256_text,
 )
-from ..names import RUN_FILE, STAND_IN
-from ..ranking import TIE_RULE_TEXT
+from ..core.names import RUN_FILE, STAND_IN
+from ..rankings.ranking import TIE_RULE_TEXT
+from ..reranker import reranker_run, scoring
+from ..settings.config import calibration_settings, result_settings
 from . import locations as loc
 from . import method as meth
 from .prereg import preregistration_note

@@ -24,9 +24,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import PinMismatchError, SealError
-from ..fileio import VerifiedFile, input_lines, input_text, read_json, read_once, sha256_file, sha256_text
-from ..pins import verify_against, verify_frozen_candidates
+from ..core.errors import PinMismatchError, SealError
+from ..core.fileio import (
+    VerifiedFile,
+    input_lines,
+    input_text,
+    read_json,
+    read_once,
+    sha256_file,
+    sha256_text,
+)
+from ..data.pins import verify_against, verify_frozen_candidates
 from . import locations as loc
 
 TEXT_RULE = "sha256 of the query text case-folded, whitespace collapsed to single spaces"
@@ -228,7 +236,7 @@ def _verified(path: Path, pin: Mapping | None) -> VerifiedFile | None:
 def _add_data(side: DevelopmentSide, pins: Mapping, data_dir: Path, qrels_name: str) -> None:
     """Judged ids of the development qrels and the evaluated queries' texts, from verified copies only
     (an unverified or absent copy is left to the job that verifies it, which runs the same check)."""
-    from .. import beir
+    from ..data import beir
 
     files = pins["files"]
     qrels = _verified(data_dir / qrels_name, files.get(qrels_name))

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import PipelineError, SealError
-from ..fileio import input_text
+from ..core.errors import PipelineError, SealError
+from ..core.fileio import input_text
 from . import guard, registry, traces, tree
 from . import ledger as led
 from . import locations as loc

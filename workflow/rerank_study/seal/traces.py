@@ -21,7 +21,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..fileio import input_text, sha256_file
+from ..core.fileio import input_text, sha256_file
 from . import ledger as led
 from . import locations as loc
 from . import tree
