@@ -11,9 +11,11 @@ One subpackage for each concept (each package's ``__all__`` lists its modules):
   repro       - the reference, reproducibility measures, conclusion retention of a derived backend
   report      - the markdown and HTML report, paper tables, ir_metadata sidecars, the cross-study table
   seal        - the sealed confirmation: frozen protocol, guarded opening, the ledger of every look
+and one module, evalstats: the evaluation statistics' command line under its published name
+(``python -m rerank_study.evalstats``, as every report prints it).
 """
 
 __version__ = "0.1.0"
 
-__all__ = ['calibration', 'core', 'data', 'rankings', 'report', 'repro', 'reranker', 'seal', 'settings',
-    'stats']
+__all__ = ['calibration', 'core', 'data', 'evalstats', 'rankings', 'report', 'repro', 'reranker', 'seal',
+    'settings', 'stats']

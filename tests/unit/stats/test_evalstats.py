@@ -151,14 +151,14 @@ def _cli_env():
 
 
 def test_cli():
-    out = subprocess.run([sys.executable, "-m", "rerank_study.stats.evalstats", "mcnemar", "60", "40"],
+    out = subprocess.run([sys.executable, "-m", "rerank_study.evalstats", "mcnemar", "60", "40"],
                          capture_output=True, text=True, check=True, env=_cli_env()).stdout
     assert "0.05688793364098" in out
-    out = subprocess.run([sys.executable, "-m", "rerank_study.stats.evalstats", "sample-size", "--p", "0.02",
+    out = subprocess.run([sys.executable, "-m", "rerank_study.evalstats", "sample-size", "--p", "0.02",
                           "--lift", "0.05", "--daily-traffic", "1000000", "--share", "0.1"],
                          capture_output=True, text=True, check=True, env=_cli_env()).stdout
     assert '"n_per_group_ceil": 307328' in out
-    bad = subprocess.run([sys.executable, "-m", "rerank_study.stats.evalstats", "mcnemar", "--", "-3", "1"],
+    bad = subprocess.run([sys.executable, "-m", "rerank_study.evalstats", "mcnemar", "--", "-3", "1"],
                          capture_output=True, text=True, env=_cli_env())
     assert bad.returncode == 2 and "non-negative integer" in bad.stderr
 
@@ -396,9 +396,9 @@ def test_main_reports_a_bad_value_as_a_usage_error(capsys, argv, message):
     with pytest.raises(SystemExit) as exc:
         es.main(argv)
     assert exc.value.code == 2
-    assert capsys.readouterr().err == ("usage: python -m rerank_study.stats.evalstats [-h] "
+    assert capsys.readouterr().err == ("usage: python -m rerank_study.evalstats [-h] "
                                        "{mcnemar,sample-size,mde} ...\n"
-                                       "python -m rerank_study.stats.evalstats: "
+                                       "python -m rerank_study.evalstats: "
                                        f"error: {message}\n")
 
 
@@ -417,7 +417,7 @@ def _has_line(text, pattern):
 def test_main_help_shows_the_module_description_verbatim_and_each_command(capsys, monkeypatch):
     out = _main_help(capsys, monkeypatch, [])
     # the module docstring's command block, its lines kept as written (raw description)
-    assert ("\nCommand line (``python -m rerank_study.stats.evalstats --help``):\n"
+    assert ("\nCommand line (``python -m rerank_study.evalstats --help``):\n"
             "    mcnemar GAINED LOST\n"
             "    sample-size --p 0.02 --lift 0.05 [--daily-traffic 1000000 --share 0.1] [--exact-z]\n"
             "    mde --sd-eff 0.17 --n 300 [--alpha 0.05 --power 0.8]\n") in out
@@ -449,5 +449,5 @@ def test_main_requires_a_command_and_its_required_options(capsys, argv, prog, mi
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert err.splitlines()[-1] == (
-        f"python -m rerank_study.stats.evalstats{prog}: error: the following arguments are required: "
+        f"python -m rerank_study.evalstats{prog}: error: the following arguments are required: "
         f"{missing}")

@@ -76,7 +76,7 @@ METHODS = ("percentile", "bca", "bootstrap_t", "cluster_t", "query_percentile")
 STREAMS = {"coverage": 1, "null": 2, "power": 3, "randomization": 4}  # never 0: see the docstring
 _ND = NormalDist()
 AUDIT_NOTE = ("every simulation's outcome, column-wise (index = simulation s); draw order and seeding in "
-              "rerank_study.calibration.calibration's module docstring")
+              "rerank_study.calibration's module docstring")
 
 
 # -------------------------------------------------------------------- small formulas --

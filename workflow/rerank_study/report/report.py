@@ -262,7 +262,7 @@ def _power_lines(pw: Mapping | None) -> list[str]:
                 f"{pw['alpha']}, power {pw['power']}: **{f6(pw['mde_confirmation'])}** (per-query SD implied "
                 f"by the grouped variance of this run: {f6(pw['sd_eff'])}; {pw['formula']}).",
                 "For two-proportion A/B sample sizes use "
-                "`python -m rerank_study.stats.evalstats sample-size`."]
+                "`python -m rerank_study.evalstats sample-size`."]
     return out
 
 

@@ -8,7 +8,7 @@
 * power: the minimum detectable mean difference of a paired query design from a grouped
   (cluster) variance, and the two-proportion sample size of an A/B test.
 
-Command line (``python -m rerank_study.stats.evalstats --help``):
+Command line (``python -m rerank_study.evalstats --help``):
     mcnemar GAINED LOST
     sample-size --p 0.02 --lift 0.05 [--daily-traffic 1000000 --share 0.1] [--exact-z]
     mde --sd-eff 0.17 --n 300 [--alpha 0.05 --power 0.8]
@@ -261,7 +261,7 @@ def main(argv=None) -> int:
     import argparse
     import json
 
-    ap = argparse.ArgumentParser(prog="python -m rerank_study.stats.evalstats", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m rerank_study.evalstats", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("mcnemar", help="exact McNemar p-value from gained / lost counts")
