@@ -307,7 +307,7 @@ def data_pins(beir_dir: Path) -> dict:
                     "tests/data/make_synthetic_study.py from fixed word lists with numpy "
                     "default_rng(20261130); files in tests/data/synthetic_beir. Local only, so no zip entry. "
                     "content_sha256 = sha256 of the sorted 'qid\\tdocid\\tscore\\n' rows "
-                    "(rerank_study.data.beir.qrels_content_sha256).",
+                    "(rerank_study.beir.qrels_content_sha256).",
         "dataset": DATASET,
         "files": files,
     }

@@ -52,7 +52,8 @@ def _logits(model, tok) -> np.ndarray:
 
 def test_each_backend_is_made_to_the_same_bytes_in_another_process(derived, tiny_models, tmp_path):
     code = (
-        "import sys, json; sys.path.insert(0, sys.argv[1]); from rerank_study import backends, models; "
+        "import sys, json; sys.path.insert(0, sys.argv[1]); "
+        "from rerank_study.reranker import backends, models; "
         "from rerank_study.core.fileio import sha256_file; "
         "from pathlib import Path; src = Path(sys.argv[2]); "
         "arch = models.architecture_facts(json.loads((src / 'config.json').read_text())); "

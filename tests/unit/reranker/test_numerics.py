@@ -16,7 +16,7 @@ import json, os, sys
 sys.path.insert(0, sys.argv[1] + "/workflow")
 for k in ("MKL_CBWR", "MKL_DYNAMIC", "OMP_DYNAMIC"):
     os.environ.pop(k, None)
-from rerank_study import numerics
+from rerank_study.reranker import numerics
 import torch
 if sys.argv[2] == "compute-first":  # MKL computes in its default mode before the scoring setup
     torch.mm(torch.ones(64, 64), torch.ones(64, 64))

@@ -41,10 +41,11 @@ def pairs():
 BIT_IDENTITY_CHILD = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1] + "/workflow")
-from rerank_study import numerics
+from rerank_study.reranker import numerics
 numerics.configure_process()  # as the scoring scripts do, before torch
 import torch
-from rerank_study import beir, scoring, scoring_model
+from rerank_study.data import beir
+from rerank_study.reranker import scoring, scoring_model
 S = scoring.ScoringSettings(512, "longest_first", 16, 110, "float32")
 mode = scoring_model.setup_torch(S, threads=4)
 folder, fixture = sys.argv[2], sys.argv[1] + "/tests/data/scifact_fixture"
