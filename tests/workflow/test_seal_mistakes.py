@@ -239,6 +239,27 @@ def test_a_setting_edited_after_freezing_is_refused_naming_it_and_a_speed_settin
         and "settings.threshold" in status.stdout
 
 
+def test_status_says_whether_the_records_kept_elsewhere_exist_and_how_to_make_them(tmp_path):
+    repo, cfg = _frozen_world(tmp_path)
+    before = _status(repo).stdout
+    assert "registered outside: NO" in before and "confirm.py register --url" in before
+    assert "ledger pushed: NO (no remote)" in before and "git push" in before
+    done = subprocess.run([sys.executable, "-B", str(repo / "scripts/confirm.py"), "register", "--url",
+                           "https://osf.io/abcde"], capture_output=True, text=True, cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert ledger.read_ledger(repo / "lockfiles")[-1] == {
+        "event": "registered", "protocol_sha256": cfg["unseal"], "where": "https://osf.io/abcde",
+        "time": ledger.read_ledger(repo / "lockfiles")[-1]["time"]}
+    commit_all(repo, "registered")
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "remote.git")], check=True)
+    git(repo, "remote", "add", "origin", str(tmp_path / "remote.git"))
+    git(repo, "push", "-q", "origin", "HEAD:refs/heads/main")
+    git(repo, "fetch", "-q", "origin")
+    after = _status(repo)
+    assert after.returncode == 0 and "registered outside: yes, https://osf.io/abcde" in after.stdout
+    assert "ledger pushed: yes, origin/main" in after.stdout, after.stdout
+
+
 def test_the_confirm_target_without_its_token_is_refused_before_any_job(tmp_path):
     repo, _cfg = _frozen_world(tmp_path)
     proc = run_snakemake(repo, config={"scorer": "pinned"}, snakefile=repo / "Snakefile",
