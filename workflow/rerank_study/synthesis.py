@@ -1,0 +1,220 @@
+"""Across datasets: one declared answer from the studies of one invocation (pure functions, no I/O).
+
+Per dataset d: the primary Δ's query-weighted mean y_d = ΣΔ/n_d, its grouped bootstrap interval, and its
+standard error, the linearised grouped variance the power section uses
+(``evalstats.grouped_variance_of_mean``: v_d = G/(G-1) Σ_g (S_g - n_g y_d)² / n_d²).
+
+The pooled answer under a declared weighting (the weights are part of the question):
+
+* ``datasets``: every dataset counts once (BEIR's convention), pooled = Σ_d y_d / k;
+* ``queries``: every query counts once, pooled = Σ_d ΣΔ_d / Σ_d n_d.
+
+Its interval: a stratified grouped bootstrap. One generator ``numpy.random.default_rng(seed)`` draws, dataset
+by dataset in the declared order, the index matrix ``integers(0, G_d, size=(B, G_d))``; replicate b of dataset
+d is the study's own estimator (``bootstrap.ratio_replicates``: Σ drawn group sums / Σ drawn group sizes), and
+the pooled replicate is the weighting applied to the datasets' drawn sums (``datasets``: the mean of the k
+dataset replicates, summed left to right; ``queries``: Σ_d drawn sums / Σ_d drawn sizes).
+
+Beside it, a random-effects meta-analysis of (y_d, v_d) - the expected values of the tests come from
+``statsmodels.stats.meta_analysis.combine_effects`` and by hand:
+
+* fixed effect: w_d = 1/v_d, μ_FE = Σ w y / Σ w, Var = 1/Σ w; Cochran's Q = Σ w (y - μ_FE)², df = k - 1,
+  I² = max(0, (Q - df)/Q);
+* τ²: DerSimonian–Laird max(0, (Q - df) / (Σw - Σw²/Σw)); Paule–Mandel: the τ² ≥ 0 at which
+  Σ (y - μ(τ²))² / (v + τ²) = k - 1 (0 when even τ² = 0 gives less), solved by bisection;
+* random effects with the declared τ²: w* = 1/(v + τ²), μ_RE = Σ w* y / Σ w*;
+* Hartung–Knapp–Sidik–Jonkman interval: μ_RE ± t_{k-1} √(Σ w*(y - μ_RE)² / ((k-1) Σ w*));
+* prediction interval for a new dataset (Higgins, Thompson & Spiegelhalter 2009):
+  μ_RE ± t_{k-2} √(τ² + 1/Σ w*) (k ≥ 3).
+
+Consistency: in how many datasets the grouped interval lies above 0, covers 0, lies below 0; and the
+leave-one-dataset-out range of the pooled estimate (an influence diagnostic, not an interval).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from .bootstrap import percentile_linear, ratio_replicates, seq_sum
+
+WEIGHTINGS = ("datasets", "queries")
+TAU2_METHODS = ("paule-mandel", "dersimonian-laird")
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One study's primary Δ by evidence group: ``sums`` (each group's summed Δ, in group order) and ``sizes``
+    (its number of queries)."""
+
+    name: str
+    sums: tuple[float, ...]
+    sizes: tuple[int, ...]
+
+    @property
+    def n(self) -> int:
+        return sum(self.sizes)
+
+    @property
+    def mean(self) -> float:
+        return seq_sum(self.sums) / self.n
+
+    @property
+    def variance(self) -> float:
+        """The linearised grouped variance of the mean (needs two groups)."""
+        G = len(self.sums)
+        if G < 2:
+            raise ValueError(f"dataset {self.name}: the grouped variance needs at least two groups")
+        resid = [s - n * self.mean for s, n in zip(self.sums, self.sizes)]
+        return G / (G - 1) * math.fsum(r * r for r in resid) / self.n ** 2
+
+
+def check_family(datasets: Sequence[Dataset], weighting: str) -> None:
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"weighting {weighting!r} is not one of {WEIGHTINGS}")
+    if len(datasets) < 2:
+        raise ValueError(f"a synthesis needs two or more datasets (got {len(datasets)})")
+    names = [d.name for d in datasets]
+    if len(set(names)) != len(names):
+        raise ValueError(f"a dataset entered twice: {sorted({n for n in names if names.count(n) > 1})}")
+
+
+def pooled_mean(datasets: Sequence[Dataset], weighting: str) -> float:
+    check_family(datasets, weighting)
+    if weighting == "datasets":
+        return seq_sum(d.mean for d in datasets) / len(datasets)
+    return seq_sum(seq_sum(d.sums) for d in datasets) / sum(d.n for d in datasets)
+
+
+def draw_stratified(seed: int, datasets: Sequence[Dataset], B: int) -> list[np.ndarray]:
+    """One B×G_d index matrix per dataset, in order, from one seeded generator."""
+    if B < 1:
+        raise ValueError(f"B must be >= 1 (got {B})")
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, len(d.sums), size=(B, len(d.sums)), dtype=np.int64) for d in datasets]
+
+
+def stratified_replicates(datasets: Sequence[Dataset], idx: Sequence[np.ndarray],
+                          weighting: str) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(pooled replicates, each dataset's replicates) of the stratified grouped bootstrap."""
+    check_family(datasets, weighting)
+    per, nums, dens = [], [], []
+    for d, i in zip(datasets, idx):
+        sums, sizes = np.asarray(d.sums, dtype=np.float64), np.asarray(d.sizes, dtype=np.int64)
+        per.append(ratio_replicates(sums, sizes, i))
+        nums.append(np.cumsum(sums[i], axis=1)[:, -1])
+        dens.append(sizes[i].sum(axis=1))
+    if weighting == "datasets":
+        pooled = np.cumsum(np.stack(per, axis=1), axis=1)[:, -1] / len(datasets)
+    else:
+        pooled = np.cumsum(np.stack(nums, axis=1), axis=1)[:, -1] / np.stack(dens, axis=1).sum(axis=1)
+    return pooled, per
+
+
+def interval(replicates: np.ndarray, percentiles: Sequence[float]) -> list[float]:
+    return [percentile_linear(replicates, p) for p in percentiles]
+
+
+def sign_of(lo: float, hi: float) -> str:
+    """Where an interval lies: 'above 0', 'covers 0' or 'below 0'."""
+    return "above 0" if lo > 0 else ("below 0" if hi < 0 else "covers 0")
+
+
+def consistency(intervals: Sequence[Sequence[float]]) -> dict[str, int]:
+    out = {"above 0": 0, "covers 0": 0, "below 0": 0}
+    for lo, hi in intervals:
+        out[sign_of(lo, hi)] += 1
+    return out
+
+
+def leave_one_out(datasets: Sequence[Dataset], weighting: str) -> dict:
+    """The pooled estimate without each dataset in turn (k ≥ 3: two must remain), and its range."""
+    if len(datasets) < 3:
+        return {"estimates": {}, "range": None}
+    est = {d.name: pooled_mean([o for o in datasets if o is not d], weighting) for d in datasets}
+    return {"estimates": est, "range": [min(est.values()), max(est.values())]}
+
+
+# ------------------------------------------------------------------------------ the meta-analysis --
+def fixed_effect(y: Sequence[float], v: Sequence[float]) -> tuple[float, float]:
+    """(μ_FE, its variance 1/Σw)."""
+    w = [1 / vi for vi in v]
+    return math.fsum(wi * yi for wi, yi in zip(w, y)) / math.fsum(w), 1 / math.fsum(w)
+
+
+def cochran_q(y: Sequence[float], v: Sequence[float]) -> float:
+    mu, _ = fixed_effect(y, v)
+    return math.fsum((yi - mu) ** 2 / vi for yi, vi in zip(y, v))
+
+
+def i_squared(q: float, k: int) -> float:
+    return max(0.0, (q - (k - 1)) / q) if q > 0 else 0.0
+
+
+def tau2_dersimonian_laird(y: Sequence[float], v: Sequence[float]) -> float:
+    w = [1 / vi for vi in v]
+    c = math.fsum(w) - math.fsum(wi * wi for wi in w) / math.fsum(w)
+    return max(0.0, (cochran_q(y, v) - (len(y) - 1)) / c)
+
+
+def _generalised_q(y: Sequence[float], v: Sequence[float], tau2: float) -> float:
+    mu, _ = random_effects(y, v, tau2)
+    return math.fsum((yi - mu) ** 2 / (vi + tau2) for yi, vi in zip(y, v))
+
+
+def tau2_paule_mandel(y: Sequence[float], v: Sequence[float], rel_tol: float = 1e-12) -> float:
+    """The root of Q(τ²) = k - 1 (Q decreases in τ²), by bisection; 0 when Q(0) ≤ k - 1."""
+    df = len(y) - 1
+    if _generalised_q(y, v, 0.0) <= df:
+        return 0.0
+    lo, hi = 0.0, max(1e-12, float(np.var(y)) * 10 + max(v))
+    while _generalised_q(y, v, hi) > df:
+        hi *= 2
+    while hi - lo > rel_tol * hi:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _generalised_q(y, v, mid) > df else (lo, mid)
+    return (lo + hi) / 2
+
+
+def random_effects(y: Sequence[float], v: Sequence[float], tau2: float) -> tuple[float, float]:
+    """(μ_RE, its variance 1/Σw*) with w* = 1/(v + τ²)."""
+    return fixed_effect(y, [vi + tau2 for vi in v])
+
+
+def hksj_interval(y: Sequence[float], v: Sequence[float], tau2: float, level: float) -> list[float]:
+    k = len(y)
+    mu, var = random_effects(y, v, tau2)
+    scaled = math.fsum((yi - mu) ** 2 / (vi + tau2) for yi, vi in zip(y, v)) / (k - 1) * var
+    half = stats.t.ppf(0.5 + level / 2, k - 1) * math.sqrt(scaled)
+    return [mu - half, mu + half]
+
+
+def prediction_interval(y: Sequence[float], v: Sequence[float], tau2: float,
+                        level: float) -> list[float] | None:
+    k = len(y)
+    if k < 3:
+        return None
+    mu, var = random_effects(y, v, tau2)
+    half = stats.t.ppf(0.5 + level / 2, k - 2) * math.sqrt(tau2 + var)
+    return [mu - half, mu + half]
+
+
+def meta_analysis(y: Sequence[float], v: Sequence[float], tau2_method: str, level: float) -> dict:
+    """Every number of the random-effects block, with the declared τ² estimator."""
+    if tau2_method not in TAU2_METHODS:
+        raise ValueError(f"tau2 method {tau2_method!r} is not one of {TAU2_METHODS}")
+    k = len(y)
+    q = cochran_q(y, v)
+    tau2 = {"dersimonian-laird": tau2_dersimonian_laird(y, v), "paule-mandel": tau2_paule_mandel(y, v)}
+    mu_fe, var_fe = fixed_effect(y, v)
+    mu_re, var_re = random_effects(y, v, tau2[tau2_method])
+    return {"k": k, "fixed_effect": mu_fe, "fixed_effect_se": math.sqrt(var_fe), "q": q, "q_df": k - 1,
+            "q_pvalue": float(stats.chi2.sf(q, k - 1)), "i2": i_squared(q, k),
+            "tau2_dersimonian_laird": tau2["dersimonian-laird"], "tau2_paule_mandel": tau2["paule-mandel"],
+            "tau2_method": tau2_method, "random_effect": mu_re, "random_effect_se": math.sqrt(var_re),
+            "hksj_interval": hksj_interval(y, v, tau2[tau2_method], level),
+            "prediction_interval": prediction_interval(y, v, tau2[tau2_method], level), "level": level}
