@@ -215,7 +215,7 @@ def read_json(p: Path):
 DAG_FIXTURES = {"fixture_workdir", "smoke_run", "dev_run", "copy_of", "frozen", "real_smoke"}
 
 
-# the test files that take longest (worker-seconds measured in a full run: each builds its own DAG runs), run
+# the test files that take longest (worker-seconds measured in a full run, their own DAG runs included), run
 # first so that pytest-xdist's workers finish together; the rest keep their order
 LONGEST_FIRST = ("test_your_reranker_doc.py", "test_confirm_openings.py", "test_audit_report.py",
                  "test_studies_dag.py", "test_slurm.py", "test_pipeline.py", "test_audit_branches_dag.py",
