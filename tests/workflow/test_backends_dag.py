@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 from conftest import DATA, FIXTURE, ROOT, run_snakemake, world_lock
 
+pytestmark = pytest.mark.slow  # runs snakemake (the two-study test too, which uses no DAG fixture)
+
 BACKENDS = ROOT / "config" / "backends"
 RUN = "smoke-standin-onnx-int8"
 STANDIN_IDENTITY = json.loads((ROOT / "lockfiles" / "model_pins.json").read_text())["standin"][
