@@ -14,7 +14,6 @@ import checks_provenance
 import checks_reference
 import checks_reinfer
 import checks_report_and_seal
-import checks_report_html
 import checks_reranker_run
 import checks_run_metadata
 import checks_scores
@@ -48,7 +47,6 @@ CHECKS = (
     ("reference", checks_reference.check_reference),
     ("frozen_candidates", checks_inputs.check_frozen_candidates),
     ("report", checks_report_and_seal.check_report),
-    ("report_html", checks_report_html.check_report_html),
     ("tables", checks_tables.check_tables),
     ("run_metadata", checks_run_metadata.check_run_metadata),
     ("seal", checks_report_and_seal.check_seal),
