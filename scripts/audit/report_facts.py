@@ -172,8 +172,12 @@ def pins(run, want) -> dict:
            "summary.json sha256": sha256_of(run.path("summary"))}
     if run.reranker_kind != RUN_FILE:
         standin = run.scorer == STANDIN
-        out["scorer"] = lambda cell: cell.startswith(str(run.manifest.get("model_identity"))) and \
-            ("(STAND-IN)" in cell) == standin
+        identity = str(run.manifest.get("model_identity"))
+
+        def scorer(cell: str) -> bool:
+            """the manifest's model identity, (STAND-IN) exactly when the scorer is the stand-in"""
+            return cell.startswith(identity) and ("(STAND-IN)" in cell) == standin
+        out["scorer"] = scorer
         out["scorer weights sha256"] = run.manifest.get("model_weights_sha256")
     return out
 

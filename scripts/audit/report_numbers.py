@@ -181,5 +181,6 @@ def compare_labelled(au, f: str, key, found: list | None, labelled: dict) -> Non
     for label, value in labelled.items():
         n, cells = rows.get(label, (None, None))
         au.check(CHECK, cells is not None and len(cells) > 1 and same_cell(cells[1], value), f,
-                 f"line {n}" if n else f"the row {label!r} of table {key[0]!r}", value,
+                 f"line {n}" if n else f"the row {label!r} of table {key[0]!r}",
+                 value.__doc__ if callable(value) else value,
                  " | ".join(cells) if cells else "missing")
