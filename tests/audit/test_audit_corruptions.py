@@ -14,9 +14,9 @@ def test_untouched_results_pass(copy_of, which):
     rundir = copy_of(which)
     proc, result = run_audit(rundir, copy_of.lockdir)
     assert proc.returncode == 0, proc.stdout
-    # 60000 values + count + columns + numbering
-    assert result["ok"] and result["checks"]["replicates"]["checked"] == 60003
-    assert result["checks"]["bootstrap_indices"]["checked"] == 20002  # every row reproduced from the seed
+    # the fixture's B = 1000: 6000 values + count + columns + numbering
+    assert result["ok"] and result["checks"]["replicates"]["checked"] == 6003
+    assert result["checks"]["bootstrap_indices"]["checked"] == 2002  # every row reproduced from the seed
 
 
 def test_unupdated_manifest_catches_any_byte_change(copy_of):
@@ -98,7 +98,7 @@ def c_query_moved_group(d):
 
 def c_replicate_changed(d):
     rows = read_rows(d / "bootstrap/replicates.tsv")
-    rows[1234]["grouped_blend-ce"] = repr(float(rows[1234]["grouped_blend-ce"]) + 1e-9)
+    rows[123]["grouped_blend-ce"] = repr(float(rows[123]["grouped_blend-ce"]) + 1e-9)
     write_rows(d / "bootstrap/replicates.tsv", rows)
 
 
