@@ -104,8 +104,8 @@ def test_refusal_when_protocol_file_or_a_pin_changed(frozen, tmp_path):
     with pytest.raises(SealError, match="candidates.file_sha256"):
         guard.check_unseal(cfg, lock, ROOT)
     shutil.copy(wd / "lockfiles/candidates/candidates.tsv", lock / "candidates/candidates.tsv")
-    (lock / "protocol.json").write_text((lock / "protocol.json").read_text().replace('"B": 10000',
-                                                                                     '"B": 9999'))
+    (lock / "protocol.json").write_text((lock / "protocol.json").read_text().replace('"B": 1000',
+                                                                                     '"B": 999'))
     with pytest.raises(SealError, match="changed since it was frozen"):
         guard.check_unseal(cfg, lock, ROOT)
 

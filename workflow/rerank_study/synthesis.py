@@ -34,7 +34,7 @@ leave-one-dataset-out range of the pooled estimate (an influence diagnostic, not
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,6 +71,17 @@ class Dataset:
             raise ValueError(f"dataset {self.name}: the grouped variance needs at least two groups")
         resid = [s - n * self.mean for s, n in zip(self.sums, self.sizes)]
         return G / (G - 1) * math.fsum(r * r for r in resid) / self.n ** 2
+
+
+UNDECLARED = ("the synthesis weighting is not declared (config synthesis.weighting is {!r}). Declare it "
+              "BEFORE looking at any result: `datasets` (each dataset counts once) or `queries` (each query "
+              "counts once), in a config file given with --configfile (docs/across-datasets.md)")
+
+
+def check_declared(block: Mapping) -> None:
+    """The synthesis block of the config declares a weighting (raises ValueError with the fix)."""
+    if block["weighting"] not in WEIGHTINGS:
+        raise ValueError(UNDECLARED.format(block["weighting"]))
 
 
 def check_family(datasets: Sequence[Dataset], weighting: str) -> None:
@@ -218,3 +229,44 @@ def meta_analysis(y: Sequence[float], v: Sequence[float], tau2_method: str, leve
             "tau2_method": tau2_method, "random_effect": mu_re, "random_effect_se": math.sqrt(var_re),
             "hksj_interval": hksj_interval(y, v, tau2[tau2_method], level),
             "prediction_interval": prediction_interval(y, v, tau2[tau2_method], level), "level": level}
+
+
+# ------------------------------------------------------------------------------ one declared answer --
+def study_dataset(name: str, deltas: Mapping[str, float], groups: Sequence[Sequence[str]]) -> Dataset:
+    """A study's primary Δ by evidence group: ``deltas`` qid -> Δ in the per-query table's order, ``groups``
+    the groups' member qids in group order (each group's Δ summed left to right in its member order)."""
+    flat = [q for g in groups for q in g]
+    if sorted(flat) != sorted(deltas) or len(set(flat)) != len(flat):
+        raise ValueError(f"dataset {name}: the evidence groups do not partition the analysed queries")
+    return Dataset(name, tuple(seq_sum(deltas[q] for q in g) for g in groups), tuple(len(g) for g in groups))
+
+
+def percentiles_of(level: float) -> list[float]:
+    return [50 * (1 - level), 50 * (1 + level)]
+
+
+def synthesize(datasets: Sequence[Dataset], study_intervals: Sequence[Sequence[float]],
+               declared: Mapping) -> tuple[dict, list[np.ndarray]]:
+    """(every number of the synthesis, the stratified index matrices). ``study_intervals``: each study's own
+    grouped interval of the primary Δ (its audited summary); ``declared``: the config's synthesis block."""
+    weighting = declared["weighting"]
+    check_family(datasets, weighting)
+    idx = draw_stratified(declared["seed"], datasets, declared["B"])
+    pooled, _per = stratified_replicates(datasets, idx, weighting)
+    pct = percentiles_of(declared["level"])
+    y, v = [d.mean for d in datasets], [d.variance for d in datasets]
+    rows = [{"dataset": d.name, "n_queries": d.n, "n_groups": len(d.sums), "mean": d.mean,
+             "se": math.sqrt(d.variance), "grouped_interval": list(iv), "sign": sign_of(*iv)}
+            for d, iv in zip(datasets, study_intervals)]
+    result = {
+        "declared": dict(declared), "se_rule": "linearised grouped variance G/(G-1) Σ (S_g - n_g Δ̄)² / n²",
+        "datasets": rows,
+        "pooled": {"weighting": weighting, "estimate": pooled_mean(datasets, weighting),
+                   "interval": interval(pooled, pct), "percentiles": pct, "B": declared["B"],
+                   "seed": declared["seed"]},
+        "plain_mean_of_means": seq_sum(y) / len(y),
+        "meta_analysis": meta_analysis(y, v, declared["tau2"], declared["level"]),
+        "consistency": consistency(study_intervals),
+        "leave_one_out": leave_one_out(datasets, weighting),
+    }
+    return result, idx
