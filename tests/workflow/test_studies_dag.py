@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import (
+    DATA,
     FIXTURE,
     ROOT,
     STUDY_DIR,
@@ -31,16 +32,17 @@ from conftest import (
 )
 
 from rerank_study.config import load_config
+from rerank_study.config_docs import load_yaml
 
 
 def fixture_study(tmp: Path) -> Path:
     """The default study's block on the committed SciFact fixture (its own lock folder copy)."""
     lock = make_lockdir(tmp / "fixture-lock")
     base = load_config(ROOT / "config" / "config.yaml")
+    sizes = load_yaml(DATA / "fixture_config.yaml")  # the smoke run's splits, bootstrap and calibration sizes
     return write_yaml(tmp / "scifact-fixture.yaml", {
         "study": {**base["study"], "name": "scifact-fixture"}, "lockdir": str(lock),
-        "data_mirror": str(FIXTURE), "scorer": "stand-in",
-        "splits": {"dev_size": 8, "confirm_size": 6, "seed": 110}})
+        "data_mirror": str(FIXTURE), "scorer": "stand-in", **sizes})
 
 
 def tsv(path: Path) -> list[dict]:
