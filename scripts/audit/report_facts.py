@@ -184,9 +184,9 @@ def pins(run, want) -> dict:
 
 def measurements(run) -> dict:
     """The measurements table: each row as measurements/report.json records it (held to scoring.json by
-    check 'measurements')."""
+    check 'measurements'; None, e.g. the rate when every pair came from the cache, is shown NA)."""
     recorded = read_json(run.path("report_measurements"))
-    return {k: (v if isinstance(v, str) else (v,)) for k, v in recorded.items() if k != "_note"}
+    return {k: (v if v is None or isinstance(v, str) else (v,)) for k, v in recorded.items() if k != "_note"}
 
 
 def facts(run, want, au) -> dict:

@@ -135,9 +135,7 @@ def measurement_rows(sm, scoring: dict | None) -> dict:
         "model-load seconds": scoring["model_load_seconds"],
         "model-inference seconds": scoring["inference_seconds"],
         "scoring stage seconds": scoring["stage_seconds"],
-        "pairs / second (inference)": ("NA (every pair came from the cache)"
-                                       if scoring["pairs_per_second_inference"] is None
-                                       else scoring["pairs_per_second_inference"]),
+        "pairs / second (inference)": scoring["pairs_per_second_inference"],
         "peak RSS of the scoring process (MiB)": scoring["peak_rss_mib"],
         **{f"rule {k} seconds (snakemake benchmark)": bench(getattr(sm.input, f"bench_{k}"))["seconds"]
            for k in ("score", "evaluate", "analyse")},
