@@ -5,6 +5,9 @@
                                               [--config config/config.yaml] [--configfile FILE ...]
                                               [--study NAME_OR_FILE]
     python3 -I -S scripts/audit --read-yaml FILE   (what the audit reads from a YAML file, as canonical JSON)
+    python3 -I -S scripts/audit --synthesis results/synthesis/<a>+<b>+... --run RUN_A --run RUN_B ...
+                                [--configfile FILE ...] [--out FILE]   (a synthesis across datasets:
+                                synthesis_checks; the runs in the synthesis's order)
     ... [--reinfer N|all --model-dir resources/models/<folder> [--reinfer-python .venv/bin/python]]
                                               (the auditor's own re-inference: a second stage, needs torch)
 
@@ -69,6 +72,7 @@ sys.dont_write_bytecode = True
 sys.pycache_prefix = os.path.join(os.devnull, "pycache")
 
 import checks_reinfer  # noqa: E402
+import synthesis_checks  # noqa: E402
 from anchors import DEFAULT_CONFIG, Anchor, committed_lockdir  # noqa: E402
 from bookkeeping import MAX_FAILURES_SHOWN, Audit  # noqa: E402
 from expected import Expected  # noqa: E402
@@ -141,7 +145,10 @@ def parse_args(argv):
                     help="print what the audit's YAML reader reads from FILE as canonical JSON and exit (no "
                          "audit; the library compares it with PyYAML at start)")
     reinfer_arguments(ap)
+    synthesis_arguments(ap)
     args = ap.parse_args(argv)
+    if args.synthesis is not None:
+        return synthesis_args(ap, args)
     if args.read_yaml is not None:
         if args.rundir is not None:
             ap.error("--read-yaml FILE takes no run folder")
@@ -161,6 +168,24 @@ def parse_args(argv):
                  "run)")
     if args.reinfer is not None and args.model_dir is None:
         ap.error("--reinfer needs --model-dir (the scorer's model folder, e.g. resources/models/<folder>)")
+    return args
+
+
+def synthesis_arguments(ap) -> None:
+    ap.add_argument("--synthesis", type=Path, default=None, metavar="FOLDER",
+                    help="audit a synthesis across datasets (results/synthesis/<a>+<b>+...) instead of a "
+                         "run; --run names each study's run folder, in the synthesis's order")
+    ap.add_argument("--run", type=Path, action="append", default=[],
+                    help="with --synthesis: a study's run folder (repeat, in the synthesis's order)")
+
+
+def synthesis_args(ap, args):
+    if args.rundir is not None:
+        ap.error("--synthesis FOLDER takes no run folder (name the studies' runs with --run)")
+    if not (args.synthesis / "synthesis.json").is_file():
+        ap.error(f"--synthesis {args.synthesis}: no synthesis.json in it")
+    if not args.run:
+        ap.error("--synthesis needs the studies' run folders (--run RUN, in the synthesis's order)")
     return args
 
 
@@ -257,6 +282,8 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.read_yaml is not None:
         return read_yaml(args.read_yaml)
+    if args.synthesis is not None:
+        return synthesis_checks.main_synthesis(args, write_result)
     au = Audit()
     if args.reinfer is not None:
         checks_reinfer.configure(batches=args.reinfer, model_dir=args.model_dir, seed=args.reinfer_seed,
