@@ -9,6 +9,7 @@
     .venv/bin/python scripts/bench.py profile [--queries 4] [--threads 2]       # utilisation per stage
     .venv/bin/python scripts/bench.py plan [--measure | --check] [...]          # capacity model (bench_plan)
     .venv/bin/python scripts/bench.py backends [--queries 12] [--rounds 2] [--retention]   # derived rerankers
+    .venv/bin/python scripts/bench.py synthesis        # 15 synthetic studies across datasets (target 5 s)
 
 Data: the verified SciFact files (``--data``, default resources/data/scifact, i.e. after one run of the
 pipeline; ../shared/data/scifact works too), the committed frozen candidates and development split, and the
@@ -312,7 +313,7 @@ def bench_audit(rundir):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["score", "stress", "bootstrap", "audit", "calibrate", "study",
-                                     "profile", "plan", "backends"])
+                                     "profile", "plan", "backends", "synthesis"])
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
                     help="torch threads (default: the CPUs this process may use)")
     ap.add_argument("--queries", type=int, default=12, help="development queries (x 50 candidates)")
@@ -355,6 +356,10 @@ def main():
         import bench_study
 
         return bench_study.main(a)
+    if a.what == "synthesis":
+        import bench_synthesis
+
+        return bench_synthesis.main()
     if a.what == "calibrate":
         import bench_calibrate
 

@@ -22,7 +22,7 @@ def test_a_datasets_mean_and_linearised_grouped_variance_by_hand():
     assert A.n == 4 and A.mean == pytest.approx(0.225, abs=1e-15)
     # residuals S_g - n_g * mean: -0.025, -0.05, 0.075; squares sum 0.00875; G/(G-1) = 1.5; / n² = 16
     assert A.variance == pytest.approx(1.5 * 0.00875 / 16, rel=1e-12)
-    with pytest.raises(ValueError, match="two groups"):
+    with pytest.raises(ValueError, match="^dataset one: the grouped variance needs at least two groups$"):
         _ = syn.Dataset("one", (0.1,), (3,)).variance
 
 
@@ -117,3 +117,119 @@ def test_homogeneous_effects_give_tau2_zero_with_both_estimators():
     got = syn.meta_analysis(y, v, "paule-mandel", 0.95)
     assert got["tau2_paule_mandel"] == 0.0 and got["tau2_dersimonian_laird"] == 0.0 and got["i2"] == 0.0
     assert got["random_effect"] == pytest.approx(got["fixed_effect"], rel=1e-15)
+
+
+# ------------------------------------------------------------------------------ the family of tests --
+def test_holm_and_bh_by_hand_with_ties_in_input_order():
+    # sorted 0.01, 0.04, 0.04 (m = 3). Holm: 3*0.01 = 0.03; 2*0.04 = 0.08; 1*0.04 = 0.04 -> running max 0.08.
+    # BH: 0.01*3/1 = 0.03; 0.04*3/2 = 0.06; 0.04*3/3 = 0.04 -> running min from the largest: 0.04, 0.04, 0.03.
+    assert syn.holm([0.04, 0.01, 0.04]) == pytest.approx([0.08, 0.03, 0.08], rel=1e-15)
+    assert syn.bh([0.04, 0.01, 0.04]) == pytest.approx([0.04, 0.03, 0.04], rel=1e-15)
+    # capped at 1: Holm 1.8, 1.4, 0.7 -> 1, 1, 1; BH 1.8, 1.05, 0.7 -> 0.7, 0.7, 0.7
+    assert syn.holm([0.6, 0.7, 0.7]) == [1.0, 1.0, 1.0]
+    assert syn.bh([0.6, 0.7, 0.7]) == pytest.approx([0.7, 0.7, 0.7], rel=1e-15)
+    assert syn.holm([0.3]) == [0.3] and syn.bh([0.3]) == [0.3] and syn.holm([]) == [] and syn.bh([]) == []
+
+
+@pytest.mark.parametrize("bad", [[0.1, 1.5], [-0.01], [float("nan")]])
+def test_a_p_value_outside_0_1_is_refused(bad):
+    for adjust in (syn.holm, syn.bh):
+        with pytest.raises(ValueError, match=r"lie in \[0, 1\]"):
+            adjust(bad)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_holm_and_bh_equal_statsmodels_multipletests(seed):
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(seed)
+    for m in (2, 3, 7, 20):
+        p = np.round(rng.uniform(0, 1, m) ** 3, 2).tolist()  # rounding makes ties; cubing makes small p
+        assert syn.holm(p) == multipletests(p, method="holm")[1].tolist()
+        assert syn.bh(p) == pytest.approx(multipletests(p, method="fdr_bh")[1].tolist(), rel=1e-15, abs=0)
+
+
+def test_the_sign_flip_p_value_by_exact_enumeration_and_scipy():
+    # A's group sums 0.2, 0.4, 0.3: |±0.2 ±0.4 ±0.3| over the 8 patterns is 0.9 0.3 0.1 0.5 0.5 0.1 0.3 0.9,
+    # so P(|T*| >= 0.9) = 2/8; B's exact p from scipy's sign-flip permutation test (exact for 4 groups)
+    exact_b = stats.permutation_test((np.array(B.sums),), np.sum, permutation_type="samples",
+                                     n_resamples=np.inf, alternative="two-sided").pvalue
+    rng = np.random.default_rng(1)
+    for d, exact in ((A, 0.25), (B, exact_b)):
+        p = syn.sign_flip_pvalue(d, syn.sign_flips(rng, 40_000, len(d.sums)))
+        assert p == pytest.approx(exact, abs=0.01)
+    assert syn.sign_flip_pvalue(syn.Dataset("z", (0.1, -0.1), (1, 1)), syn.sign_flips(rng, 50, 2)) == 1.0
+
+
+def test_the_sign_flip_p_value_counts_ties_and_adds_one():
+    # signs by hand: rows (+,+,+) |0.9|, (-,+,-) |-0.1|, (-,-,-) |-0.9|, (+,-,+) |0.1| -> 2 of 4 reach 0.9
+    signs = np.array([[1, 1, 1], [-1, 1, -1], [-1, -1, -1], [1, -1, 1]])
+    assert syn.sign_flip_pvalue(A, signs) == (1 + 2) / (4 + 1)
+    flips = syn.sign_flips(np.random.default_rng(3), 6, 4)
+    assert set(np.unique(flips)) <= {-1, 1} and flips.shape == (6, 4)
+    assert np.array_equal(flips, np.random.default_rng(3).integers(0, 2, size=(6, 4)) * 2 - 1)
+
+
+FAMILY = {"weighting": "datasets", "tau2": "paule-mandel", "B": 200, "seed": 9, "level": 0.95,
+          "family": ["ce-rrf", "blend-ce"]}
+TESTS = {"blend-ce": [A, B, C], "blend-rrf": [B, C, A], "ce-rrf": [C, A, B]}
+
+
+def test_the_family_block_draws_in_the_documented_order_and_adjusts_the_family_only():
+    from statsmodels.stats.multitest import multipletests
+
+    got = syn.family_block(TESTS, FAMILY)
+    rng = np.random.default_rng([9, 1])  # documented: family comparisons in declared order, then the others
+    want = []
+    for c in ("ce-rrf", "blend-ce", "blend-rrf"):
+        for d in TESTS[c]:
+            signs = rng.integers(0, 2, size=(200, len(d.sums))) * 2 - 1
+            t = [abs(sum(s * x for s, x in zip(row, d.sums))) for row in signs]
+            want.append((d.name, c, (1 + int(sum(x >= abs(sum(d.sums)) - 1e-9 for x in t))) / 201))
+    assert [(r["dataset"], r["comparison"], r["p"]) for r in got["rows"]] == want
+    assert [r["role"] for r in got["rows"]] == ["family"] * 6 + ["exploratory"] * 3
+    ps = [w[2] for w in want[:6]]
+    assert [r["p_holm"] for r in got["rows"][:6]] == pytest.approx(multipletests(ps, method="holm")[1])
+    assert [r["p_bh"] for r in got["rows"][:6]] == pytest.approx(multipletests(ps, method="fdr_bh")[1])
+    assert all(r["p_holm"] is None and r["p_bh"] is None for r in got["rows"][6:])
+    assert got["m"] == 6 and got["declared"] == ["ce-rrf", "blend-ce"] and got["seed"] == [9, 1]
+    assert (got["rows"][0]["n_queries"], got["rows"][0]["n_groups"], got["rows"][0]["mean"]) == (3, 2, C.mean)
+
+
+def test_an_undeclared_comparison_in_the_family_names_the_key_the_value_and_the_allowed():
+    with pytest.raises(ValueError) as err:
+        syn.check_tests({"family": ["blend-ce", "blend_vs_ce"]}, ["blend-ce", "blend-rrf"])
+    assert str(err.value) == ("config synthesis.family names 'blend_vs_ce', which is not a comparison of "
+                              "every study; allowed: ['blend-ce', 'blend-rrf']")
+    syn.check_tests({"family": ["blend-rrf"]}, ["blend-ce", "blend-rrf"])
+    with pytest.raises(ValueError, match="'ce-rrf'"):
+        syn.family_block({"blend-ce": [A, B]}, {**FAMILY, "family": ["ce-rrf"]})
+
+
+def test_the_shared_comparisons_keep_the_first_studys_order():
+    assert syn.shared_comparisons([["b", "a", "c"], ["a", "b"], ["c", "b", "a"]]) == ["b", "a"]
+    assert syn.shared_comparisons([["b", "a"]]) == ["b", "a"]
+
+
+def test_synthesize_adds_the_family_only_when_tests_are_given():
+    intervals = [[0.1, 0.3], [-0.1, 0.2], [-0.4, -0.1]]
+    plain, idx = syn.synthesize([A, B, C], intervals, FAMILY)
+    both, idx2 = syn.synthesize([A, B, C], intervals, FAMILY, TESTS)
+    assert "family" not in plain and both["family"] == syn.family_block(TESTS, FAMILY)
+    assert {k: v for k, v in both.items() if k != "family"} == plain
+    assert all(np.array_equal(i, j) for i, j in zip(idx, idx2))  # the bootstrap draws do not move
+
+
+def test_the_renderings_carry_every_test_row_and_leave_exploratory_rows_unadjusted():
+    from rerank_study import synthesis_report as rep
+
+    result, _ = syn.synthesize([A, B, C], [[0.1, 0.3], [-0.1, 0.2], [-0.4, -0.1]], FAMILY, TESTS)
+    lines = [line.split("\t") for line in rep.tsv(result).splitlines()]
+    assert lines[0][-5:] == ["comparison", "role", "p", "p_holm", "p_bh"] and {len(x) for x in lines} == {13}
+    tests = [x for x in lines[1:] if x[9]]
+    assert [(x[0], x[8], x[9]) for x in tests] == [(r["dataset"], r["comparison"], r["role"])
+                                                   for r in result["family"]["rows"]]
+    assert all(x[11] == x[12] == "" for x in tests if x[9] == "exploratory")
+    assert all(float(x[11]) >= float(x[10]) for x in tests if x[9] == "family")
+    assert rep.markdown(result).count("### The declared family of tests") == 1
+    assert "tab:synthesis-family" in rep.tex(result) and len(rep.family_markdown(result)) == 6 + 9 + 1

@@ -29,6 +29,18 @@ Beside it, a random-effects meta-analysis of (y_d, v_d) - the expected values of
 
 Consistency: in how many datasets the grouped interval lies above 0, covers 0, lies below 0; and the
 leave-one-dataset-out range of the pooled estimate (an influence diagnostic, not an interval).
+
+The declared family of tests (config ``synthesis.family``, comparison names, written before any result):
+every (dataset × comparison) of the comparisons all studies share gets one p-value, the two-sided grouped
+sign-flip randomization test of mean Δ = 0: the statistic T = Σ_g S_g (n·Δ̄); replicate b flips the sign of
+whole groups, T_b = Σ_g s_bg S_g with s_bg = 2·integers(0, 2) - 1 (summed by numpy along the row);
+p = (1 + #{b: |T_b| ≥ |T| - 1e-10 Σ_g |S_g|}) / (B + 1). One generator
+``numpy.random.default_rng([seed, 1])`` draws the B×G_d sign matrices row by row in the order of the rows
+(the family's comparisons in their declared order, then the others in the studies' order; datasets in the
+invocation's order within each). Over the m rows of the declared family only: Holm's step-down adjustment
+p_(i)^Holm = min(1, max_{j≤i} (m - j + 1) p_(j)) and Benjamini-Hochberg's step-up
+p_(i)^BH = min(1, min_{j≥i} m p_(j) / j) (p_(1) ≤ ... ≤ p_(m)); a row outside the family is ``exploratory``
+and has no adjusted p-value.
 """
 
 from __future__ import annotations
@@ -41,6 +53,7 @@ import numpy as np
 from scipy import stats
 
 from .bootstrap import percentile_linear, ratio_replicates, seq_sum
+from .evalstats import grouped_variance
 
 WEIGHTINGS = ("datasets", "queries")
 TAU2_METHODS = ("paule-mandel", "dersimonian-laird")
@@ -65,14 +78,14 @@ class Dataset:
 
     @property
     def variance(self) -> float:
-        """The linearised grouped variance of the mean (needs two groups)."""
-        G = len(self.sums)
-        if G < 2:
-            raise ValueError(f"dataset {self.name}: the grouped variance needs at least two groups")
-        resid = [s - n * self.mean for s, n in zip(self.sums, self.sizes)]
-        return G / (G - 1) * math.fsum(r * r for r in resid) / self.n ** 2
+        """The linearised grouped variance of the mean (``evalstats.grouped_variance``; needs two groups)."""
+        try:
+            return grouped_variance(self.sums, self.sizes, self.mean, self.n)
+        except ValueError as exc:
+            raise ValueError(f"dataset {self.name}: {exc}") from None
 
 
+FAMILY_KEY = "synthesis.family"
 UNDECLARED = ("the synthesis weighting is not declared (config synthesis.weighting is {!r}). Declare it "
               "BEFORE looking at any result: `datasets` (each dataset counts once) or `queries` (each query "
               "counts once), in a config file given with --configfile (docs/across-datasets.md)")
@@ -82,6 +95,19 @@ def check_declared(block: Mapping) -> None:
     """The synthesis block of the config declares a weighting (raises ValueError with the fix)."""
     if block["weighting"] not in WEIGHTINGS:
         raise ValueError(UNDECLARED.format(block["weighting"]))
+
+
+def shared_comparisons(declared: Sequence[Sequence[str]]) -> list[str]:
+    """The comparison names every study declares, in the first study's order."""
+    return [c for c in declared[0] if all(c in other for other in declared[1:])]
+
+
+def check_tests(block: Mapping, allowed: Sequence[str]) -> None:
+    """Every name of the declared family of tests is a comparison of the studies (raises ValueError)."""
+    for name in block["family"]:
+        if name not in allowed:
+            raise ValueError(f"config {FAMILY_KEY} names {name!r}, which is not a comparison of every study; "
+                             f"allowed: {list(allowed)}")
 
 
 def check_family(datasets: Sequence[Dataset], weighting: str) -> None:
@@ -246,9 +272,11 @@ def percentiles_of(level: float) -> list[float]:
 
 
 def synthesize(datasets: Sequence[Dataset], study_intervals: Sequence[Sequence[float]],
-               declared: Mapping) -> tuple[dict, list[np.ndarray]]:
+               declared: Mapping, tests: Mapping[str, Sequence[Dataset]] | None = None,
+               ) -> tuple[dict, list[np.ndarray]]:
     """(every number of the synthesis, the stratified index matrices). ``study_intervals``: each study's own
-    grouped interval of the primary Δ (its audited summary); ``declared``: the config's synthesis block."""
+    grouped interval of the primary Δ (its audited summary); ``declared``: the config's synthesis block;
+    ``tests``: comparison -> its datasets (in the invocation's order), for the family of tests."""
     weighting = declared["weighting"]
     check_family(datasets, weighting)
     idx = draw_stratified(declared["seed"], datasets, declared["B"])
@@ -269,4 +297,80 @@ def synthesize(datasets: Sequence[Dataset], study_intervals: Sequence[Sequence[f
         "consistency": consistency(study_intervals),
         "leave_one_out": leave_one_out(datasets, weighting),
     }
+    if tests is not None:
+        result["family"] = family_block(tests, declared)
     return result, idx
+
+
+# ------------------------------------------------------------------------------ the family of tests --
+def _checked(p: Sequence[float]) -> list[float]:
+    p = [float(x) for x in p]
+    if not all(0.0 <= x <= 1.0 for x in p):
+        raise ValueError(f"p-values must lie in [0, 1] (got {p})")
+    return p
+
+
+def holm(p: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the input order: the i-th smallest p times (m - i + 1), the
+    running maximum, capped at 1."""
+    p, m = _checked(p), len(p)
+    out, running = [0.0] * m, 0.0
+    for rank, i in enumerate(sorted(range(m), key=p.__getitem__)):
+        running = max(running, (m - rank) * p[i])
+        out[i] = min(1.0, running)
+    return out
+
+
+def bh(p: Sequence[float]) -> list[float]:
+    """Benjamini-Hochberg step-up adjusted p-values, in the input order: the i-th smallest p divided by i/m,
+    the running minimum from the largest down, capped at 1."""
+    p, m = _checked(p), len(p)
+    out, running = [0.0] * m, math.inf
+    for rank, i in reversed(list(enumerate(sorted(range(m), key=p.__getitem__)))):
+        running = min(running, p[i] / ((rank + 1) / m))
+        out[i] = min(1.0, running)
+    return out
+
+
+def sign_flips(rng: np.random.Generator, B: int, G: int) -> np.ndarray:
+    return rng.integers(0, 2, size=(B, G), dtype=np.int64) * 2 - 1
+
+
+def sign_flip_pvalue(d: Dataset, signs: np.ndarray) -> float:
+    """Two-sided grouped sign-flip randomization p-value of mean Δ = 0 (whole groups flipped)."""
+    sums = np.asarray(d.sums, dtype=np.float64)
+    observed = abs(seq_sum(d.sums))
+    tol = 1e-10 * float(np.abs(sums).sum())
+    extreme = int(np.count_nonzero(np.abs((signs * sums).sum(axis=1)) >= observed - tol))
+    return (1 + extreme) / (signs.shape[0] + 1)
+
+
+def tested_rows(tests: Mapping[str, Sequence[Dataset]], declared: Mapping) -> list[dict]:
+    """One row per (comparison, dataset): its mean Δ and randomization p-value, family comparisons first."""
+    family = list(declared["family"])
+    order = family + [c for c in tests if c not in family]
+    rng = np.random.default_rng([declared["seed"], 1])
+    return [{"dataset": d.name, "comparison": c, "role": "family" if c in family else "exploratory",
+             "n_queries": d.n, "n_groups": len(d.sums), "mean": d.mean,
+             "p": sign_flip_pvalue(d, sign_flips(rng, declared["B"], len(d.sums)))}
+            for c in order for d in tests[c]]
+
+
+def family_block(tests: Mapping[str, Sequence[Dataset]], declared: Mapping) -> dict:
+    """The rows with Holm and BH adjusted p-values over the declared family (None for exploratory rows)."""
+    check_tests(declared, list(tests))
+    rows = tested_rows(tests, declared)
+    members = [r for r in rows if r["role"] == "family"]
+    for r in rows:
+        r["p_holm"] = r["p_bh"] = None
+    ps = [r["p"] for r in members]
+    for r, h, q in zip(members, holm(ps), bh(ps)):
+        r["p_holm"], r["p_bh"] = h, q
+    return {"declared": list(declared["family"]), "m": len(members), "B": declared["B"],
+            "seed": [declared["seed"], 1], "test": TEST_RULE, "adjustment": ADJUSTMENT, "rows": rows}
+
+
+TEST_RULE = ("two-sided grouped sign-flip randomization test of mean delta = 0, whole evidence groups "
+             "flipped: p = (1 + #{b: |sum_g s_bg S_g| >= |sum_g S_g| - 1e-10 sum_g |S_g|}) / (B + 1)")
+ADJUSTMENT = ("Holm (family-wise error) and Benjamini-Hochberg (false discovery rate) over the m rows of the "
+              "declared family; exploratory rows are not adjusted")

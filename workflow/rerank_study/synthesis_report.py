@@ -1,5 +1,8 @@
 """The synthesis across datasets as a table (TSV), a LaTeX table like the study's, a markdown section for the
-cross-study report, and a forest plot: renderings of ``synthesis.json``, no number computed here."""
+cross-study report, and a forest plot: renderings of ``synthesis.json``, no number computed here.
+
+The TSV: the rows of the pooled answer (``role`` empty), then one row per (dataset × comparison) test of the
+family block (``role`` ``family`` with its Holm and BH adjusted p-values, or ``exploratory`` without)."""
 
 from __future__ import annotations
 
@@ -10,6 +13,19 @@ from .paper_tables import interval_tex, table_float, tex_number, tex_text
 from .report import f6
 
 TSV_HEADER = ("row", "n_queries", "n_groups", "estimate", "se", "lower", "upper", "sign")
+TEST_HEADER = ("comparison", "role", "p", "p_holm", "p_bh")
+
+
+def blank(x) -> object:
+    return "" if x is None else x
+
+
+def table_rows(result: Mapping) -> list[tuple]:
+    """The pooled answer's rows (their comparison, no test), then one row per test of the family block."""
+    out = [(*r, result.get("comparison", ""), "", "", "", "") for r in rows(result)]
+    return out + [(t["dataset"], t["n_queries"], t["n_groups"], t["mean"], "", "", "", "", t["comparison"],
+                   t["role"], t["p"], blank(t["p_holm"]), blank(t["p_bh"]))
+                  for t in result.get("family", {}).get("rows", [])]
 
 
 def rows(result: Mapping) -> list[tuple]:
@@ -33,7 +49,8 @@ def rows(result: Mapping) -> list[tuple]:
 def tsv(result: Mapping) -> str:
     def cell(x):
         return fmt_float(x) if isinstance(x, float) else str(x)
-    return "".join("\t".join(cell(x) for x in row) + "\n" for row in [TSV_HEADER, *rows(result)])
+    return "".join("\t".join(cell(x) for x in row) + "\n"
+                   for row in [TSV_HEADER + TEST_HEADER, *table_rows(result)])
 
 
 def tex(result: Mapping) -> str:
@@ -52,7 +69,27 @@ def tex(result: Mapping) -> str:
     caption = tex_text(f"The primary Δ across {len(result['datasets'])} datasets; pooled interval from "
                        f"{p['B']} stratified grouped bootstrap replicates (groups drawn within each "
                        f"dataset); I² = {m['i2']:.2f}, τ² = {tau2:.2g}.")
-    return table_float(caption, "tab:synthesis", "lrrrrc", head, body)
+    return table_float(caption, "tab:synthesis", "lrrrrc", head, body) + family_tex(result)
+
+
+def p_tex(p) -> str:
+    return "" if p is None else f"{p:.3g}"
+
+
+def family_tex(result: Mapping) -> str:
+    """The family of tests as a second table ("" without a family block)."""
+    if "family" not in result:
+        return ""
+    f = result["family"]
+    head = ["Dataset", "Comparison", "Role", "Mean $\\Delta$", "$p$", "$p$ Holm", "$p$ BH"]
+    body = [" & ".join([tex_text(t["dataset"]), tex_text(t["comparison"]), tex_text(t["role"]),
+                        tex_number(t["mean"]), p_tex(t["p"]), p_tex(t["p_holm"]), p_tex(t["p_bh"])])
+            for t in f["rows"]]
+    names = ", ".join(f["declared"])
+    caption = tex_text(f"The declared family of {f['m']} tests ({names} in every dataset): "
+                       f"grouped sign-flip randomization p-values ({f['B']} sign patterns), Holm and "
+                       "Benjamini-Hochberg adjusted over the family; exploratory rows are not adjusted.")
+    return "\n" + table_float(caption, "tab:synthesis-family", "lllrrrr", head, body)
 
 
 def markdown(result: Mapping) -> list[str]:
@@ -71,6 +108,23 @@ def markdown(result: Mapping) -> list[str]:
              "|" + "---|" * len(TSV_HEADER)]
     lines += ["| " + " | ".join(f6(x) if isinstance(x, float) else str(x) for x in row) + " |"
               for row in rows(result)]
+    return lines + [""] + family_markdown(result)
+
+
+def p_md(p) -> str:
+    return "NA" if p is None else f"{p:.4g}"
+
+
+def family_markdown(result: Mapping) -> list[str]:
+    if "family" not in result:
+        return []
+    f = result["family"]
+    lines = ["### The declared family of tests", "",
+             f"Declared before results: {', '.join(f['declared'])} in every dataset, m = {f['m']} tests. "
+             f"p: {f['test']} (B = {f['B']}); adjusted: {f['adjustment']}.", "",
+             "| dataset | comparison | role | mean Δ | p | p Holm | p BH |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {t['dataset']} | {t['comparison']} | {t['role']} | {f6(t['mean'])} | {p_md(t['p'])} | "
+              f"{p_md(t['p_holm'])} | {p_md(t['p_bh'])} |" for t in f["rows"]]
     return lines + [""]
 
 

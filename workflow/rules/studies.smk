@@ -56,11 +56,13 @@ rule cross_study:
 
 
 SYNTHESIS = f"{config['results']}/synthesis/{'+'.join(STUDY_CONFIGS)}"
-if "synthesis" in sys.argv[1:]:  # the target asked for: an undeclared weighting stops before any job
-    from rerank_study.synthesis import check_declared as _check_declared
+if "synthesis" in sys.argv[1:]:  # the target asked for: an undeclared weighting or test stops before any job
+    from rerank_study import synthesis as _synthesis
 
     try:
-        _check_declared(config["synthesis"])
+        _synthesis.check_declared(config["synthesis"])
+        _synthesis.check_tests(config["synthesis"], _synthesis.shared_comparisons(
+            [list(c["comparisons"]["all"]) for c in STUDY_CONFIGS.values()]))
     except ValueError as exc:
         raise WorkflowError(f"REFUSED: {exc}.") from None
 
@@ -83,9 +85,13 @@ rule synthesis:
         md=f"{SYNTHESIS}/synthesis.md",
         forest=f"{SYNTHESIS}/forest.png",
         indices=[f"{SYNTHESIS}/indices/{s}.tsv" for s in STUDY_CONFIGS],
+        audit=f"{SYNTHESIS}/audit.json",  # its own audit (scripts/audit --synthesis), run by the rule
     params:
         studies=list(STUDY_CONFIGS.values()),
         synthesis=config["synthesis"],
+        runs=list(STUDY_RUNS.values()),
+        audit=[sys.executable, str(Path(workflow.basedir) / "scripts" / "audit")],
+        configfiles=[os.path.abspath(str(c)) for c in workflow.overwrite_configfiles],
     log:
         f"{SYNTHESIS}/synthesis.log",
     script:

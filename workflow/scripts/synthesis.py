@@ -5,9 +5,10 @@ dataset's bootstrap index matrix (indices/<study>.tsv).
 Every study's run must have passed its audit, and its summary and per-query table must be the ones the audited
 manifest lists; every study must analyse the same primary comparison and metric; the weighting must be
 declared (config synthesis.weighting); two or more datasets, none twice. Each refusal names the study, the
-file and the fix."""
+file and the fix. Every comparison the studies share is tested in every dataset (synthesis.json "family": the
+declared family adjusted, the others exploratory)."""
 
-from rerank_study import audited, synthesis, synthesis_report
+from rerank_study import audited, synthesis, synthesis_audit, synthesis_report
 from rerank_study.errors import PipelineError
 from rerank_study.fileio import atomic_write_text, read_json, read_tsv, write_index_matrix, write_json
 from rerank_study.names import column
@@ -37,8 +38,8 @@ def audited_files(cfg: dict, audit, manifest, summary, per_query, groups) -> tup
             read_tsv(audited.listed(listed, "groups", groups, what)))
 
 
-def dataset_of(cfg: dict, summary: dict, rows: list, group_rows: list) -> synthesis.Dataset:
-    a, b = summary["comparisons"][summary["primary"]]["a"], summary["comparisons"][summary["primary"]]["b"]
+def dataset_of(cfg: dict, summary: dict, rows: list, group_rows: list, comparison: str) -> synthesis.Dataset:
+    a, b = summary["comparisons"][comparison]["a"], summary["comparisons"][comparison]["b"]
     deltas = {r["qid"]: float(r[column(a, summary["metric"])]) - float(r[column(b, summary["metric"])])
               for r in rows}
     members: dict[int, list[str]] = {}
@@ -63,10 +64,11 @@ def main(sm):
     read = [audited_files(*x) for x in zip(studies, inp.audits, inp.manifests, inp.summaries, inp.per_query,
                                            inp.groups)]
     same_question(studies, [r[0] for r in read])
+    shared = synthesis.shared_comparisons([list(r[0]["comparisons"]) for r in read])
     try:
-        datasets = [dataset_of(c, *r) for c, r in zip(studies, read)]
+        tests = {k: [dataset_of(c, *r, k) for c, r in zip(studies, read)] for k in shared}
         intervals = [r[0]["comparisons"][r[0]["primary"]]["grouped_interval"] for r in read]
-        result, idx = synthesis.synthesize(datasets, intervals, block)
+        result, idx = synthesis.synthesize(tests[read[0][0]["primary"]], intervals, block, tests)
     except ValueError as exc:
         raise PipelineError(f"REFUSED: {exc} (studies={[c['study']['name'] for c in studies]}). Fix: one "
                             "study per dataset, two or more datasets.") from None
@@ -77,7 +79,8 @@ def main(sm):
     write_json(sm.output.json, result)
     atomic_write_text(sm.output.tsv, synthesis_report.tsv(result))
     atomic_write_text(sm.output.tex, synthesis_report.tex(result))
-    atomic_write_text(sm.output.md, "\n".join(synthesis_report.markdown(result)) + "\n")
+    verdict = synthesis_audit.audited(sm)  # its own audit, on the files just written
+    atomic_write_text(sm.output.md, "\n".join(synthesis_report.markdown(result) + verdict) + "\n")
     synthesis_report.forest(result, sm.output.forest)
 
 
