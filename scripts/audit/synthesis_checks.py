@@ -9,7 +9,8 @@ Checks (recorded like a run's, FAIL CLOSED): ``synthesis_keys`` (every key of sy
 declares, none missing: a key it does not know fails, naming it), ``synthesis_inputs`` (each run's audit
 passed and vouches for the files read; the studies in synthesis.json's order; one question: the same primary
 comparison and metric; two or more datasets, none twice), ``synthesis_declared``, ``synthesis_indices``,
-``synthesis_datasets``, ``synthesis_pooled``, ``synthesis_meta`` and ``synthesis_consistency``. Values are
+``synthesis_datasets``, ``synthesis_pooled``, ``synthesis_meta``, ``synthesis_consistency`` and, when the
+synthesis has one, ``synthesis_family`` (the declared family of tests, ``synthesis_family``). Values are
 compared as values; the sums in the documented order are compared EXACTLY, the meta-analysis (iterations, the
 t and χ² functions) within META_REL."""
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import synthesis_family
 import synthesis_math as sm
 from anchors import merged
 from checks_columns import same_value
@@ -28,7 +30,7 @@ from yamlsubset import read_simple_yaml
 META_REL = 1e-9  # stated tolerance of the meta-analysis: bisection vs iteration, t and χ² by series (~1e-13)
 V = None  # a leaf: a value, not a record
 SCHEMA = {
-    "declared": {"weighting": V, "tau2": V, "B": V, "seed": V, "level": V},
+    "declared": {"weighting": V, "tau2": V, "B": V, "seed": V, "level": V, "family": V},
     "se_rule": V, "studies": V, "comparison": V, "metric": V, "plain_mean_of_means": V,
     "datasets": [{"dataset": V, "n_queries": V, "n_groups": V, "mean": V, "se": V, "grouped_interval": V,
                   "sign": V}],
@@ -39,7 +41,9 @@ SCHEMA = {
                                      "prediction_interval", "level")},
     "consistency": {"above 0": V, "covers 0": V, "below 0": V},
     "leave_one_out": {"estimates": {"*": V}, "range": V},
+    "family": synthesis_family.SCHEMA,
 }
+OPTIONAL = ("family", "declared.family")  # a synthesis made before the declared family of tests has none
 ARTEFACTS = ("summary", "per_query", "groups")
 
 
@@ -64,7 +68,8 @@ def key_problems(schema, found, path: str = "") -> list[tuple[str, str]]:
             out += key_problems(schema[key] if key in schema else schema["*"], val, _join(path, key))
         else:
             out.append((_join(path, key), "a key the audit does not know"))
-    return out + [(_join(path, k), "missing") for k in schema if k != "*" and k not in found]
+    return out + [(_join(path, k), "missing") for k in schema
+                  if k != "*" and k not in found and _join(path, k) not in OPTIONAL]
 
 
 def check_keys(au, file: str, got: dict) -> None:
@@ -98,10 +103,11 @@ def study_files(au, run: Path) -> dict:
             "per_query": read_table(paths["per_query"]), "groups": read_table(paths["groups"])}
 
 
-def deltas_and_groups(s: dict) -> tuple[list[float], list[int]]:
-    """The study's primary Δ by evidence group (group order; members in groups.tsv order)."""
+def deltas_and_groups(s: dict, comparison: str | None = None) -> tuple[list[float], list[int]]:
+    """The study's Δ of ``comparison`` (default: its primary) by evidence group (group order; members in
+    groups.tsv order)."""
     summary = s["summary"]
-    comp, metric = summary["comparisons"][summary["primary"]], summary["metric"]
+    comp, metric = summary["comparisons"][comparison or summary["primary"]], summary["metric"]
     d = {r["qid"]: float(r[f"{comp['a']}_{metric}"]) - float(r[f"{comp['b']}_{metric}"])
          for r in s["per_query"]}
     members: dict[int, list[str]] = {}
@@ -207,6 +213,24 @@ def check_numbers(au, file: str, got: dict, studies, data, mats, anchor: dict) -
         "leave_one_out": sm.leave_one_out([s["dataset"] for s in studies], data, w)}, got)
 
 
+def check_tests(au, file: str, got: dict, studies: list[dict], anchor: dict) -> None:
+    """The declared family of tests (synthesis_family), row by row."""
+    names = synthesis_family.shared([list(s["summary"]["comparisons"]) for s in studies])
+    by_comparison = {c: [deltas_and_groups(s, c) for s in studies] for c in names}
+    want = synthesis_family.family_block(by_comparison, [s["dataset"] for s in studies], anchor)
+    found = got.get("family") if isinstance(got.get("family"), dict) else {}
+    compare(au, "synthesis_family", file, "family.", {k: v for k, v in want.items() if k != "rows"}, found)
+    for key in synthesis_family.PROSE:
+        au.check("synthesis_family", isinstance(found.get(key), str), file, f"family.{key}", "a rule (prose)",
+                 found.get(key))
+    rows = found.get("rows") if isinstance(found.get("rows"), list) else []
+    au.check("synthesis_family", len(rows) == len(want["rows"]), file, "family.rows",
+             f"{len(want['rows'])} rows", len(rows))
+    for i, row in enumerate(want["rows"]):
+        compare(au, "synthesis_family", file, f"family.rows[{i}].", row, rows[i] if i < len(rows) else {},
+                META_REL)
+
+
 # ------------------------------------------------------------------------------------ the audit --
 def audit_synthesis(folder: Path, runs, au, config: Path, config_files=()) -> dict:
     """Every check of the synthesis in ``folder`` on the study runs ``runs`` (in the synthesis's order);
@@ -221,6 +245,8 @@ def audit_synthesis(folder: Path, runs, au, config: Path, config_files=()) -> di
     data = [deltas_and_groups(s) for s in studies]
     mats = matrices(au, folder, studies, data, anchor)
     check_numbers(au, file, got, studies, data, mats, anchor)
+    if "family" in got or "family" in anchor:
+        check_tests(au, file, got, studies, anchor)
     return {"synthesis": str(folder), "runs": [str(r) for r in runs], "studies": [s["name"] for s in studies],
             "synthesis_sha256": sha256_of(folder / "synthesis.json"),
             "anchor": {"config": str(config), "config_files": [str(c) for c in config_files]},

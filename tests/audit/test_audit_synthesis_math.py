@@ -114,12 +114,38 @@ def test_consistency_and_leave_one_out_by_hand():
 
 
 def test_key_allowlist_names_an_unknown_and_a_missing_key():
-    good = {k: ({} if isinstance(v, dict) else [] if isinstance(v, list) else 0) for k, v in C.SCHEMA.items()}
+    good = {k: ({} if isinstance(v, dict) else [] if isinstance(v, list) else 0) for k, v in C.SCHEMA.items()
+            if k != "family"}
     problems = dict(C.key_problems(C.SCHEMA, good))
     assert "declared.weighting" in problems and problems["declared.weighting"] == "missing"
-    bad = {**good, "family": {}, "pooled": {**{k: 0 for k in C.SCHEMA["pooled"]}, "p_holm": 0.1},
+    assert not any(p.startswith("family") or p == "declared.family" for p in problems)  # optional
+    bad = {**good, "tests": {}, "pooled": {**{k: 0 for k in C.SCHEMA["pooled"]}, "p_holm": 0.1},
            "leave_one_out": {"estimates": {"any-name": 0.1}, "range": None}}
     problems = dict(C.key_problems(C.SCHEMA, bad))
-    assert problems["family"] == "a key the audit does not know"
+    assert problems["tests"] == "a key the audit does not know"
     assert problems["pooled.p_holm"] == "a key the audit does not know"
     assert not any(p.startswith("leave_one_out") for p in problems)
+
+
+def test_the_family_of_tests_equals_numpy_draws_and_statsmodels_adjustments():
+    from statsmodels.stats.multitest import multipletests
+
+    F = audit_module("synthesis_family")
+    by_comparison = {"blend-ce": [([0.3, 0.1, 0.2, -0.05], [1, 1, 2, 1]), ([-0.2, 0.0, 0.1], [1, 1, 1])],
+                     "ce-rrf": [([0.05, -0.1, 0.0, 0.02], [1, 1, 2, 1]), ([0.4, 0.3, 0.2], [1, 1, 1])]}
+    anchor = {"family": ["blend-ce"], "seed": 9, "B": 300}
+    got = F.family_block(by_comparison, ["a", "b"], anchor)
+    rng = np.random.default_rng([9, 1])
+    want_p = []
+    for c in ("blend-ce", "ce-rrf"):
+        for sums, _ in by_comparison[c]:
+            signs = rng.integers(0, 2, size=(300, len(sums)), dtype=np.int64) * 2 - 1
+            t = np.abs((signs * np.array(sums)).sum(axis=1))
+            extreme = int(np.count_nonzero(t >= abs(sum(sums)) - 1e-10 * sum(map(abs, sums))))
+            want_p.append((1 + extreme) / 301)
+    assert [r["p"] for r in got["rows"]] == pytest.approx(want_p, rel=1e-15)
+    fam = [r["p"] for r in got["rows"] if r["role"] == "family"]
+    assert got["m"] == 2 and len(fam) == 2
+    assert [r["p_holm"] for r in got["rows"][:2]] == pytest.approx(list(multipletests(fam, method="holm")[1]))
+    assert [r["p_bh"] for r in got["rows"][:2]] == pytest.approx(list(multipletests(fam, method="fdr_bh")[1]))
+    assert [r["p_holm"] for r in got["rows"][2:]] == [None, None]
