@@ -15,9 +15,10 @@ STYLE = (".qb-w{background:#e6f4e6}.qb-l{background:#fbe4e4}.qb-t{background:#f4
          "#qb-query{border:2px solid #888;padding:.2rem 1rem;margin:1rem 0;width:calc(100vw - 4rem);"
          "position:relative;left:50%;transform:translateX(-50%);box-sizing:border-box;background:#fff}"
          ".qb-rankings{display:flex;gap:.5rem;align-items:flex-start;overflow-x:auto}"
-         ".qb-rankings table{font-size:.7rem;flex:1;margin:0}.qb-rankings td{vertical-align:top}"
+         ".qb-rankings table{font-size:.68rem;flex:1 1 0;min-width:0;margin:0}"
+         ".qb-rankings th,.qb-rankings td{padding:.1rem .25rem;vertical-align:top}"
          ".qb-rel td{background:#fff1b8}.qb-rel td:first-child{font-weight:700}"
-         ".qb-doc{text-align:left!important;min-width:10rem}.qb-doc strong{font-weight:600}"
+         ".qb-doc{text-align:left!important;min-width:9rem}.qb-doc strong{font-weight:600}"
          ".qb-controls{display:flex;gap:1rem;flex-wrap:wrap;align-items:center}"
          "th.qb-sort{cursor:pointer;text-decoration:underline dotted}.qb-up{color:#070}.qb-down{color:#b00}"
          "caption{font-weight:700;text-align:left}")
@@ -174,7 +175,7 @@ function missing(q) {
   }))]);
 }
 function query(q, s) {
-  var depth = s.depth === "all" ? q.ranked.length : 10, all = depth >= q.ranked.length;
+  var all = s.depth === "all", depth = all ? q.ranked.length : 10;
   var mates = Q.filter(function (o) { return o.group === q.group && o.qid !== q.qid; });
   var facts = M.map(function (m, i) { return m + " " + D.metric + " " + num(q.metric[i], 4); }).join(", ") +
     "; Δ " + D.primary[0] + " " + num(q.delta, 4) + " (" + q.wtl + "); Kendall τ (ce, blend) " +
