@@ -21,7 +21,7 @@ STYLE = (".qb-w{background:#e6f4e6}.qb-l{background:#fbe4e4}.qb-t{background:#f4
          ".qb-doc{text-align:left!important;min-width:9rem}.qb-doc strong{font-weight:600}"
          ".qb-controls{display:flex;gap:1rem;flex-wrap:wrap;align-items:center}"
          "th.qb-sort{cursor:pointer;text-decoration:underline dotted}.qb-up{color:#070}.qb-down{color:#b00}"
-         "caption{font-weight:700;text-align:left}")
+         "caption{font-weight:700;text-align:left}#qb-table td:nth-child(2){text-align:left;min-width:14rem}")
 
 SCRIPT = r"""
 (function () {
