@@ -128,3 +128,9 @@ def test_the_section_links_the_named_queries_and_embeds_the_data_safely():
     seen.feed(text)
     assert seen.data == d  # read back exactly, the script-ending text included
     assert seen.links == ["#query=q2", "#query=q1", "#outcome=repaired", "#query=q1", "#outcome=weakened"]
+
+
+def test_the_section_is_a_fixed_function_of_the_data_and_loads_nothing():
+    text = section(data())
+    assert text == section(data())
+    assert not any(s in text for s in ("http", " src=", "fetch(", "XMLHttpRequest", "import("))
