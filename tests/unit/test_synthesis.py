@@ -34,7 +34,7 @@ def test_the_two_weightings_by_hand():
 
 @pytest.mark.parametrize("family, weighting, message", [
     ([A], "datasets", "two or more datasets"),
-    ([A, A], "datasets", "entered twice"),
+    ([A, B, A], "datasets", r"^a dataset entered twice: \['a'\]$"),
     ([A, B], "studies", "not one of"),
 ])
 def test_a_family_that_cannot_be_pooled_stops(family, weighting, message):
@@ -67,8 +67,8 @@ def test_a_draw_of_every_group_once_reproduces_the_point_estimate():
 
 
 def test_consistency_and_leave_one_out_by_hand():
-    assert syn.consistency([[0.1, 0.3], [-0.1, 0.2], [-0.4, -0.01], [0.0, 0.1]]) == {
-        "above 0": 1, "covers 0": 2, "below 0": 1}
+    assert syn.consistency([[0.1, 0.3], [-0.1, 0.2], [-0.4, -0.01], [0.0, 0.1], [-0.2, 0.0]]) == {
+        "above 0": 1, "covers 0": 3, "below 0": 1}  # an end at exactly 0 covers 0
     loo = syn.leave_one_out([A, B, C], "queries")
     # without a: (0.4 - 0.6)/8; without b: (0.9 - 0.6)/7; without c: (0.9 + 0.4)/9
     assert loo["estimates"] == pytest.approx({"a": -0.025, "b": 0.3 / 7, "c": 1.3 / 9})
@@ -84,13 +84,14 @@ V = [0.0009, 0.0016, 0.0012, 0.0025, 0.0020]
 @pytest.mark.parametrize("method, sm_method", [("dersimonian-laird", "dl"), ("paule-mandel", "pm")])
 def test_the_meta_analysis_equals_statsmodels(method, sm_method):
     ours = syn.meta_analysis(Y, V, method, 0.95)
-    ref = combine_effects(np.array(Y), np.array(V), method_re=sm_method, use_t=True, atol=1e-12, maxiter=500)
+    ref = combine_effects(np.array(Y), np.array(V), method_re=sm_method, use_t=True, atol=1e-14, maxiter=500)
     assert ours["fixed_effect"] == pytest.approx(ref.mean_effect_fe, rel=1e-12)
     assert ours["fixed_effect_se"] == pytest.approx(ref.sd_eff_w_fe, rel=1e-12)
     assert ours["q"] == pytest.approx(ref.q, rel=1e-12) and ours["q"] > 4
     assert ours["i2"] == pytest.approx(ref.i2, rel=1e-12)
     tau2 = ours["tau2_dersimonian_laird" if sm_method == "dl" else "tau2_paule_mandel"]
-    assert tau2 == pytest.approx(ref.tau2, rel=1e-8)
+    assert tau2 == pytest.approx(ref.tau2, rel=1e-11)  # the bisection stops at rel 1e-12
+    assert (ours["k"], ours["q_df"], ours["level"]) == (5, 4, 0.95)
     assert ours["random_effect"] == pytest.approx(ref.mean_effect_re, rel=1e-8)
     assert ours["random_effect_se"] == pytest.approx(ref.sd_eff_w_re, rel=1e-8)
     # statsmodels' HKSJ interval: the random-effects interval with the WLS scale and t(k-1)
@@ -110,6 +111,13 @@ def test_the_prediction_interval_and_dl_by_hand():
     assert got["tau2_dersimonian_laird"] == pytest.approx(tau2, rel=1e-12)
     assert got["prediction_interval"] == pytest.approx([mu - half, mu + half], rel=1e-12)
     assert syn.prediction_interval(Y[:2], V[:2], tau2, 0.95) is None  # k = 2: no t with 0 df
+    # k = 3: t with 1 degree of freedom (scipy's quantile), the rest by hand
+    ws3 = [1 / (v + tau2) for v in V[:3]]
+    mu3 = sum(wi * y for wi, y in zip(ws3, Y[:3])) / sum(ws3)
+    half3 = stats.t.ppf(0.95, 1) * math.sqrt(tau2 + 1 / sum(ws3))
+    assert syn.prediction_interval(Y[:3], V[:3], tau2, 0.9) == pytest.approx([mu3 - half3, mu3 + half3])
+    with pytest.raises(ValueError, match="^tau2 method 'reml' is not one of"):
+        syn.meta_analysis(Y, V, "reml", 0.95)
 
 
 def test_homogeneous_effects_give_tau2_zero_with_both_estimators():
@@ -129,6 +137,8 @@ def test_holm_and_bh_by_hand_with_ties_in_input_order():
     assert syn.holm([0.6, 0.7, 0.7]) == [1.0, 1.0, 1.0]
     assert syn.bh([0.6, 0.7, 0.7]) == pytest.approx([0.7, 0.7, 0.7], rel=1e-15)
     assert syn.holm([0.3]) == [0.3] and syn.bh([0.3]) == [0.3] and syn.holm([]) == [] and syn.bh([]) == []
+    # the ends of [0, 1] are p-values: Holm 0*2 = 0, then max(0, 1*1) = 1; BH 0*2/1 = 0, 1*2/2 = 1
+    assert syn.holm([1.0, 0.0]) == [1.0, 0.0] and syn.bh([1.0, 0.0]) == [1.0, 0.0]
 
 
 @pytest.mark.parametrize("bad", [[0.1, 1.5], [-0.01], [float("nan")]])
@@ -193,6 +203,7 @@ def test_the_family_block_draws_in_the_documented_order_and_adjusts_the_family_o
     assert [r["p_bh"] for r in got["rows"][:6]] == pytest.approx(multipletests(ps, method="fdr_bh")[1])
     assert all(r["p_holm"] is None and r["p_bh"] is None for r in got["rows"][6:])
     assert got["m"] == 6 and got["declared"] == ["ce-rrf", "blend-ce"] and got["seed"] == [9, 1]
+    assert got["B"] == 200 and "sign-flip" in got["test"] and "Holm" in got["adjustment"]
     assert (got["rows"][0]["n_queries"], got["rows"][0]["n_groups"], got["rows"][0]["mean"]) == (3, 2, C.mean)
 
 
@@ -233,3 +244,51 @@ def test_the_renderings_carry_every_test_row_and_leave_exploratory_rows_unadjust
     assert all(float(x[11]) >= float(x[10]) for x in tests if x[9] == "family")
     assert rep.markdown(result).count("### The declared family of tests") == 1
     assert "tab:synthesis-family" in rep.tex(result) and len(rep.family_markdown(result)) == 6 + 9 + 1
+
+
+def test_an_undeclared_weighting_is_refused_with_the_fix():
+    for weighting in syn.WEIGHTINGS:
+        syn.check_declared({"weighting": weighting})
+    with pytest.raises(ValueError) as err:
+        syn.check_declared({"weighting": ""})
+    assert str(err.value).startswith("the synthesis weighting is not declared (config synthesis.weighting is "
+                                     "''). Declare it BEFORE looking at any result: `datasets`")
+
+
+def test_a_study_dataset_sums_each_group_in_member_order_and_needs_a_partition():
+    deltas = {"q1": 0.1, "q2": 0.2, "q3": -0.05, "q4": 0.3}
+    d = syn.study_dataset("s", deltas, [["q2", "q1"], ["q3"], ["q4"]])
+    assert d == syn.Dataset("s", (0.2 + 0.1, -0.05, 0.3), (2, 1, 1))
+    missing, twice, unknown = [["q1", "q2"], ["q3"]], [["q1", "q2"], ["q3", "q4"], ["q4"]], [["q1", "q5"]]
+    for groups in (missing, twice, unknown):
+        with pytest.raises(ValueError, match="^dataset s: the evidence groups do not partition the analysed"):
+            syn.study_dataset("s", deltas, groups)
+
+
+def test_the_bootstrap_size_and_the_percentiles_of_a_level():
+    assert [i.shape for i in syn.draw_stratified(1, [A, B], 1)] == [(1, 3), (1, 4)]  # B = 1 is allowed
+    with pytest.raises(ValueError, match=r"^B must be >= 1 \(got 0\)$"):
+        syn.draw_stratified(1, [A, B], 0)
+    assert syn.percentiles_of(0.95) == pytest.approx([2.5, 97.5])
+    assert syn.percentiles_of(0.8) == pytest.approx([10, 90])
+
+
+def test_i_squared_by_hand_at_its_edges():
+    assert syn.i_squared(0.0, 3) == 0.0          # Q = 0: no heterogeneity (not 0/0)
+    assert syn.i_squared(1.5, 3) == 0.0          # Q < df: truncated at 0
+    assert syn.i_squared(8.0, 3) == pytest.approx(0.75, rel=1e-15)  # (8 - 2) / 8
+
+
+def test_the_synthesis_block_by_hand():
+    got, _ = syn.synthesize([A, B, C], [[0.1, 0.3], [-0.1, 0.2], [-0.4, -0.1]], FAMILY)
+    assert got["plain_mean_of_means"] == pytest.approx((0.225 + 0.08 - 0.2) / 3, abs=1e-15)
+    assert got["pooled"]["percentiles"] == pytest.approx([2.5, 97.5])
+    # datasets weighting without a: (0.08 - 0.2)/2; without b: (0.225 - 0.2)/2; without c: (0.225 + 0.08)/2
+    assert got["leave_one_out"]["estimates"] == pytest.approx({"a": -0.06, "b": 0.0125, "c": 0.1525})
+    assert got["se_rule"] == "linearised grouped variance G/(G-1) Σ (S_g - n_g Δ̄)² / n²"  # documented label
+
+
+def test_a_replicate_within_the_documented_tolerance_of_the_statistic_counts():
+    # T = 100 + 1e-9; flipping the small group gives 100 - 1e-9, within 1e-10 * sum|S_g| (1e-8) of |T|
+    d = syn.Dataset("t", (100.0, 1e-9), (1, 1))
+    assert syn.sign_flip_pvalue(d, np.array([[1, 1], [1, -1], [-1, -1]])) == 1.0  # (1 + 3) / (3 + 1)
