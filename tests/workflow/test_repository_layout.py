@@ -12,9 +12,9 @@ from conftest import ROOT, SNAKEMAKE, read_json
 pytestmark = pytest.mark.slow  # runs snakemake
 
 USER_TOOLS = {"setup_env.py", "audit", "confirm.py", "reference.py", "bench.py"}  # audit: a package folder
-# imported by bench.py (its calibrate, study, profile and plan), not tools of their own
-TOOL_PARTS = {"bench_calibrate.py", "bench_study.py", "bench_profile.py", "bench_plan.py",
-              "bench_backends.py"}
+# imported by bench.py (its calibrate, study, synthesis, profile and plan), not tools of their own
+TOOL_PARTS = {"bench_calibrate.py", "bench_study.py", "bench_synthesis.py", "bench_profile.py",
+              "bench_plan.py", "bench_backends.py"}
 # lint title (prefix) -> why it stays
 JUSTIFIED_LINTS = {
     "Specify a conda environment or container for each rule":
