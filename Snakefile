@@ -35,6 +35,9 @@ try:
     STUDY_CONFIGS = _studies.invocation_studies(config, workflow.config_settings.overwrite_config, workflow.basedir)
 except PipelineError as exc:
     raise WorkflowError(str(exc)) from None
+if len(STUDY_CONFIGS) == 1 and "synthesis" in sys.argv[1:]:  # the target asked for, on one study's datasets
+    raise WorkflowError(f"REFUSED: a synthesis needs two or more datasets (got 1) (studies={list(STUDY_CONFIGS)}). "
+                        "Fix: --config studies=[<a>,<b>,...], one study per dataset.")
 if len(STUDY_CONFIGS) == 1:
     config.clear()
     config.update(next(iter(STUDY_CONFIGS.values())))

@@ -9,6 +9,7 @@
     .venv/bin/python scripts/bench.py profile [--queries 4] [--threads 2]       # utilisation per stage
     .venv/bin/python scripts/bench.py plan [--measure | --check] [...]          # capacity model (bench_plan)
     .venv/bin/python scripts/bench.py backends [--queries 12] [--rounds 2] [--retention]   # derived rerankers
+    .venv/bin/python scripts/bench.py synthesis        # 15 synthetic studies across datasets (target 5 s)
 
 Data: the verified SciFact files (``--data``, default resources/data/scifact, i.e. after one run of the
 pipeline; ../shared/data/scifact works too), the committed frozen candidates and development split, and the
@@ -48,10 +49,12 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = r"""
 import json, os, resource, sys, time
 sys.path.insert(0, sys.argv[1] + "/workflow")
-from rerank_study import numerics
+from rerank_study.reranker import numerics
 PROCESS = numerics.configure_process()
 import torch
-from rerank_study import beir, candidates, models, pins, scoring, scoring_batches, scoring_model
+from rerank_study.data import beir, pins
+from rerank_study.rankings import candidates
+from rerank_study.reranker import models, scoring, scoring_batches, scoring_model
 ARGS = json.loads(sys.argv[2])
 S = scoring.ScoringSettings(512, "longest_first", 16, 110, "float32")
 MODE = scoring_model.setup_torch(S, threads=ARGS["threads"])
@@ -313,7 +316,7 @@ def bench_audit(rundir):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["score", "stress", "bootstrap", "audit", "calibrate", "study",
-                                     "profile", "plan", "backends"])
+                                     "profile", "plan", "backends", "synthesis"])
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
                     help="torch threads (default: the CPUs this process may use)")
     ap.add_argument("--queries", type=int, default=12, help="development queries (x 50 candidates)")
@@ -356,6 +359,10 @@ def main():
         import bench_study
 
         return bench_study.main(a)
+    if a.what == "synthesis":
+        import bench_synthesis
+
+        return bench_synthesis.main()
     if a.what == "calibrate":
         import bench_calibrate
 

@@ -26,7 +26,7 @@ NAMES = ("torch", "onnx", "onnx-int8")
 
 CHILD = r"""
 import numpy as np
-from rerank_study import backend_session, backends
+from rerank_study.reranker import backend_session, backends
 
 backend = ARGS["backend"]
 arch = mp["cross_encoder"]["architecture"]

@@ -183,10 +183,10 @@ def measure(a, child) -> int:
 START_CODE = r"""
 import sys
 sys.path.insert(0, sys.argv[1] + "/workflow")
-from rerank_study import numerics
+from rerank_study.reranker import numerics
 numerics.configure_process()
 import torch
-from rerank_study import scoring_model
+from rerank_study.reranker import scoring_model
 scoring_model.load_tokenizer(sys.argv[2] + "/bench-standin")
 scoring_model.load_model(sys.argv[2] + "/bench-standin")
 """

@@ -92,14 +92,17 @@ def run_command(args, cfg: dict, lockdir: Path) -> int:
         pw = out["protocol"]["power"]
         print(f"FROZEN {lockdir / locations.PROTOCOL}\nsha256 {out['sha256']}\n"
               f"MDE of the {pw['n_confirmation']}-query confirmation set: {pw['mde_confirmation']:.6f}\n"
-              f"commit lockfiles/ (protocol, PREREGISTRATION.md and the ledger), then: "
+              f"commit the whole lock folder (git add {lockdir} && git commit: the protocol, "
+              f"PREREGISTRATION.md, the ledger{', the confirmation run' if args.reranker_run else ''}), "
+              "push it, then: "
               f"snakemake confirm --cores 4 --config unseal={out['sha256']}"
               + (f" studies=[{args.study}]" if args.study else ""))
     elif args.command == "refreeze":
         out = freeze.refreeze(cfg, lockdir, ROOT, args.reason, args.dev_run)
         print(f"RE-FROZEN {lockdir / locations.PROTOCOL}\nsha256 {out['sha256']} (was "
               f"{out['protocol']['refrozen_from']})\nchanged method files: "
-              f"{', '.join(out['changed_files'])}\ncommit lockfiles/, then: snakemake confirm --cores 4 "
+              f"{', '.join(out['changed_files'])}\ncommit the lock folder (git add {lockdir} && git commit), "
+              "then: snakemake confirm --cores 4 "
               f"--config unseal={out['sha256']}" + (f" studies=[{args.study}]" if args.study else ""))
     elif args.command == "register":
         sha = freeze.register(lockdir, args.url)

@@ -80,7 +80,7 @@ def main() -> int:
         env = dict(os.environ, PYTHONHASHSEED="0")
         os.chdir(ROOT)
         # pytest-xdist: one worker per core; a test file runs whole on one worker (its module fixtures built
-        # once; the session fixtures are built by each worker that uses them)
+        # once); the shared fixture runs are built once per test run (tests/conftest.py shared_world)
         os.execve(str(py), [str(py), "-m", "pytest", *XDIST, *args.pytest_args], env)
     return 0
 

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
@@ -86,28 +87,92 @@ def run_snakemake(workdir: Path, *args: str, config: dict | None = None, check: 
     return proc
 
 
+# ------------------------------------------------------ session worlds: built once per test run, shared --
+def _shared_root(tmp_path_factory) -> Path:
+    """The folder every pytest-xdist worker of this test run sees (without xdist: the session's base
+    folder)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def world_lock(folder: Path) -> FileLock:
+    """The file lock of a shared world (``folder``: the world's folder, e.g. ``fixture_workdir``): held while
+    one of its runs is built in it, and by whoever copies the whole folder (so that no copy catches a run
+    half-built)."""
+    return FileLock(str(folder.parent / f"{folder.name}.world.lock"))
+
+
+def _snapshot(folders) -> dict[str, list[int]]:
+    """Every file under ``folders`` (symbolic links not followed): its size and modification time in
+    nanoseconds, to show that no test wrote into a shared world."""
+    return {str(p): [p.lstat().st_size, p.lstat().st_mtime_ns]
+            for f in folders for p in sorted(Path(f).rglob("*")) if p.is_symlink() or not p.is_dir()}
+
+
+@contextlib.contextmanager
+def shared_world(tmp_path_factory, name: str, folder: str, build):
+    """``build(root / folder)`` once per test run, by whichever pytest-xdist worker asks first; the others
+    wait for it (``world_lock``: the worlds built in one folder share its lock), then reuse the folder
+    READ-ONLY (a test that changes a world works on a copy of it). ``build`` returns the world's JSON-able
+    value and the folders no test may write into (their files' sizes and times are recorded, and compared
+    again when the worker's session ends). A failed build is recorded too: the other workers fail at once
+    with its message instead of building it again."""
+    root = _shared_root(tmp_path_factory)
+    record = root / f"{name}.world.json"
+    with world_lock(root / folder):
+        if not record.exists():
+            try:
+                value, untouched = build(root / folder)
+            except Exception as exc:
+                record.write_text(json.dumps({"failed": f"{type(exc).__name__}: {exc}"}), encoding="utf-8")
+                raise
+            record.write_text(json.dumps({"value": value, "untouched": [str(f) for f in untouched],
+                                          "snapshot": _snapshot(untouched)}), encoding="utf-8")
+    got = json.loads(record.read_text(encoding="utf-8"))
+    if "failed" in got:
+        pytest.fail(f"the shared {name} failed to build (in another worker):\n{got['failed'][-8000:]}",
+                    pytrace=False)
+    yield got["value"]
+    now = _snapshot(got["untouched"])
+    changed = sorted(k for k in set(now) | set(got["snapshot"]) if now.get(k) != got["snapshot"].get(k))
+    assert not changed, f"a test wrote into the shared {name} (a test that changes it must copy it): " \
+                        f"{changed[:20]}"
+
+
+def _make_workdir(wd: Path):
+    make_lockdir(wd / "lockfiles")
+    return str(wd), [wd / "lockfiles"]
+
+
 @pytest.fixture(scope="session")
 def fixture_workdir(tmp_path_factory) -> Path:
-    """A work folder with the fixture's committed pins (splits and frozen candidates), as a clone has them."""
-    wd = tmp_path_factory.mktemp("pipeline")
-    make_lockdir(wd / "lockfiles")
-    return wd
+    """A work folder with the fixture's committed pins (splits and frozen candidates), as a clone has them;
+    the fixture runs are made in it. Shared by every worker: read it; copy it whole under ``world_lock``."""
+    with shared_world(tmp_path_factory, "fixture_workdir", "pipeline", _make_workdir) as wd:
+        yield Path(wd)
 
 
-@pytest.fixture(scope="session")
-def smoke_run(fixture_workdir) -> Path:
-    """The smoke DAG (5 queries x 10 candidates, stand-in) run to the end, audit included."""
-    proc = run_snakemake(fixture_workdir, config={"smoke": "true"})
-    rundir = fixture_workdir / "results" / "smoke-standin"
+def _build_run(wd: Path, name: str, config: dict):
+    proc = run_snakemake(wd, config=config)
+    rundir = wd / "results" / name
     assert (rundir / "audit.json").exists(), proc.stderr[-3000:]
-    return rundir
+    return str(rundir), [rundir]
 
 
 @pytest.fixture(scope="session")
-def dev_run(fixture_workdir) -> Path:
-    """The full development DAG on the fixture (8 queries x 50 candidates, stand-in)."""
-    run_snakemake(fixture_workdir)
-    return fixture_workdir / "results" / "dev-standin"
+def smoke_run(fixture_workdir, tmp_path_factory) -> Path:
+    """The smoke DAG (5 queries x 10 candidates, stand-in) run to the end, audit included."""
+    with shared_world(tmp_path_factory, "smoke_run", "pipeline",
+                      lambda wd: _build_run(wd, "smoke-standin", {"smoke": "true"})) as rundir:
+        yield Path(rundir)
+
+
+@pytest.fixture(scope="session")
+def dev_run(fixture_workdir, tmp_path_factory) -> Path:
+    """The full development DAG on the fixture (8 queries x 50 candidates, stand-in), audit included."""
+    with shared_world(tmp_path_factory, "dev_run", "pipeline",
+                      lambda wd: _build_run(wd, "dev-standin", {})) as rundir:
+        yield Path(rundir)
 
 
 # ----------------------------------------- the sealed confirmation: freezing a protocol on the fixture --
@@ -123,18 +188,24 @@ def run_freeze(wd, *extra, dev_run=None):
     return subprocess.run(freeze_cmd(wd, *extra, dev_run=dev_run), capture_output=True, text=True)
 
 
-@pytest.fixture(scope="session")
-def frozen(dev_run, fixture_workdir, tmp_path_factory):
-    """A copy of the fixture work folder (dev run done) with a TEST-ONLY protocol frozen, once per session
-    (per pytest-xdist worker). Its users read it as freshly frozen; a test that opens the sealed judgements
-    does so in a copy of it."""
-    wd = tmp_path_factory.mktemp("confirm")
-    for sub in ("lockfiles", "resources", "results"):
-        shutil.copytree(fixture_workdir / sub, wd / sub, symlinks=True)
+def _freeze_world(fixture_workdir: Path, wd: Path):
+    with world_lock(fixture_workdir):
+        for sub in ("lockfiles", "resources", "results"):
+            shutil.copytree(fixture_workdir / sub, wd / sub, symlinks=True)
     out = run_freeze(wd, "--allow-standin-for-testing")
     assert out.returncode == 0, out.stderr
     sha = (wd / "lockfiles/protocol.sha256").read_text().split()[0]
-    return wd, sha
+    return [str(wd), sha], [wd / sub for sub in ("lockfiles", "resources", "results")]
+
+
+@pytest.fixture(scope="session")
+def frozen(dev_run, fixture_workdir, tmp_path_factory):
+    """A copy of the fixture work folder (dev run done) with a TEST-ONLY protocol frozen, once per test run
+    (shared by every worker). Its users read it as freshly frozen; a test that opens the sealed judgements
+    or changes the world does so in a copy of it."""
+    with shared_world(tmp_path_factory, "frozen", "confirm",
+                      lambda wd: _freeze_world(fixture_workdir, wd)) as (wd, sha):
+        yield Path(wd), sha
 
 
 def read_json(p: Path):
@@ -144,7 +215,7 @@ def read_json(p: Path):
 DAG_FIXTURES = {"fixture_workdir", "smoke_run", "dev_run", "copy_of", "frozen", "real_smoke"}
 
 
-# the test files that take longest (worker-seconds measured in a full run: each builds its own DAG runs), run
+# the test files that take longest (worker-seconds measured in a full run, their own DAG runs included), run
 # first so that pytest-xdist's workers finish together; the rest keep their order
 LONGEST_FIRST = ("test_your_reranker_doc.py", "test_confirm_openings.py", "test_audit_report.py",
                  "test_studies_dag.py", "test_slurm.py", "test_pipeline.py", "test_audit_branches_dag.py",
@@ -245,11 +316,12 @@ def studies_arg(*files: Path) -> str:
 
 
 @pytest.fixture
-def copy_of(tmp_path, smoke_run, dev_run, fixture_workdir):
-    """make('smoke' | 'dev'): a copy of that finished fixture run to corrupt (the audit tests)."""
+def copy_of(tmp_path, fixture_workdir, request):
+    """make('smoke' | 'dev'): a copy of that finished fixture run to corrupt (the audit tests); only the run
+    asked for is made (``smoke_run`` or ``dev_run``, requested on first use)."""
     def make(which="smoke"):
         """A copy of the run folder; the inputs it names (../../resources, ../../lockfiles) are linked."""
-        src = smoke_run if which == "smoke" else dev_run
+        src = request.getfixturevalue("smoke_run" if which == "smoke" else "dev_run")
         base = tmp_path / which
         (base / "results").mkdir(parents=True)
         for sub in ("resources", "lockfiles"):

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import yaml
-from conftest import DATA, FIXTURE, ROOT, make_lockdir, run_snakemake
+from conftest import DATA, FIXTURE, ROOT, make_lockdir, run_snakemake, world_lock
 
 from rerank_study.seal import ledger, locations
 from rerank_study.seal import protocol as seal_protocol
@@ -102,15 +102,17 @@ def sha256(path) -> str:
 
 def copy_workdir(src: Path, dest: Path, results=("dev-standin",), link_resources: bool = True) -> Path:
     """A work folder: the source's lock folder (copied), resources (linked, for read-only use, or
-    copied where Snakemake runs) and runs."""
+    copied where Snakemake runs) and runs; copied under the source's ``world_lock`` (a shared world: no
+    fixture run being made in it meanwhile)."""
     dest.mkdir(parents=True)
-    shutil.copytree(src / "lockfiles", dest / "lockfiles")
-    if link_resources:
-        (dest / "resources").symlink_to(src / "resources")
-    else:
-        shutil.copytree(src / "resources", dest / "resources", symlinks=True)
-    for run in results:
-        shutil.copytree(src / "results" / run, dest / "results" / run)
+    with world_lock(src):
+        shutil.copytree(src / "lockfiles", dest / "lockfiles")
+        if link_resources:
+            (dest / "resources").symlink_to(src / "resources")
+        else:
+            shutil.copytree(src / "resources", dest / "resources", symlinks=True)
+        for run in results:
+            shutil.copytree(src / "results" / run, dest / "results" / run)
     return dest
 
 

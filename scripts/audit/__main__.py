@@ -5,8 +5,18 @@
                                               [--config config/config.yaml] [--configfile FILE ...]
                                               [--study NAME_OR_FILE]
     python3 -I -S scripts/audit --read-yaml FILE   (what the audit reads from a YAML file, as canonical JSON)
+    python3 -I -S scripts/audit --synthesis results/synthesis/<a>+<b>+... --run RUN_A --run RUN_B ...
+                                [--configfile FILE ...] [--out FILE]   (a synthesis across datasets:
+                                synthesis_checks; the runs in the synthesis's order)
     ... [--reinfer N|all --model-dir resources/models/<folder> [--reinfer-python .venv/bin/python]]
                                               (the auditor's own re-inference: a second stage, needs torch)
+
+Threat model. Who is protected: a researcher on a machine they control, honest but hurried and fallible.
+From what: stale, partial, mixed-up or corrupted results, and any number that does not follow from the
+pinned inputs: the audit recomputes every number with its own standard-library code and rejects a run whose
+files disagree. Not in scope: someone who edits the audit, the environment or results/ on purpose. The
+answer to that is a record kept elsewhere (the confirmation ledger pushed to a remote the researcher does not
+control, the protocol's sha256 registered outside, e.g. OSF or AsPredicted), not hardening of this client.
 
 It imports nothing from the project and shares no code with it: every definition is re-implemented
 from the written definitions (docs/, SOURCE_MAP.md), so an error in the pipeline's code is not repeated
@@ -16,15 +26,17 @@ both schemes and all comparisons from the saved index matrices, the interval end
 the leave-one-group-out range and the report's numbers; and it checks every artefact hash against the
 manifest and the pins against the lockfiles, and the confirmation seal. What it reads is the documented
 layout (``layout``: every artefact, path and role; no other file in the run folder) and every value of it is
-recomputed or declared (``columns``: every column and key, the check that recomputes it, the canonical text);
+recomputed or declared (``columns``: every column and key, its kind, the check that recomputes it); values
+are compared as values (8.0 is 8; CRLF and a missing last newline are read as LF);
 its anchor is the committed config and lock folder, never what the run names for itself. It holds the logits
 to the committed reference runs of the stand-in scorer (check 'reference', within a measured cross-CPU
 tolerance).
 
 ``--reinfer N``: an optional second stage (check 'reinfer', checks_reinfer): the auditor draws N of the run's
 batches with fresh randomness and re-infers them with upstream sentence-transformers in a child process
-(``reinfer.py``, the one module that needs torch, run with the environment's python); without it the
-standard-library audit runs alone and says the stage was not asked for.
+(``reinfer.py``, the one module that needs torch, run with the environment's python; audit.json records
+the interpreter and the sha256 of every model file it loaded); without it the standard-library audit runs
+alone and says the stage was not asked for.
 
 Structure (one module per job, sibling imports): ``run_files`` reads what the run folder says (each
 file once, on first use); ``anchors`` says what the run must have used (committed config / frozen
@@ -36,9 +48,10 @@ missing); it never skips.
 
 Exit status 0 when every check passes; 1 when any check fails (each failure names the check, file, item
 and expected vs found); 2 when the folder is not a run at all (no manifest). Floats are compared
-EXACTLY: the pipeline writes shortest round-trip text and both sides add in the documented order (group
-sums in group order, replicate sums in draw order). ``--read-yaml``: exit 0 with the JSON on stdout, 1
-when the audit's YAML reader refuses the file (the reason on stderr).
+EXACTLY by value: the pipeline writes round-trip text and both sides add in the documented order (group sums
+in group order, replicate sums in draw order); report.md's rounded numbers at the precision shown.
+``--read-yaml``: exit 0 with the JSON on stdout, 1 when the audit's YAML reader refuses the file (the reason
+on stderr).
 """
 
 from __future__ import annotations
@@ -59,6 +72,7 @@ sys.dont_write_bytecode = True
 sys.pycache_prefix = os.path.join(os.devnull, "pycache")
 
 import checks_reinfer  # noqa: E402
+import synthesis_checks  # noqa: E402
 from anchors import DEFAULT_CONFIG, Anchor, committed_lockdir  # noqa: E402
 from bookkeeping import MAX_FAILURES_SHOWN, Audit  # noqa: E402
 from expected import Expected  # noqa: E402
@@ -131,7 +145,10 @@ def parse_args(argv):
                     help="print what the audit's YAML reader reads from FILE as canonical JSON and exit (no "
                          "audit; the library compares it with PyYAML at start)")
     reinfer_arguments(ap)
+    synthesis_arguments(ap)
     args = ap.parse_args(argv)
+    if args.synthesis is not None:
+        return synthesis_args(ap, args)
     if args.read_yaml is not None:
         if args.rundir is not None:
             ap.error("--read-yaml FILE takes no run folder")
@@ -151,6 +168,24 @@ def parse_args(argv):
                  "run)")
     if args.reinfer is not None and args.model_dir is None:
         ap.error("--reinfer needs --model-dir (the scorer's model folder, e.g. resources/models/<folder>)")
+    return args
+
+
+def synthesis_arguments(ap) -> None:
+    ap.add_argument("--synthesis", type=Path, default=None, metavar="FOLDER",
+                    help="audit a synthesis across datasets (results/synthesis/<a>+<b>+...) instead of a "
+                         "run; --run names each study's run folder, in the synthesis's order")
+    ap.add_argument("--run", type=Path, action="append", default=[],
+                    help="with --synthesis: a study's run folder (repeat, in the synthesis's order)")
+
+
+def synthesis_args(ap, args):
+    if args.rundir is not None:
+        ap.error("--synthesis FOLDER takes no run folder (name the studies' runs with --run)")
+    if not (args.synthesis / "synthesis.json").is_file():
+        ap.error(f"--synthesis {args.synthesis}: no synthesis.json in it")
+    if not args.run:
+        ap.error("--synthesis needs the studies' run folders (--run RUN, in the synthesis's order)")
     return args
 
 
@@ -247,6 +282,8 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.read_yaml is not None:
         return read_yaml(args.read_yaml)
+    if args.synthesis is not None:
+        return synthesis_checks.main_synthesis(args, write_result)
     au = Audit()
     if args.reinfer is not None:
         checks_reinfer.configure(batches=args.reinfer, model_dir=args.model_dir, seed=args.reinfer_seed,

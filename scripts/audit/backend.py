@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from checks_columns import canonical_json
+from checks_columns import same_value
 from definitions import STANDIN
 from problems import Unreadable
 from readers import sha256_of
@@ -119,10 +119,10 @@ def slot_problem(name: str, key: str, pin: dict, arch: dict) -> str | None:
         if type(arch.get(fact)) is not int:
             return f"the pinned architecture's {fact} is {arch.get(fact)!r}, not a whole number"
     for got, documented in zip(recipe["steps"], want["steps"]):
-        if canonical_json(got) != canonical_json(documented):  # type-strict: 17.0 is not 17, 1 not true
+        if not same_value(got, documented):
             return (f"its recipe's {documented['step']} step is {got}, the documented recipe's is "
                     f"{documented}")
-    if canonical_json(recipe.get("session")) != canonical_json(want["session"]):
+    if not same_value(recipe.get("session"), want["session"]):
         return (f"its recipe's session is {recipe.get('session')}, the documented recipe's is "
                 f"{want['session']}")
     if (pin.get("source") or {}).get("identity_sha256") != key:

@@ -20,7 +20,7 @@ import secrets
 
 from calib_stats import T_QUANTILE_REL, ratio_and_se, t_quantile
 from calibration_tallies import METHODS, read_columns, tallies
-from checks_columns import same_json
+from checks_columns import same_value
 from expected_calibration import CalibrationData, coverage_sample, null_sample, power_sample, randomization
 from readers import read_json
 from rng import DefaultRng
@@ -62,7 +62,7 @@ def compare(au, f: str, path: str, found, want) -> None:
         for i, (x, y) in enumerate(zip(found, want, strict=True) if ok else ()):
             compare(au, f, f"{path}[{i}]", x, y)
     else:
-        au.check(CHECK, same_json(found, want), f, path, want, found)
+        au.check(CHECK, same_value(found, want), f, path, want, found)
 
 
 def comparison_names(au, f, found: dict, want) -> list[str]:

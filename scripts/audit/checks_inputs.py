@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from columns import cell_text
+from columns import cell_is
 from definitions import tie_rule_order
 from readers import plain_number, read_run_scores, read_table, rows_by_query, sha256_of, text_of
 
@@ -84,7 +84,7 @@ def check_frozen_candidates(run, want, au) -> None:
                 if r[col]:
                     s += 1.0 / (k + int(r[col]))
             scores[r["doc_id"]] = s
-            au.check("frozen_candidates", r["rrf_score"] == cell_text(s), f,
+            au.check("frozen_candidates", cell_is(r["rrf_score"], s), f,
                      f"qid {q} doc {r['doc_id']} rrf_score", s, r["rrf_score"])
         order = tie_rule_order(scores)
         got = [r["doc_id"] for r in sorted(rows, key=lambda r: int(r["rank"]))]

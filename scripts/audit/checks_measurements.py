@@ -12,12 +12,12 @@ import re
 import backend
 import shard_records
 from anchors import REPO
-from checks_columns import same_json
+from checks_columns import same_value
 from checks_scores import absent_for_a_run_file, expected_shapes, scorer_label, shard_tables
 from columns import DTYPE, NUMERICS
 from definitions import STANDIN
 from layout import RUN_FILE
-from readers import ANY, read_json, read_table, text_of
+from readers import read_json, read_table, text_of
 
 LOCKS = (REPO / "lockfiles" / "requirements.lock", REPO / "lockfiles" / "torch.txt")
 RECORDED_LIBRARIES = ("tokenizers", "torch", "transformers")
@@ -33,7 +33,7 @@ def locked_versions() -> dict[str, str]:
     """{package: version} of the committed locks (``name==version`` lines)."""
     out = {}
     for path in LOCKS:
-        for line in text_of(path, ANY).splitlines():
+        for line in text_of(path).splitlines():
             m = re.match(r"([A-Za-z0-9_.-]+)==([^\s\\;]+)", line)
             if m:
                 out[m.group(1).lower()] = m.group(2)
@@ -41,8 +41,8 @@ def locked_versions() -> dict[str, str]:
 
 
 def _expect(au, f: str, rec: dict, expect: dict, where: str = "") -> None:
-    for name, val in expect.items():  # type-strict: 16.0 is not 16, true is not 1
-        au.check("measurements", same_json(rec.get(name), val), f, where + name, val, rec.get(name))
+    for name, val in expect.items():
+        au.check("measurements", same_value(rec.get(name), val), f, where + name, val, rec.get(name))
 
 
 def _check_scoring(run, want, au) -> dict:
@@ -122,7 +122,7 @@ def _check_shard_shapes(run, want, au, f: str, rec: dict, rows) -> None:
     shapes = shapes if isinstance(shapes, dict) else {}
     want_shapes = expected_shapes(run, want, rows[0]["qid"])
     for key, val in want_shapes.items():
-        au.check("measurements", same_json(shapes.get(key), val), f, f"shape_check.{key}", val,
+        au.check("measurements", same_value(shapes.get(key), val), f, f"shape_check.{key}", val,
                  shapes.get(key))
     au.check("measurements", sorted(shapes) == sorted(want_shapes), f, "shape_check keys",
              sorted(want_shapes), sorted(shapes))

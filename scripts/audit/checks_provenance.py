@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from anchors import pinned_role
-from checks_columns import canonical_json
+from checks_columns import same_value
 from checks_reranker_run import run_file_pin
 from definitions import STANDIN
 from layout import RUN_FILE
@@ -18,13 +18,13 @@ from readers import read_json, sha256_of, text_of
 
 
 def check_settings(run, want, au) -> None:
-    """Every setting the run says it used equals its anchor (committed config / frozen protocol), as JSON:
-    type-strict (60.0 is not 60, true is not 1)."""
+    """Every setting the run says it used equals its anchor (committed config / frozen protocol), as values
+    (60.0 is 60; a flag must be a flag)."""
     f, anchor_path = str(run.manifest_path), want.anchor.path
     au.note("settings", f"anchor: {anchor_path}")
     for key in sorted(set(want.settings) | set(run.manifest_settings)):
-        au.check("settings", canonical_json(run.manifest_settings.get(key, "missing"))
-                 == canonical_json(want.settings.get(key, "missing")),
+        au.check("settings", same_value(run.manifest_settings.get(key, "missing"),
+                                        want.settings.get(key, "missing")),
                  f, f"settings.{key} (anchor {anchor_path.name})", want.settings.get(key, "missing"),
                  run.manifest_settings.get(key, "missing"))
 

@@ -46,7 +46,7 @@ from pathlib import Path
 
 import backend
 import model_config
-from readers import ANY, plain_number, read_json, rows_by_query, sha256_of, text_of
+from readers import plain_number, read_json, rows_by_query, sha256_of, text_of
 
 CHECK = "reinfer"
 CHILD = Path(__file__).resolve().parent / "reinfer.py"
@@ -116,7 +116,7 @@ def read_texts(run, au, rows: dict):
     docs = {r["doc_id"] for batch in rows.values() for r in batch}
     queries, corpus = {}, {}
     for key, wanted, out in (("queries", qids, queries), ("corpus", docs, corpus)):
-        with io.StringIO(text_of(run.path(key), ANY)) as fh:
+        with io.StringIO(text_of(run.path(key))) as fh:
             for line in fh:
                 rec = json.loads(line) if line.strip() else {}
                 if rec.get("_id") in wanted:

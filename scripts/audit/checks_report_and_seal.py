@@ -1,18 +1,16 @@
-"""Checks of what is shown and what is kept apart: report.md is the report the recomputed numbers give, and no
+"""Checks of what is shown and what is kept apart: report.md shows the recomputed numbers, and no
 development artefact holds a confirmation query id (a confirmation run analyses only confirmation
 queries). Signature: see checks_provenance."""
 
 from __future__ import annotations
 
-import report_check
+import report_numbers
 
 
 def check_report(run, want, au) -> None:
-    """report.md, line by line, is the report the audit renders from what it recomputed, its anchors and the
-    run's records (``report_check``): every number and verdict compared; declared provenance (library
-    versions, python, the machine) compared by form; the STAND-IN banner exactly when the scorer is the
-    stand-in."""
-    report_check.check(run, want, au)
+    """Every number, verdict and label of report.md equals the audit's recomputation (``report_numbers``);
+    the STAND-IN banner exactly when the scorer is the stand-in."""
+    report_numbers.check(run, want, au)
 
 
 def check_seal(run, want, au) -> None:

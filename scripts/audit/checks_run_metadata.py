@@ -120,8 +120,7 @@ def first_mismatch(found: list[str], expect: list):
 def check_run_metadata(run, want, au) -> None:
     for method in METHODS:
         path = run.path(f"meta_{method}")
-        text = text_of(path)
-        found = text[:-1].split("\n") if text.endswith("\n") else [*text.split("\n"), "(no final newline)"]
+        found = text_of(path).splitlines()
         bad = first_mismatch(found, expected_lines(method, run, want))
         au.check(CHECK, bad is None, str(path), f"line {bad[0]}" if bad else "every line",
                  bad[1] if bad else None, bad[2] if bad else None)

@@ -1,14 +1,13 @@
 """Check 'tables': the paper-ready tables (tables/methods.csv, .tex; tables/comparisons.csv, .tex) are the
-ones the audit renders from ITS recomputed summary (``report_check.shown_summary``), byte for byte. The
+ones the audit renders from ITS recomputed summary (``report_facts.shown_summary``), byte for byte. The
 renderer below is written from docs/outputs.md ("Paper-ready tables"), not from the pipeline's paper_tables
 module. A differing file fails, naming its first differing line."""
 
 from __future__ import annotations
 
-from columns import cell_text
 from definitions import METHODS
 from readers import text_of
-from report_check import shown_summary
+from report_facts import shown_summary
 
 CHECK = "tables"
 KEYS = {"methods.csv": "table_methods_csv", "methods.tex": "table_methods_tex",
@@ -29,8 +28,14 @@ def num3(x: float) -> str:
     return s if s[0] != "-" else "$-$" + s[1:]
 
 
+def cell(v) -> str:
+    if v is True or v is False:
+        return str(v).lower()
+    return repr(v) if isinstance(v, float) else str(v)
+
+
 def csv_lines(rows) -> str:
-    return "".join(",".join(cell_text(v) for v in r) + "\n" for r in rows)
+    return "".join(",".join(cell(v) for v in r) + "\n" for r in rows)
 
 
 def metrics_after_primary(s) -> list[str]:
@@ -116,9 +121,9 @@ def check_tables(run, want, au) -> None:
     for name, key in KEYS.items():
         path = run.path(key)
         found, expect = text_of(path), RENDER[name](s)
-        f_lines, e_lines = found.split("\n"), expect.split("\n")
+        f_lines, e_lines = found.splitlines(), expect.splitlines()
         i = next((i for i, (a, b) in enumerate(zip(e_lines, f_lines)) if a != b), min(len(e_lines),
                                                                                      len(f_lines)))
-        au.check(CHECK, found == expect, str(path), f"the whole file (first difference at line {i + 1})",
+        au.check(CHECK, f_lines == e_lines, str(path), f"the whole file (first difference at line {i + 1})",
                  e_lines[i] if i < len(e_lines) else "(end of file)",
                  f_lines[i] if i < len(f_lines) else "(end of file)")

@@ -2,17 +2,19 @@
 in order and each JSON file's keys, with the kind of text a value must be written as and the check that
 recomputes it - or, for the values no run can reproduce byte for byte (timings, memory), the word
 ``provenance`` and the checks that still apply to them. A header or a key set other than this one fails (check
-'columns'), and so does a cell not written in its kind's one canonical text, so that a value the recomputing
-check accepts is also the only text that can hold it.
+'columns'), and so does a cell not readable as its kind (a number, a count, a flag); the recomputing check
+compares its value.
 
 The parametric tables (per_query, the index matrices, the replicates) have columns that follow the settings:
 ``table_columns`` names them from the anchor's settings."""
 
 from __future__ import annotations
 
+import math
 import re
 
 from definitions import METHODS
+from readers import plain_number
 
 ID, INT, FLOAT, BOOL, TEXT = "id", "int", "float", "bool", "text"
 
@@ -184,31 +186,30 @@ DTYPE = "float32"
 
 _CANONICAL = {
     ID: re.compile(r"[^\s]+"),
-    INT: re.compile(r"0|-?[1-9][0-9]*"),
+    INT: re.compile(r"[+-]?[0-9]+"),
     BOOL: re.compile(r"true|false"),
     TEXT: re.compile(r"[^\t\r\n]+"),
 }
 
 
-def cell_text(value) -> str:
-    """The one text of a value in a table cell: true/false, a float's shortest round-trip repr (so -0.0 is
-    not 0.0), an integer's digits. A cell is compared with the recomputed value's text, never as a number."""
+def cell_is(text: str, value) -> bool:
+    """Whether a table cell holds ``value``: a number by value (``8.0`` is 8, ``-0.0`` is 0.0, ``5e0`` is 5),
+    a flag as true/false, anything else as its text."""
     if value is True or value is False:
-        return str(value).lower()
-    return repr(value) if isinstance(value, float) else str(value)
+        return text == str(value).lower()
+    if isinstance(value, (int, float)):
+        return plain_number(text) == value
+    return text == str(value)
 
 
 def canonical(kind: str, text: str, empty_allowed: bool = False) -> bool:
-    """Whether ``text`` is the one text of its value: an integer without sign or leading zeros, a float as
-    Python's shortest round-trip repr (what json and the pipeline's writers print), true/false, an id without
-    white space. An empty cell only where the table allows it (a rank of a document a list does not hold)."""
+    """Whether ``text`` is readable as its kind: a float a plain decimal number, an integer a whole number
+    without a decimal point (a count), true/false, an id without white space. An empty cell only where the
+    table allows it (a rank of a document a list does not hold)."""
     if text == "":
         return empty_allowed
     if kind == FLOAT:
-        try:
-            return repr(float(text)) == text
-        except ValueError:
-            return False
+        return not math.isnan(plain_number(text))
     return _CANONICAL[kind].fullmatch(text) is not None
 
 

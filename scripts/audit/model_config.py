@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from checks_columns import canonical_json
+from checks_columns import same_value
 from readers import read_json
 
 ABSENT = "absent from config.json"  # a fact neither side holds is not a fact both agree on
@@ -30,8 +30,8 @@ def architecture_ok(au, check: str, model_dir: Path, want) -> bool:
     pinned = (want.anchor.lock("model_pins.json").get("cross_encoder") or {}).get("architecture") or {}
     facts = config_facts(read_json(path))  # strict JSON: no repeated key, no NaN
     ok, where = True, str(want.anchor.lockdir / "model_pins.json")
-    for key in KEYS:  # type-strict: 12.0 is not 12, true is not 1
-        same = key in pinned and canonical_json(pinned[key]) == canonical_json(facts[key])
+    for key in KEYS:
+        same = key in pinned and same_value(pinned[key], facts[key])
         ok &= au.check(check, same, where, f"cross_encoder.architecture.{key} (the model folder's "
                        "config.json)", facts[key], pinned.get(key, "missing"))
     return ok

@@ -50,40 +50,23 @@ def bytes_of(path: Path) -> bytes:
     return data
 
 
-LF = "lf"  # a file the pipeline writes: every line ends in LF, the last one too, and no byte is a CR
-# a file made elsewhere (BEIR qrels end lines in CRLF; a user's TREC run; YAML; JSON): CRLF, CR read as LF
-ANY = "any"
-
-
-def text_of(path: Path, line_ends: str = LF) -> str:
-    """A file's UTF-8 text (``bytes_of``), exactly as written (``LF``: a carriage return anywhere or an
-    unterminated last line makes it unreadable, so no check compares a translated copy of the bytes), or with
-    CRLF and CR read as LF (``ANY``). A byte that is not UTF-8: unreadable."""
+def text_of(path: Path) -> str:
+    """A file's UTF-8 text (``bytes_of``), CRLF and CR read as LF. A byte that is not UTF-8: unreadable."""
     data = bytes_of(path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise Unreadable(path, f"byte {exc.start} is not UTF-8") from None
-    if line_ends == ANY:
-        return text.replace("\r\n", "\n").replace("\r", "\n")
-    if line_ends != LF:
-        raise ValueError(f"line_ends must be {LF!r} or {ANY!r}, not {line_ends!r}")
-    if "\r" in text:
-        at = data.index(b"\r")
-        raise Unreadable(path, f"byte {at} is a carriage return (CR): the pipeline ends lines in LF only, so "
-                         "this is not the file it wrote")
-    if text and not text.endswith("\n"):
-        raise Unreadable(path, "the last line is not terminated by LF (a truncated file?)")
-    return text
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def sha256_of(path: Path) -> str:
     return hashlib.sha256(bytes_of(path)).hexdigest()
 
 
-def read_table(path: Path, line_ends: str = LF) -> list[dict]:
-    """A tab-separated table with a header: one dict per row (``text_of``'s line ends)."""
-    lines = text_of(path, line_ends).split("\n")
+def read_table(path: Path) -> list[dict]:
+    """A tab-separated table with a header: one dict per row."""
+    lines = text_of(path).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     if not lines:
@@ -99,8 +82,9 @@ def read_table(path: Path, line_ends: str = LF) -> list[dict]:
 
 
 def read_ids(path: Path) -> list[str]:
-    """One id per line; an empty line is unreadable (the pipeline writes none)."""
-    ids = text_of(path).split("\n")[:-1]
+    """One id per line (a last line without LF too); an empty line is unreadable (the pipeline writes
+    none)."""
+    ids = text_of(path).splitlines()
     if "" in ids:
         raise Unreadable(path, f"line {ids.index('') + 1} is empty")
     return ids
@@ -109,7 +93,7 @@ def read_ids(path: Path) -> list[str]:
 def read_run(path: Path) -> dict[str, list[tuple[str, int, str]]]:
     """A TREC run written by the pipeline: per query, (doc id, rank, score text) in file order."""
     out: dict[str, list] = {}
-    for line in text_of(path).split("\n")[:-1]:
+    for line in text_of(path).splitlines():
         q, _q0, d, r, s, _tag = line.split()
         out.setdefault(q, []).append((d, int(r), s))
     return out
@@ -117,11 +101,8 @@ def read_run(path: Path) -> dict[str, list[tuple[str, int, str]]]:
 
 def read_run_lines(path: Path) -> list[tuple[int, str, str, str]]:
     """Every line of a user's TREC run (``qid Q0 docid rank score tag``) as (line number, qid, doc id, score
-    text), in file order, nothing merged: a line without six fields or an unterminated last line is
-    unreadable."""
-    text = text_of(path, ANY)
-    if text and not text.endswith("\n"):
-        raise Unreadable(path, "the last line is not terminated (truncated file?)")
+    text), in file order, nothing merged: a line without six fields is unreadable."""
+    text = text_of(path)
     out = []
     for i, line in enumerate(text.splitlines(), start=1):
         fields = line.split()
@@ -135,7 +116,7 @@ def read_run_lines(path: Path) -> list[tuple[int, str, str, str]]:
 def read_run_scores(path: Path) -> dict[str, dict[str, str]]:
     """A user's TREC run (``qid Q0 docid rank score tag``): per query, each document's score as its text."""
     lines: dict[str, dict[str, str]] = {}
-    for line in text_of(path, ANY).splitlines():
+    for line in text_of(path).splitlines():
         q, _q0, d, _r, score, _tag = line.split()
         lines.setdefault(q, {})[d] = score
     return lines
@@ -150,11 +131,10 @@ def plain_number(text: str) -> float:
     return float(text) if _PLAIN.fullmatch(text) else math.nan
 
 
-def read_qrels(path: Path, line_ends: str = LF) -> dict[str, dict[str, int]]:
-    """A BEIR qrels table (header query-id, corpus-id, score): the pipeline's copy (LF), the dataset's
-    (``ANY``: BEIR's end lines in CRLF)."""
+def read_qrels(path: Path) -> dict[str, dict[str, int]]:
+    """A BEIR qrels table (header query-id, corpus-id, score; BEIR's own end lines in CRLF)."""
     out: dict[str, dict[str, int]] = {}
-    for row in read_table(path, line_ends):
+    for row in read_table(path):
         out.setdefault(row["query-id"], {})[row["corpus-id"]] = int(row["score"])
     return out
 
@@ -175,7 +155,7 @@ def read_json(path: Path):
     """A JSON file as strict JSON: a repeated key in any object, NaN or Infinity is refused (naming the
     file)."""
     try:
-        return json.loads(text_of(path, ANY), object_pairs_hook=_no_repeated_keys,
+        return json.loads(text_of(path), object_pairs_hook=_no_repeated_keys,
                           parse_constant=_no_constant)
     except ValueError as exc:  # json.JSONDecodeError is one
         raise Unreadable(path, f"not strict JSON: {exc}") from None

@@ -5,6 +5,7 @@ than one name: ``check_rankings`` records 'blend' and 'ce_ranks'; ``check_summar
 
 from __future__ import annotations
 
+import checks_browser
 import checks_calibration
 import checks_columns
 import checks_inputs
@@ -14,7 +15,6 @@ import checks_provenance
 import checks_reference
 import checks_reinfer
 import checks_report_and_seal
-import checks_report_html
 import checks_reranker_run
 import checks_run_metadata
 import checks_scores
@@ -48,7 +48,7 @@ CHECKS = (
     ("reference", checks_reference.check_reference),
     ("frozen_candidates", checks_inputs.check_frozen_candidates),
     ("report", checks_report_and_seal.check_report),
-    ("report_html", checks_report_html.check_report_html),
+    ("report_browser", checks_browser.check_report_browser),
     ("tables", checks_tables.check_tables),
     ("run_metadata", checks_run_metadata.check_run_metadata),
     ("seal", checks_report_and_seal.check_seal),

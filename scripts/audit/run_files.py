@@ -9,7 +9,7 @@ from pathlib import Path
 
 import layout
 from problems import Unauditable, Unreadable
-from readers import ANY, docs_by_query, read_ids, read_json, read_qrels, read_run, read_table, resolve
+from readers import docs_by_query, read_ids, read_json, read_qrels, read_run, read_table, resolve
 
 
 class RunFiles:
@@ -116,7 +116,7 @@ class RunFiles:
 
     @cached_property
     def source_qrels(self):
-        return read_qrels(self.path("qrels_confirm" if self.kind == "confirmation" else "qrels_dev"), ANY)
+        return read_qrels(self.path("qrels_confirm" if self.kind == "confirmation" else "qrels_dev"))
 
     @cached_property
     def per_query_rows(self):

@@ -5,7 +5,7 @@ tables and the other records, or declared a timing or the machine's description 
 
 from __future__ import annotations
 
-from checks_columns import same_json
+from checks_columns import same_value
 from columns import NUMERICS
 
 MMAP_THRESHOLD_BYTES = 256 * 1024  # glibc's mmap threshold every scoring process sets (docs/scoring.md)
@@ -36,7 +36,7 @@ def check_numerics(au, f: str, numerics) -> None:
     n = numerics if isinstance(numerics, dict) else {}
     want = {"env": NUMERICS_ENV, "mkl_cnr": NUMERICS, "mkl_cnr_code": MKL_CNR_CODE, "omp_dynamic": False}
     for key, val in want.items():
-        au.check("measurements", same_json(n.get(key), val), f, f"numerics.{key}", val, n.get(key))
+        au.check("measurements", same_value(n.get(key), val), f, f"numerics.{key}", val, n.get(key))
     au.check("measurements", n.get("mmap_threshold_bytes") in (MMAP_THRESHOLD_BYTES, None)
              and type(n.get("mmap_threshold_bytes")) in (int, type(None)), f, "numerics.mmap_threshold_bytes",
              f"{MMAP_THRESHOLD_BYTES} (or null without glibc)", n.get("mmap_threshold_bytes"))
@@ -95,15 +95,14 @@ def check_useful_gflop(au, f: str, rec: dict, rows, max_length: int, arch: dict)
     lengths = [n for v in inferred_lengths(rows, max_length).values() for n in v]
     most = round(sum(useful_flops(n, arch) for n in lengths) / 1e9, 3)
     found = rec.get("useful_gflop_inferred")
-    ok = type(found) is float and (abs(found - most) <= 0.0011 if rec.get("pairs_from_cache") == 0
+    ok = type(found) in (int, float) and (abs(found - most) <= 0.0011 if rec.get("pairs_from_cache") == 0
                                    else -1e-12 <= found <= most + 0.0011)
     au.check("measurements", ok, f, "useful_gflop_inferred (the inferred pairs through the pinned "
              f"architecture{'' if rec.get('pairs_from_cache') == 0 else ': at most'})", most, found)
 
 
 def _sum(shards: list[dict], key: str):
-    """The shards' values of ``key`` summed as the pipeline sums them (from the int 0: whole numbers stay
-    whole, 0.0 stays a float); None when one is not a number."""
+    """The shards' values of ``key`` summed; None when one is not a number."""
     values = [s.get(key) for s in shards]
     if not all(type(v) in (int, float) for v in values):
         return None
@@ -133,7 +132,7 @@ def check_gathered(au, f: str, scoring: dict, shards: list[dict]) -> None:
             "threads_granted_by_scheduler": sorted({s.get("threads_granted_by_scheduler") for s in shards
                                                     if whole(s.get("threads_granted_by_scheduler"))})}
     for key, val in want.items():
-        au.check("measurements", same_json(scoring.get(key), val), f, f"{key} (the shard records')", val,
+        au.check("measurements", same_value(scoring.get(key), val), f, f"{key} (the shard records')", val,
                  scoring.get(key))
     peak = [s.get("peak_rss_mib") for s in shards]
     au.check("measurements", all(isinstance(p, (int, float)) for p in peak + [scoring.get("peak_rss_mib")])

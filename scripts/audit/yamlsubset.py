@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from problems import Unreadable
-from readers import ANY, text_of
+from readers import text_of
 
 
 def _yaml_scalar(text: str, where: str):
@@ -71,7 +71,7 @@ def read_simple_yaml(path: Path) -> dict:
     reader is the standard-library audit's own; tests compare it with PyYAML on the committed config)."""
     root: dict = {}
     stack = [(-1, root)]
-    for no, raw in enumerate(text_of(path, ANY).splitlines(), start=1):
+    for no, raw in enumerate(text_of(path).splitlines(), start=1):
         where = f"{path}:{no}"
         line = _without_comment(raw)
         if not line.strip():

@@ -25,28 +25,9 @@ def run_audit(rundir: Path, lockdir: Path):
     return proc, result
 
 
-def rerender_page(rundir: Path, m: dict) -> None:
-    """report.html made again from an edited report.md (its sha256 no longer the manifest's), as a forger
-    keeping the derived page consistent would: so a test of report.md's check sees that check fail alone."""
-    from rerank_study.core.fileio import read_tsv
-    from rerank_study.report import report_html
-
-    entry = next((a for a in m["artefacts"] if a["key"] == "report"), None)
-    report = rundir / "report.md"
-    if entry is None or hashlib.sha256(report.read_bytes()).hexdigest() == entry["sha256"]:
-        return
-    figures = {f"figures/{p.name}": p.read_bytes() for p in sorted((rundir / "figures").glob("*.png"))}
-    rows = read_tsv(rundir / "per_query.tsv")
-    page = report_html.page(report.read_text(encoding="utf-8"), figures, list(rows[0]),
-                            [list(r.values()) for r in rows])
-    (rundir / "report.html").write_text(page, encoding="utf-8", newline="")
-
-
 def rehash_manifest(rundir: Path):
-    """What a careless or dishonest editor would do: make the manifest agree with the files (and the page
-    rendered from an edited report.md agree with it)."""
+    """What a careless editor would do: make the manifest agree with the files."""
     m = json.loads((rundir / "manifest.json").read_text())
-    rerender_page(rundir, m)
     for a in m["artefacts"]:
         p = Path(a["path"])
         p = p if p.is_absolute() else rundir / p

@@ -121,10 +121,13 @@ def test_a_pin_must_be_of_the_runs_weights_and_the_libraries_it_scored_with():
     ]
 
 
-def test_a_recipe_is_compared_type_strictly_and_needs_the_architectures_fusion_facts():
+def test_a_recipe_is_compared_by_value_and_needs_the_architectures_fusion_facts():
     key, pin = _pin("onnx-int8")
-    pin["recipe"]["steps"][0]["opset"] = 17.0  # == 17 in Python; another JSON record
+    pin["recipe"]["steps"][0]["opset"] = 18
     assert BACKEND.slot_problem("onnx-int8", key, pin, ARCH).startswith("its recipe's export step is ")
+    key, pin = _pin("onnx-int8")
+    pin["recipe"]["steps"][0]["opset"] = 17.0  # the same value
+    assert BACKEND.slot_problem("onnx-int8", key, pin, ARCH) is None
     key, pin = _pin("onnx-int8")
     pin["recipe"]["session"]["inter_op_num_threads"] = True
     assert BACKEND.slot_problem("onnx-int8", key, pin, ARCH).startswith("its recipe's session is ")

@@ -9,6 +9,7 @@ holds)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from conftest import DATA, audit_module
@@ -163,7 +164,8 @@ REPORT_EDITS = {
                                                                            "too narrow here", 1)),
     "p_value_shown": ("Grouped sign-flip", lambda l: l.replace("blend-ce p = ", "blend-ce p = 0.0", 1)),
     "power_shown": ("Power of a confirmation",
-                    lambda l: l.replace("groups drawn", "groups drawn at random", 1)),
+                    lambda l: re.sub(r"\((\d+) groups", lambda m: f"({int(m.group(1)) + 1} groups", l,
+                                     count=1)),
 }
 
 

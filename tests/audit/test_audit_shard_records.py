@@ -1,7 +1,6 @@
 """The audit's account of the scoring shards' measurement records (scripts/audit/shard_records.py): a shard's
 tokens and padded tokens recounted from its table's batches (by hand below), the cache verification allowed
-only in an opening, and the gathered record as the sums and copies of the shard records, type-strictly (a
-fully cached rerun's 0.0 seconds stay floats)."""
+only in an opening, and the gathered record as the sums and copies of the shard records."""
 
 from __future__ import annotations
 
@@ -92,17 +91,17 @@ def test_the_gathered_record_is_the_sums_and_copies_of_the_shard_records():
     SHARDS.check_gathered(au, "scoring.json", _gathered(shards), shards)
     assert _failed(au) == []  # 20 pairs / 3.0 s = 6.667 pairs/s
     for bad in ({"tokens_inferred": 201}, {"threads": [2]}, {"peak_rss_mib": 600.0},
-                {"pairs_inferred": 20.0}, {"per_shard": []}, {"fresh_inference": True}):
+                {"pairs_inferred": 21}, {"per_shard": []}, {"fresh_inference": True}):
         au = _audit()
         SHARDS.check_gathered(au, "scoring.json", {**_gathered(shards), **bad}, shards)
         assert _failed(au), bad
-    for bad in ({"shards": 1}, {"shards": 2.0}):  # the record's own count of shards
+    for bad in ({"shards": 1}, {"shards": 3}):  # the record's own count of shards
         au = _audit()
         SHARDS.check_gathered(au, "scoring.json", {**_gathered(shards), **bad}, shards)
         assert _failed(au), bad
 
 
-def test_a_fully_cached_rerun_sums_to_float_zeros_and_no_rate():
+def test_a_fully_cached_rerun_sums_to_zeros_and_no_rate():
     shards = [{**_figures(i, 0.0), "pairs_inferred": 0, "pairs_from_cache": 10, "tokens_inferred": 0,
                "padded_tokens_inferred": 0, "useful_gflop_inferred": 0.0, "model_load_seconds": 0.0}
               for i in range(2)]
@@ -112,9 +111,6 @@ def test_a_fully_cached_rerun_sums_to_float_zeros_and_no_rate():
     au = _audit()
     SHARDS.check_gathered(au, "scoring.json", rec, shards)
     assert _failed(au) == []
-    au = _audit()
-    SHARDS.check_gathered(au, "scoring.json", {**rec, "inference_seconds": 0}, shards)  # 0 is not 0.0
-    assert _failed(au) == ["inference_seconds (the shard records')"]
 
 
 MINILM = {"num_hidden_layers": 6, "hidden_size": 384, "intermediate_size": 1536}
@@ -128,7 +124,7 @@ def test_a_shards_useful_gflop_is_its_tables_pairs_through_the_pinned_architectu
         au = _audit()
         SHARDS.check_useful_gflop(au, "s.json", _shard(useful_gflop_inferred=gflop), ROWS, 512, arch)
         assert _failed(au) == [], arch
-    for found in (16.299, 8.149, 16, None):  # off by 0.002; the wrong architecture; an int; missing
+    for found in (16.299, 8.149, True, None):  # off by 0.002; the wrong architecture; a flag; missing
         au = _audit()
         SHARDS.check_useful_gflop(au, "s.json", _shard(useful_gflop_inferred=found), ROWS, 512, MINILM)
         assert _failed(au), found

@@ -66,7 +66,7 @@ def test_the_checks_are_registered_once_by_name_in_order():
                      "runs", "qrels", "per_query", "groups", "bootstrap_indices", "replicates", "summary",
                      "calibration",
                      "verification", "shape_check", "measurements", "reference", "frozen_candidates",
-                     "report", "report_html", "tables", "run_metadata", "seal", "protocol", "reinfer"]
+                     "report", "report_browser", "tables", "run_metadata", "seal", "protocol", "reinfer"]
     assert len({fn for _, fn in registry.CHECKS}) == len(names)
 
 

@@ -78,3 +78,12 @@ def test_every_included_rule_file_is_part_of_the_method():
             if not any(target == top or target.startswith(top + "/") for top in METHOD_PATHS):
                 outside.append(f"{rel}: {m[1]} {target}")
     assert outside == []
+
+
+def test_no_two_test_files_share_a_name():
+    # pytest imports test files by their base name (rootdir-relative, no packages): a second
+    # tests/*/test_x.py stops the whole collection with "import file mismatch".
+    seen = {}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        assert path.name not in seen, f"{path.relative_to(ROOT)}, {seen[path.name]}: one name, rename one"
+        seen[path.name] = path.relative_to(ROOT)

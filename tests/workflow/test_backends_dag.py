@@ -19,7 +19,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DATA, FIXTURE, ROOT, run_snakemake
+from conftest import DATA, FIXTURE, ROOT, run_snakemake, world_lock
+
+pytestmark = pytest.mark.slow  # runs snakemake (the two-study test too, which uses no DAG fixture)
 
 BACKENDS = ROOT / "config" / "backends"
 RUN = "smoke-standin-onnx-int8"
@@ -45,7 +47,8 @@ def copy_world(src: Path, dest: Path, subs=("lockfiles", "resources", "results")
 @pytest.fixture(scope="module")
 def world(smoke_run, fixture_workdir, tmp_path_factory) -> Path:
     """A copy of the fixture's work folder (the torch smoke run done); the backend pinned, then run."""
-    wd = copy_world(fixture_workdir, tmp_path_factory.mktemp("backend"))
+    with world_lock(fixture_workdir):  # no fixture run being made in it meanwhile
+        wd = copy_world(fixture_workdir, tmp_path_factory.mktemp("backend"))
     backend_run(wd, "onnx-int8", repin="backend")
     backend_run(wd, "onnx-int8")
     return wd

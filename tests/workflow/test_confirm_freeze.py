@@ -94,7 +94,7 @@ def test_freeze_writes_protocol_method_hash_and_preregistration_with_an_mde_we_r
     lock = wd / "lockfiles"
     assert sha256(lock / "protocol.json") == sha
     p = read_json(lock / "protocol.json")
-    assert p["bootstrap"]["seed"] == 111 and p["bootstrap"]["B"] == 10000 and p["threshold"] == 0.01
+    assert p["bootstrap"]["seed"] == 111 and p["bootstrap"]["B"] == 1000 and p["threshold"] == 0.01
     assert p["comparisons"]["primary"] == "blend-ce" and p["blend"]["k"] == 60 and p["test_only"] is True
     # a test protocol says what it is: the stand-in, not "pinned"
     assert p["model"]["scorer"] == "stand-in" and p["model"]["standin"] == {"head_seed": 110,

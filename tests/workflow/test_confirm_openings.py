@@ -24,11 +24,16 @@ from rerank_study.seal import locations
 
 
 def status(wd) -> str:
+    """confirm.py status with the settings the openings ran with (the stand-in scorer, the test switches):
+    exit 0 (an opening now would pass) and its text."""
+    same = wd / "status_settings.yaml"
+    same.write_text("scorer: stand-in\n" + "".join(f"{k}: true\n" for k in TEST_SWITCHES))
     proc = subprocess.run([sys.executable, str(ROOT / "scripts/confirm.py"), "status", "--configfile",
-                           str(DATA / "fixture_config.yaml"), "--lockdir", str(wd / "lockfiles"), "--results",
+                           str(DATA / "fixture_config.yaml"), "--configfile", str(same),
+                           "--lockdir", str(wd / "lockfiles"), "--results",
                            str(wd / "results"), "--resources", str(wd / "resources")], capture_output=True,
                           text=True)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 
 

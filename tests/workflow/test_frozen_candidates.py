@@ -27,20 +27,23 @@ def test_fresh_dry_run_of_the_main_command_schedules_no_candidate_generation(tmp
     assert not rules & GENERATION_RULES, rules & GENERATION_RULES
 
 
-def test_check_candidates_regenerates_and_reports_no_drift_on_the_fixture(fixture_workdir):
-    proc = run_snakemake(fixture_workdir, targets=("check_candidates",))
-    drift = read_json(fixture_workdir / "results/check_candidates/drift.json")
+def test_check_candidates_regenerates_and_reports_no_drift_on_the_fixture(tmp_path):
+    """In a work folder of its own (the fixture's pins, as a clone has them): it writes resources."""
+    wd = tmp_path
+    make_lockdir(wd / "lockfiles")
+    proc = run_snakemake(wd, targets=("check_candidates",))
+    drift = read_json(wd / "results/check_candidates/drift.json")
     rows = {r["split"]: r for r in drift["per_split"]}
     assert rows["dev"]["queries"] == 8 and rows["confirm"]["queries"] == 6 and rows["all"]["queries"] == 14
     for r in rows.values():  # ranked lists, not bytes, are compared
         assert r["identical_ranked_lists"] == r["queries"] and r["largest_rank_shift"] == 0 \
             and r["mean_overlap"] == 1.0
     assert drift["verdict"] == "IDENTICAL ranked lists" and drift["regenerated"]["settings_equal_to_frozen"]
-    table = (fixture_workdir / "results/check_candidates/drift.tsv").read_text().splitlines()
+    table = (wd / "results/check_candidates/drift.tsv").read_text().splitlines()
     assert table[0].split("\t") == ["split", "queries", "identical_ranked_lists", "same_set",
                                     "largest_rank_shift", "mean_overlap", "queries_changed"]
     # the frozen table was not touched
-    assert (fixture_workdir / "lockfiles/candidates/candidates.tsv").read_bytes() == \
+    assert (wd / "lockfiles/candidates/candidates.tsv").read_bytes() == \
         (DATA / "lockfiles/candidates/candidates.tsv").read_bytes()
     assert "IDENTICAL ranked lists" in proc.stderr
 

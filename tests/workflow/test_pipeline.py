@@ -11,9 +11,11 @@ import sys
 import numpy as np
 import pytest
 import pytrec_eval
+import yaml
 from conftest import DATA, ROOT, make_lockdir, read_json, run_snakemake
 
 pytestmark = pytest.mark.slow  # runs snakemake
+FIXTURE_B = yaml.safe_load((DATA / "fixture_config.yaml").read_text(encoding="utf-8"))["bootstrap"]["B"]
 
 
 def tsv(path):
@@ -103,7 +105,7 @@ def test_report_equals_summary_equals_recomputation(which, request):
         assert c["query_interval"] == pytest.approx(list(np.percentile(saved_q, [2.5, 97.5])), abs=1e-15)
         assert (c["wins"], c["ties"], c["losses"]) == (int((d > 0).sum()), int((d == 0).sum()),
                                                        int((d < 0).sum()))
-    assert summary["bootstrap"]["B"] == len(reps) == gi.shape[0] == 10000
+    assert summary["bootstrap"]["B"] == len(reps) == gi.shape[0] == FIXTURE_B
 
 
 def test_metrics_equal_pytrec_eval_on_the_fixture_runs(dev_run):
@@ -145,11 +147,11 @@ def test_groups_are_the_fixtures_documented_groups_made_from_qrels_only_before_s
     assert not any("pairs" in i or "logit" in i for i in groups_job["input"]["items"])
 
 
-def test_audit_runs_without_site_packages_on_the_smoke_result(smoke_run, fixture_workdir):
+def test_audit_runs_without_site_packages_on_the_smoke_result(smoke_run, fixture_workdir, tmp_path):
     proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(ROOT / "scripts/audit"), str(smoke_run),
                            "--lockdir", str(fixture_workdir / "lockfiles"), "--configfile",
                            str(DATA / "fixture_config.yaml"), "--out",
-                           str(smoke_run.parent / "audit-isolated.json")],
+                           str(tmp_path / "audit-isolated.json")],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "AUDIT PASSED" in proc.stdout

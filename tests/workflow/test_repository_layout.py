@@ -12,9 +12,9 @@ from conftest import ROOT, SNAKEMAKE, read_json
 pytestmark = pytest.mark.slow  # runs snakemake
 
 USER_TOOLS = {"setup_env.py", "audit", "confirm.py", "reference.py", "bench.py"}  # audit: a package folder
-# imported by bench.py (its calibrate, study, profile and plan), not tools of their own
-TOOL_PARTS = {"bench_calibrate.py", "bench_study.py", "bench_profile.py", "bench_plan.py",
-              "bench_backends.py"}
+# imported by bench.py (its calibrate, study, synthesis, profile and plan), not tools of their own
+TOOL_PARTS = {"bench_calibrate.py", "bench_study.py", "bench_synthesis.py", "bench_profile.py",
+              "bench_plan.py", "bench_backends.py"}
 # lint title (prefix) -> why it stays
 JUSTIFIED_LINTS = {
     "Specify a conda environment or container for each rule":
@@ -71,22 +71,22 @@ def test_snakemake_lint_is_clean_but_for_the_justified_kinds(tmp_path):
     assert unjustified == [], text[-4000:]
 
 
-def test_a_rule_script_replays_its_recorded_job_outside_snakemake(smoke_run):
-    """pypsa-eur's mock_snakemake, light: the job Snakemake ran is recorded next to its log."""
-    job = smoke_run / "logs/groups.job.json"
-    record = read_json(job)
+def test_a_rule_script_replays_its_recorded_job_outside_snakemake(smoke_run, copy_of):
+    """pypsa-eur's mock_snakemake, light: the job Snakemake ran is recorded next to its log. Replayed in a
+    copy of the run (the session's run is shared): the recorded job with the run folder's path moved."""
+    record = read_json(smoke_run / "logs/groups.job.json")
     assert record["rule"] == "groups" and record["input"]["names"]["qrels"] == [1, None]
-    out = smoke_run / "groups.tsv"
+    assert str(smoke_run / "groups.tsv") in record["output"]["items"]
+    run = copy_of("smoke")
+    job = run / "logs/groups.job.json"
+    job.write_text((smoke_run / "logs/groups.job.json").read_text().replace(str(smoke_run), str(run)))
+    out = run / "groups.tsv"
     want = {a["key"]: a["sha256"] for a in read_json(smoke_run / "manifest.json")["artefacts"]}["groups"]
-    backup = out.read_bytes()
     out.unlink()
-    try:
-        proc = subprocess.run([sys.executable, str(ROOT / "workflow/scripts/groups.py"), str(job)],
-                              capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        assert hashlib.sha256(out.read_bytes()).hexdigest() == want
-    finally:
-        out.write_bytes(backup)
+    proc = subprocess.run([sys.executable, str(ROOT / "workflow/scripts/groups.py"), str(job)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == want
     usage = subprocess.run([sys.executable, str(ROOT / "workflow/scripts/groups.py")], capture_output=True,
                            text=True)
     assert usage.returncode != 0 and "job.json" in usage.stderr

@@ -186,8 +186,15 @@ def test_code_committed_after_freezing_is_a_changed_method(tmp_path, path, text,
     p.write_text((p.read_text() if p.exists() else "") + text)
     commit_all(repo, f"after freezing: {path}")
     with pytest.raises(SealError, match=r"the method changed since the protocol was frozen: "
-                                        rf".*{path} \({how}\)"):
+                                        rf".*{path} \({how}\)") as refused:
         guard.check_unseal(cfg, repo / "lockfiles", repo)
+    # the fix the refusal names (the freezing commit; git rm for an added file) works as given
+    frozen_at = git(repo, "log", "-1", "--format=%H", "--", "lockfiles/protocol.json").stdout.strip()
+    fix = f"git rm {path}" if how == "added" else f"git checkout {frozen_at} -- {path}"
+    assert fix in str(refused.value), str(refused.value)
+    git(repo, *fix.split()[1:])
+    commit_all(repo, "the frozen code restored")
+    assert guard.check_unseal(cfg, repo / "lockfiles", repo)["opening"] == 1
 
 
 def _status(repo: Path) -> subprocess.CompletedProcess:
@@ -203,7 +210,12 @@ def test_docs_tests_and_scratch_files_edited_after_freezing_do_not_block_the_ope
     with open(repo / "docs/seal.md", "a", encoding="utf-8") as fh:
         fh.write("\nA paragraph written after freezing.\n")
     (repo / "tests/unit/test_after_freezing.py").write_text("def test_sum():\n    assert 1 + 1 == 2\n")
-    commit_all(repo, "documentation and a test after freezing")
+    # another study started meanwhile: its lock folder committed, its study file not yet
+    (repo / "lockfiles/studies/other").mkdir(parents=True)
+    shutil.copy(repo / "lockfiles/model_pins.json", repo / "lockfiles/studies/other/model_pins.json")
+    commit_all(repo, "documentation, a test and another study's pins after freezing")
+    (repo / "config/studies").mkdir(exist_ok=True)
+    (repo / "config/studies/other.yaml").write_text("study:\n  name: other\n")
     (repo / "notes.txt").write_text("scratch, never committed\n")
     (repo / "workflow/rerank_study/__pycache__").mkdir(exist_ok=True)
     (repo / "workflow/rerank_study/__pycache__/ranking.cpython-311.pyc").write_bytes(b"byte code")
@@ -230,9 +242,10 @@ def test_a_setting_edited_after_freezing_is_refused_naming_it_and_a_speed_settin
     commit_all(repo, "a re-tuned threshold")
     proc = look_at_sealed_file(repo, cfg["unseal"], 1, check=False)
     out = _out(proc)
-    assert proc.returncode != 0 and ("REFUSED: pins or settings changed since the protocol was frozen: "
-                                     "question, settings.threshold, threshold. Where: config/config.yaml") \
-        in out, out
+    assert proc.returncode != 0 and "REFUSED: pins or settings changed since the protocol was frozen:" in out
+    for key in ("settings.threshold", "threshold"):  # each key with both values, and where it lives
+        assert f"  {key}: frozen 0.01, now 0.02" in out, out
+    assert "Where: config/config.yaml" in out and "a committed one: git revert <its commit>" in out
     assert not (repo / "results").exists() and [e["event"] for e in ledger.read_ledger(repo / "lockfiles")] \
         == ["frozen"]
     status = _status(repo)
@@ -240,11 +253,33 @@ def test_a_setting_edited_after_freezing_is_refused_naming_it_and_a_speed_settin
         and "settings.threshold" in status.stdout
 
 
+def test_status_says_whether_the_records_kept_elsewhere_exist_and_how_to_make_them(tmp_path):
+    repo, cfg = _frozen_world(tmp_path)
+    before = _status(repo).stdout
+    assert "registered outside: NO" in before and "confirm.py register --url" in before
+    assert "ledger pushed: NO (no remote)" in before and "git push" in before
+    done = subprocess.run([sys.executable, "-B", str(repo / "scripts/confirm.py"), "register", "--url",
+                           "https://osf.io/abcde"], capture_output=True, text=True, cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert ledger.read_ledger(repo / "lockfiles")[-1] == {
+        "event": "registered", "protocol_sha256": cfg["unseal"], "where": "https://osf.io/abcde",
+        "time": ledger.read_ledger(repo / "lockfiles")[-1]["time"]}
+    commit_all(repo, "registered")
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "remote.git")], check=True)
+    git(repo, "remote", "add", "origin", str(tmp_path / "remote.git"))
+    git(repo, "push", "-q", "origin", "HEAD:refs/heads/main")
+    git(repo, "fetch", "-q", "origin")
+    after = _status(repo)
+    assert after.returncode == 0 and "registered outside: yes, https://osf.io/abcde" in after.stdout
+    assert "ledger pushed: yes, origin/main" in after.stdout, after.stdout
+
+
 def test_the_confirm_target_without_its_token_is_refused_before_any_job(tmp_path):
     repo, _cfg = _frozen_world(tmp_path)
     proc = run_snakemake(repo, config={"scorer": "pinned"}, snakefile=repo / "Snakefile",
                          targets=("confirm",), check=False)
     assert proc.returncode != 0 and "THE CONFIRMATION IS SEALED: no unseal token" in _out(proc), _out(proc)
+    assert f"--config unseal=$(cut -d' ' -f1 {repo / 'lockfiles/protocol.sha256'})" in _out(proc)
     assert "rule " not in proc.stdout and not (repo / "results").exists()  # no job, no log
 
 
@@ -279,6 +314,14 @@ def test_a_look_whose_ledger_line_was_rewritten_away_stops_the_next_opening_unti
     with open(lock / locations.LEDGER, "a", encoding="utf-8") as fh:
         fh.write(line + "\n")
     commit_all(repo, "restore the started line")
+    assert guard.check_unseal(cfg, lock, repo)["opening"] == 2
+    # a line removed but not committed: the fix is to restore the committed ledger, never to commit the cut
+    kept = (lock / locations.LEDGER).read_text()
+    (lock / locations.LEDGER).write_text(kept.splitlines(keepends=True)[0])
+    with pytest.raises(SealError, match=r"Fix: restore the ledger's committed lines \(git checkout HEAD -- "
+                                        r"lockfiles/confirmation_ledger.jsonl\)"):
+        guard.check_unseal(cfg, lock, repo)
+    git(repo, "checkout", "HEAD", "--", "lockfiles/confirmation_ledger.jsonl")
     assert guard.check_unseal(cfg, lock, repo)["opening"] == 2
     # status warns until the started line has reached a remote; pushed, it does not
     assert "this started line is on no remote-tracking branch yet" in status.describe(lock, repo, cfg)[0]

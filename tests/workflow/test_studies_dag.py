@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import (
+    DATA,
     FIXTURE,
     ROOT,
     STUDY_DIR,
@@ -31,16 +32,17 @@ from conftest import (
 )
 
 from rerank_study.settings.config import load_config
+from rerank_study.settings.config_docs import load_yaml
 
 
 def fixture_study(tmp: Path) -> Path:
     """The default study's block on the committed SciFact fixture (its own lock folder copy)."""
     lock = make_lockdir(tmp / "fixture-lock")
     base = load_config(ROOT / "config" / "config.yaml")
+    sizes = load_yaml(DATA / "fixture_config.yaml")  # the smoke run's splits, bootstrap and calibration sizes
     return write_yaml(tmp / "scifact-fixture.yaml", {
         "study": {**base["study"], "name": "scifact-fixture"}, "lockdir": str(lock),
-        "data_mirror": str(FIXTURE), "scorer": "stand-in",
-        "splits": {"dev_size": 8, "confirm_size": 6, "seed": 110}})
+        "data_mirror": str(FIXTURE), "scorer": "stand-in", **sizes})
 
 
 def tsv(path: Path) -> list[dict]:
@@ -153,6 +155,61 @@ def test_two_studies_in_one_invocation_write_the_cross_study_table(tmp_path, tin
                 if a["deterministic"]
                 and a["scope"] == "run"}
     assert hashes(runs["scifact-fixture"]) == hashes(smoke_run)
+    check_the_synthesis_of(tmp_path, fx, syn, runs)
+
+
+def check_the_synthesis_of(wd: Path, fx: Path, syn: Path, runs: dict) -> None:
+    """`snakemake synthesis` on the two audited runs: refused while the weighting is not declared; declared,
+    every number from the runs' own files by plain arithmetic, numpy's documented draws and statsmodels'
+    meta-analysis."""
+    import numpy as np
+    from statsmodels.stats.meta_analysis import combine_effects
+
+    args = {"studies": studies_arg(fx, syn), "smoke": "true"}
+    folder = wd / "results" / "synthesis" / "scifact-fixture+synthetic-tiny"
+    refused = run_snakemake(wd, config=args, fixture=False, targets=("synthesis",), check=False)
+    assert refused.returncode != 0 and "REFUSED: the synthesis weighting is not declared" in refused.stderr
+    assert not folder.exists()  # refused before any job
+    declared = write_yaml(wd / "synthesis.yaml", {"synthesis": {
+        "weighting": "queries", "tau2": "paule-mandel", "B": 500, "seed": 5, "level": 0.95}})
+    run_snakemake(wd, "--configfile", str(declared), config=args, fixture=False, targets=("synthesis",))
+    got = read_json(folder / "synthesis.json")
+    rng = np.random.default_rng(5)  # the documented draw: one generator, the studies in order
+    y, v, nums, dens = [], [], np.zeros(500), np.zeros(500)
+    for row, (study, run) in zip(got["datasets"], runs.items()):
+        deltas = {r["qid"]: float(r["blend_ndcg@10"]) - float(r["ce_ndcg@10"])
+                  for r in tsv(run / "per_query.tsv")}
+        members: dict = {}
+        for g in tsv(run / "groups.tsv"):
+            members.setdefault(int(g["group_index"]), []).append(deltas[g["qid"]])
+        sums = [sum(members[k]) for k in sorted(members)]
+        sizes = [len(members[k]) for k in sorted(members)]
+        n, mean = len(deltas), sum(deltas.values()) / len(deltas)
+        var = len(sums) / (len(sums) - 1) * sum((t - m * mean) ** 2 for t, m in zip(sums, sizes)) / n ** 2
+        assert (row["n_queries"], row["n_groups"]) == (n, len(sums))
+        assert row["mean"] == pytest.approx(mean, abs=1e-12)
+        assert row["se"] == pytest.approx(var ** 0.5, rel=1e-9)
+        s = read_json(run / "summary.json")
+        assert row["grouped_interval"] == s["comparisons"][s["primary"]]["grouped_interval"]
+        idx = [[int(x) for x in list(r.values())[1:]] for r in tsv(folder / "indices" / f"{study}.tsv")]
+        assert np.array_equal(np.array(idx), rng.integers(0, len(sums), size=(500, len(sums))))
+        nums += [sum(sums[j] for j in draw) for draw in idx]
+        dens += [sum(sizes[j] for j in draw) for draw in idx]
+        y.append(mean)
+        v.append(var)
+    n_all = sum(d["n_queries"] for d in got["datasets"])
+    pooled = sum(m * d["n_queries"] for m, d in zip(y, got["datasets"])) / n_all  # every query counts once
+    assert got["pooled"]["estimate"] == pytest.approx(pooled, abs=1e-12)
+    want = list(np.percentile(nums / dens, [2.5, 97.5]))
+    assert got["pooled"]["interval"] == pytest.approx(want, abs=1e-12)
+    assert got["plain_mean_of_means"] == pytest.approx(sum(y) / 2, abs=1e-12)
+    ref = combine_effects(np.array(y), np.array(v), method_re="pm", atol=1e-12, maxiter=500)
+    assert got["meta_analysis"]["fixed_effect"] == pytest.approx(ref.mean_effect_fe, rel=1e-9)
+    assert got["meta_analysis"]["random_effect"] == pytest.approx(ref.mean_effect_re, rel=1e-6)
+    assert got["meta_analysis"]["prediction_interval"] is None  # two datasets: no t with 0 df
+    for name in ("synthesis.tsv", "synthesis.tex", "synthesis.md", "forest.png"):
+        assert (folder / name).stat().st_size > 0, name
+
 
 
 @pytest.mark.slow

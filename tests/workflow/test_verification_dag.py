@@ -6,7 +6,7 @@ import json
 import shutil
 
 import pytest
-from conftest import read_json, run_snakemake
+from conftest import read_json, run_snakemake, world_lock
 
 from rerank_study.reranker import scoring
 
@@ -21,8 +21,9 @@ def test_verification_record_of_a_run(smoke_run):
 def test_an_altered_but_rechecksummed_cache_entry_is_caught_by_re_inference(smoke_run,
                                                                             fixture_workdir, tmp_path):
     wd = tmp_path / "lying-cache"
-    for sub in ("lockfiles", "resources"):
-        shutil.copytree(fixture_workdir / sub, wd / sub, symlinks=True)
+    with world_lock(fixture_workdir):  # no fixture run being made in it meanwhile
+        for sub in ("lockfiles", "resources"):
+            shutil.copytree(fixture_workdir / sub, wd / sub, symlinks=True)
     entries = sorted((wd / "resources/cache/ce_scores").rglob("*.json"))
     entries = [e for e in entries if "shapes" not in e.parts]
     assert entries, "the smoke run cached its batches"

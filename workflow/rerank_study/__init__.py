@@ -9,8 +9,9 @@ One subpackage for each concept (each package's ``__all__`` lists its modules):
   stats       - metrics, evidence groups, the paired bootstrap, evaluation statistics, the analysis
   calibration - how far the grouped interval can be trusted on a run's own data
   repro       - the reference, reproducibility measures, conclusion retention of a derived backend
-  report      - the markdown and HTML report, paper tables, ir_metadata sidecars, the cross-study table
+  report      - the markdown and HTML report, the query browser, paper tables, ir_metadata, cross-study table
   seal        - the sealed confirmation: frozen protocol, guarded opening, the ledger of every look
+  synthesis   - one declared answer across datasets: pooled and per-dataset estimates, multiplicity, its audit
 and one module, evalstats: the evaluation statistics' command line under its published name
 (``python -m rerank_study.evalstats``, as every report prints it).
 """
@@ -18,4 +19,4 @@ and one module, evalstats: the evaluation statistics' command line under its pub
 __version__ = "0.1.0"
 
 __all__ = ['calibration', 'core', 'data', 'evalstats', 'rankings', 'report', 'repro', 'reranker', 'seal',
-    'settings', 'stats']
+    'settings', 'stats', 'synthesis']

@@ -68,5 +68,7 @@ else:
         """Without a valid unseal token the confirmation stays sealed (the guard explains why)."""
         output:
             f"{OUT}/confirm-sealed",
+        log:
+            f"{OUT}/logs/confirm-sealed.log",
         run:
             _seal_guard.check_unseal(config, LOCK, workflow.basedir)  # raises SealError with the reason and fix

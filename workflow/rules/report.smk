@@ -8,6 +8,12 @@ rule report:
         calibration=P["calibration"],
         per_query=P["per_query"],
         pairs=SCORES,
+        # the query browser of report.html: the three rankings, the judgements, the groups and the texts
+        rankings=P["rankings"],
+        qrels=P["run_qrels"],
+        groups=P["groups"],
+        corpus=P["corpus"],
+        queries=P["queries"],
         # the reranker: a cross-encoder's scoring record, shape check and model, or a run file's record
         **({"shape_check": P["shape_check"], "scoring": P["scoring_measurements"], "model": P["model"],
             "bench_score": bench_of("score")} if RERANKER_KIND == CROSS_ENCODER

@@ -53,3 +53,46 @@ rule cross_study:
         f"{config['results']}/cross-study/{'+'.join(STUDY_CONFIGS)}/cross_study.log",
     script:
         "../scripts/cross_study.py"
+
+
+SYNTHESIS = f"{config['results']}/synthesis/{'+'.join(STUDY_CONFIGS)}"
+if "synthesis" in sys.argv[1:]:  # the target asked for: an undeclared weighting or test stops before any job
+    from rerank_study.synthesis import synthesis as _synthesis
+
+    try:
+        _synthesis.check_declared(config["synthesis"])
+        _synthesis.check_tests(config["synthesis"], _synthesis.shared_comparisons(
+            [list(c["comparisons"]["all"]) for c in STUDY_CONFIGS.values()]))
+    except ValueError as exc:
+        raise WorkflowError(f"REFUSED: {exc}.") from None
+
+
+rule synthesis:
+    """One declared answer across the datasets of the invocation's studies (`snakemake synthesis`): the pooled
+    primary delta under the declared weighting with its stratified grouped bootstrap interval, a random-effects
+    meta-analysis beside it, consistency and leave-one-dataset-out (rerank_study.synthesis). Each study's run
+    must have passed its audit."""
+    input:
+        summaries=[f"{r}/summary.json" for r in STUDY_RUNS.values()],
+        audits=[f"{r}/audit.json" for r in STUDY_RUNS.values()],
+        manifests=[f"{r}/manifest.json" for r in STUDY_RUNS.values()],
+        per_query=[f"{r}/per_query.tsv" for r in STUDY_RUNS.values()],
+        groups=[f"{r}/groups.tsv" for r in STUDY_RUNS.values()],
+    output:
+        json=f"{SYNTHESIS}/synthesis.json",
+        tsv=f"{SYNTHESIS}/synthesis.tsv",
+        tex=f"{SYNTHESIS}/synthesis.tex",
+        md=f"{SYNTHESIS}/synthesis.md",
+        forest=f"{SYNTHESIS}/forest.png",
+        indices=[f"{SYNTHESIS}/indices/{s}.tsv" for s in STUDY_CONFIGS],
+        audit=f"{SYNTHESIS}/audit.json",  # its own audit (scripts/audit --synthesis), run by the rule
+    params:
+        studies=list(STUDY_CONFIGS.values()),
+        synthesis=config["synthesis"],
+        runs=list(STUDY_RUNS.values()),
+        audit=[sys.executable, str(Path(workflow.basedir) / "scripts" / "audit")],
+        configfiles=[os.path.abspath(str(c)) for c in workflow.overwrite_configfiles],
+    log:
+        f"{SYNTHESIS}/synthesis.log",
+    script:
+        "../scripts/synthesis.py"

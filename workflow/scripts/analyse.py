@@ -4,17 +4,17 @@ declared evaluation statistics; saves both index matrices, every replicate and s
 
 from rerank_study.core import names
 from rerank_study.core.errors import PipelineError
-from rerank_study.core.fileio import atomic_open, fmt_float, read_tsv, sha256_file, write_json
+from rerank_study.core.fileio import (
+    atomic_open,
+    fmt_float,
+    read_tsv,
+    sha256_file,
+    write_index_matrix,
+    write_json,
+)
 from rerank_study.core.rule import run
 from rerank_study.data import splits
 from rerank_study.stats import analysis, run_tables
-
-
-def write_matrix(path, idx, prefix):
-    with atomic_open(path, "w") as fh:
-        fh.write("replicate\t" + "\t".join(f"{prefix}{j}" for j in range(idx.shape[1])) + "\n")
-        for b, row in enumerate(idx.tolist()):
-            fh.write(f"{b}\t" + "\t".join(map(str, row)) + "\n")
 
 
 def main(sm):
@@ -33,8 +33,8 @@ def main(sm):
     summary["evalstats"] = analysis.evaluation_statistics(qids, table, counts=counts, first_rel=first_rel,
                                                           groups=groups, plan=plan, summary=summary,
                                                           ev=p.evalstats, depth=p.depth)
-    write_matrix(sm.output.grouped_indices, g_idx, "draw")
-    write_matrix(sm.output.query_indices, q_idx, "draw")
+    write_index_matrix(sm.output.grouped_indices, g_idx, "draw")
+    write_index_matrix(sm.output.query_indices, q_idx, "draw")
     cols = list(reps)
     with atomic_open(sm.output.replicates, "w") as fh:
         fh.write("replicate\t" + "\t".join(cols) + "\n")

@@ -15,8 +15,14 @@ from rerank_study.core.fileio import (
 )
 from rerank_study.core.names import column
 from rerank_study.core.rule import run
-from rerank_study.report import report, report_calibration, report_html
+from rerank_study.data import beir
+from rerank_study.data.acquire import verified_path
+from rerank_study.data.pins import DataPins
+from rerank_study.report import report, report_browser, report_calibration, report_html
+from rerank_study.report.report_browser_page import STYLE as BROWSER_STYLE
+from rerank_study.report.report_browser_page import section as browser_section
 from rerank_study.reranker import models
+from rerank_study.stats.run_tables import read_groups
 
 
 def bench(path):
@@ -188,6 +194,19 @@ def reranker_inputs(sm) -> tuple:
     return rows, scoring, report.fresh_scores_line(scoring), None
 
 
+def browser(sm, summary: dict, rows: list[dict]) -> str:
+    """The query browser's section: its data from the run's rankings, judgements and groups, and the texts
+    of the pinned queries and corpus (each verified against its pin before it is read)."""
+    pins = DataPins.load(sm.input.data_pins)
+    queries = beir.read_queries(verified_path(sm.input.queries, "queries.jsonl", pins))
+    corpus = beir.read_corpus(verified_path(sm.input.corpus, "corpus.jsonl", pins))
+    label = "CE logit" if sm.params.reranker_kind == names.CROSS_ENCODER else "reranker score"
+    groups = report_browser.group_of(*read_groups(sm.input.groups))
+    data = report_browser.browser_data(summary, rows, read_tsv(sm.input.rankings),
+                                       beir.read_qrels(sm.input.qrels), groups, queries, corpus, label)
+    return browser_section(data)
+
+
 def main(sm):
     summary = read_json(sm.input.summary)
     data_pins = read_json(sm.input.data_pins)
@@ -212,7 +231,8 @@ def main(sm):
     pngs = {link: input_bytes(getattr(sm.output, key)) for key, link in zip(("forest", "delta", "power"),
                                                                            figures.values())}
     header = list(rows[0]) if rows else []
-    atomic_write_text(sm.output.html, report_html.page(text, pngs, header, [list(r.values()) for r in rows]))
+    atomic_write_text(sm.output.html, report_html.page(text, pngs, header, [list(r.values()) for r in rows],
+                                                       browser(sm, summary, rows), BROWSER_STYLE))
 
 
 if __name__ == "__main__":

@@ -1,14 +1,10 @@
 """report.html (rerank_study.report.report_html) of a tiny report: what a reader sees in it, read back with
-the
-standard library's html.parser (not with the audit's parser); and the audit's check of it ('report_html')
-passes the page and fails every forgery the red team made of it."""
+the standard library's html.parser; what the renderer refuses."""
 
 import base64
 import html.parser
-import types
 
 import pytest
-from conftest import audit_module
 
 from rerank_study.core.errors import PipelineError
 from rerank_study.report import report_html
@@ -79,63 +75,14 @@ def test_raw_html_in_the_report_is_shown_as_text_never_run():
     assert "<script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
 
 
-def audit_of(html_text, tmp_path, markdown=MARKDOWN):
-    """The audit's check on a run folder holding the tiny report, its figure, per_query.tsv and
-    ``html_text``."""
-    (tmp_path / "figures").mkdir(exist_ok=True)
-    files = {"report": ("report.md", markdown), "per_query": ("per_query.tsv", "".join(
-        "\t".join(r) + "\n" for r in [HEADER, *ROWS])), "report_html": ("report.html", html_text)}
-    for name, text in files.values():
-        (tmp_path / name).write_text(text, encoding="utf-8", newline="")
-    (tmp_path / "figures/forest.png").write_bytes(PNG)
-    run = types.SimpleNamespace(rundir=tmp_path, path=lambda key: tmp_path / files[key][0])
-    failures = []
-    au = types.SimpleNamespace(check=lambda name, ok, file, item, expected=None, found=None:
-                               ok or failures.append(item))
-    audit_module("checks_report_html").check_report_html(run, None, au)
-    return failures
-
-
-# the red team's forgeries of a page (each passed the audit's earlier, parser-based check)
-FORGERIES = {
-    "a number changed": lambda t: t.replace("0.437500]</td>", "0.537500]</td>", 1),
-    "a number moved under the next column": lambda t: t.replace(
-        "<td>blend-ce (primary)</td>\n<td>", "<td>blend-ce (primary) ", 1).replace("0.437500]</td>",
-                                                                            "0.437500]</td>\n<td></td>", 1),
-    "the banner hidden in a <title> inside the body": lambda t: t.replace("<blockquote>",
-                                                                          "<title><blockquote>", 1)
-    .replace("</blockquote>", "</blockquote></title>", 1),
-    "a claim in the head's <title>": lambda t: t.replace("<title>", "<title>CONFIRMED: ", 1),
-    "a second src on the figure (a browser shows the first)": lambda t: t.replace(
-        '<img src="', '<img src="data:image/svg+xml;base64,Zm9yZ2Vk" src="', 1),
-    "the figure's alt text": lambda t: t.replace('alt="forest plot"', 'alt="blend beats CE"', 1),
-    "another character set": lambda t: t.replace('charset="utf-8"', 'charset="windows-1252"', 1),
-    "the stylesheet split in two": lambda t: t.replace("}blockquote{", "}block</style><style>quote{", 1),
-    "an onclick attribute": lambda t: t.replace("<h2>", '<h2 onclick="x()">', 1),
-}
-
-
-def test_the_audit_passes_the_page_and_fails_each_forgery_naming_the_line(tmp_path):
-    assert audit_of(page(), tmp_path) == []
-    for what, forge in FORGERIES.items():
-        forged = forge(page())
-        assert forged != page(), what
-        failures = audit_of(forged, tmp_path)
-        assert len(failures) == 1 and failures[0].startswith("the whole page (first "
-                                                             "difference at line "), what
-
-
-def test_a_carriage_return_in_report_md_fails_both_renderers(tmp_path):
-    """The second red team's forgery: a lone CR joining two table rows (a line end to one reader, text to the
-    other) in report.md, with a page rendered from it; the audit refuses the report's line ends."""
+def test_a_carriage_return_in_report_md_is_refused():
+    """A lone CR joining two table rows (a line end to one reader, text to another)."""
     forged = MARKDOWN.replace("|---|---|---|\n", "|---|---|---|\r")
     with pytest.raises(PipelineError, match="carriage return"):
         report_html.page(forged, {"figures/forest.png": PNG}, HEADER, ROWS)
-    with pytest.raises(audit_module("problems").Unreadable, match="carriage return"):
-        audit_of(page(), tmp_path, markdown=forged)
 
 
-def test_a_figure_the_run_does_not_hold_is_refused_by_both_renderers(tmp_path):
+def test_a_figure_the_run_does_not_hold_is_refused():
     with pytest.raises(PipelineError, match="not one of the run's figures"):
         report_html.page(MARKDOWN.replace("figures/forest.png", "figures/other.png"),
                          {"figures/forest.png": PNG}, HEADER, ROWS)

@@ -59,8 +59,9 @@ def test_not_a_repository(tmp_path):
 def test_the_method_is_the_method_folders_tracked_files_but_the_seals_own_records(tmp_path):
     repo = _repo(tmp_path)
     files = method.method_files(repo)
-    # README.md and run.sh lie outside the method folders; the empty ledger (JSON lines) is a seal record
-    assert sorted(files) == ["lockfiles/studies/other/pins.json", "workflow/a.py"]
+    # README.md and run.sh lie outside the method folders; the empty ledger (JSON lines) is a seal record; a
+    # study's lock folder is frozen by value in its own protocol, not as method
+    assert sorted(files) == ["workflow/a.py"]
     assert files["workflow/a.py"] == hashlib.sha256(b"a = 1\n").hexdigest()
     # a "ledger" that is not JSON lines can carry code: it is part of the method
     (repo / "lockfiles/confirmation_ledger.jsonl").write_text("import os\n")

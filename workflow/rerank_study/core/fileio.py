@@ -251,3 +251,11 @@ def read_tsv(path, expected_header: Sequence[str] | None = None) -> list[dict[st
                 raise MalformedInputError(path, line_no, f"{len(cells)} cells, header has {len(header)}")
             rows.append(dict(zip(header, cells)))
     return rows
+
+
+def write_index_matrix(path, idx, prefix: str = "draw") -> None:
+    """A bootstrap index matrix as TSV: a ``replicate`` column, then one column per draw (``<prefix><j>``)."""
+    with atomic_open(path, "w") as fh:
+        fh.write("replicate\t" + "\t".join(f"{prefix}{j}" for j in range(idx.shape[1])) + "\n")
+        for b, row in enumerate(idx.tolist()):
+            fh.write(f"{b}\t" + "\t".join(map(str, row)) + "\n")

@@ -84,7 +84,7 @@ def _caption(summary: Mapping, text: str) -> str:
     return tex_text(text) + standin
 
 
-def _float(caption: str, label: str, spec: str, head: Sequence[str], body: Sequence[str],
+def table_float(caption: str, label: str, spec: str, head: Sequence[str], body: Sequence[str],
            notes: Sequence[str] = ()) -> str:
     lines = ["\\begin{table}[t]", "\\centering", f"\\caption{{{caption}}}", f"\\label{{{label}}}",
              SHRINK_TO_LINE, f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(head) + " \\\\",
@@ -100,7 +100,7 @@ def methods_tex(summary: Mapping) -> str:
                         *(tex_number(summary["methods"][m][f"mean_{x}"]) for x in others)])
             for m in methods_in_order(summary)]
     caption = _caption(summary, f"Mean per-query effectiveness over {summary['n_queries']} queries.")
-    return _float(caption, "tab:methods", "l" + "r" * (1 + len(others)), head, body)
+    return table_float(caption, "tab:methods", "l" + "r" * (1 + len(others)), head, body)
 
 
 def interval_tex(iv: Sequence[float]) -> str:
@@ -124,7 +124,7 @@ def comparisons_tex(summary: Mapping) -> str:
                                 "drawn).")
     note = [f"\\par\\smallskip{{\\footnotesize $^\\dagger$ preregistered primary comparison; threshold "
             f"{tex_number(summary['threshold'])}.}}"]
-    return _float(caption, "tab:comparisons", "lrccc", head, body, note)
+    return table_float(caption, "tab:comparisons", "lrccc", head, body, note)
 
 
 def render_all(summary: Mapping) -> dict[str, str]:

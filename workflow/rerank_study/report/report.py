@@ -119,7 +119,7 @@ def render(summary: Mapping, measurements: Mapping, provenance: Mapping,
     out += [f"| {k} | `{v}` |" for k, v in provenance.items()]
     out += ["", "### Measurements (this execution; not reproducible byte for byte)", "", "| item | value |",
             "|---|---|"]
-    out += [f"| {k} | {v} |" for k, v in measurements.items()]
+    out += [f"| {k} | {'NA' if v is None else v} |" for k, v in measurements.items()]
     return "\n".join(out) + "\n"
 
 

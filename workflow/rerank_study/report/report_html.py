@@ -1,9 +1,10 @@
 """The run report as one self-contained HTML page (``report.html``, written by rule report beside report.md):
 report.md's markdown subset rendered by the fixed rules of docs/outputs.md ("report.html"), its figures
 inlined as PNG data URIs (the page shows them wherever it is opened, the Snakemake report's viewer included),
-and the per-query table (per_query.tsv) appended. No script, no link to anything outside the page. The page is
-a deterministic function of report.md, per_query.tsv and the figures, so the audit renders it itself and
-compares the bytes (check report_html).
+the per-query table (per_query.tsv) appended, then the query browser (``report_browser_page``: its data
+as JSON and a script of its own). Nothing is loaded from outside the page. The page is a deterministic
+function of report.md, per_query.tsv, the figures and the browser's data; the audit checks its manifest hash,
+and every value of the browser's data against the run's files (check report_browser).
 """
 
 from __future__ import annotations
@@ -121,12 +122,14 @@ def title_of(markdown: str) -> str:
 
 
 def page(markdown: str, figures: Mapping[str, bytes], per_query_header: Sequence[str],
-         per_query_rows: Sequence[Sequence[str]]) -> str:
-    """report.html from report.md's text, its figures ({link path: PNG bytes}) and per_query.tsv's cells."""
+         per_query_rows: Sequence[Sequence[str]], browser: str = "", browser_style: str = "") -> str:
+    """report.html from report.md's text, its figures ({link path: PNG bytes}) and per_query.tsv's cells;
+    ``browser``: the query browser's section (HTML), placed last, ``browser_style`` its style."""
     if "\r" in markdown:
         raise PipelineError("report.md holds a carriage return: its lines end in a newline only")
     per_query = table([[escape(c) for c in per_query_header],
                        *([escape(c) for c in r] for r in per_query_rows)])
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            f"<title>{escape(title_of(markdown))}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
-            f"{body(markdown, figures)}<h2>{escape(PER_QUERY_HEADING)}</h2>\n{per_query}\n</body>\n</html>\n")
+            f"<title>{escape(title_of(markdown))}</title>\n<style>{STYLE}{browser_style}</style>\n</head>\n<body>\n"
+            f"{body(markdown, figures)}<h2>{escape(PER_QUERY_HEADING)}</h2>\n{per_query}\n{browser}</body>\n"
+            "</html>\n")

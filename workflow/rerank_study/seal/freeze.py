@@ -93,11 +93,12 @@ def freeze(cfg: dict, lockdir, dev_run, root, allow_standin_for_testing: bool = 
     (``submit_confirmation_run``)."""
     lockdir = Path(lockdir)
     fixture, sets = _location(cfg, lockdir, root, allow_standin_for_testing)
+    refuse_if_opened(cfg, lockdir, root, sets, "freeze a protocol")  # first: an opened set is spent
     if (lockdir / loc.PROTOCOL).exists():
         raise SealError(f"{lockdir / loc.PROTOCOL} already exists: a protocol is frozen once. (A code "
                         f"refactor that leaves results identical: {refreeze_command(cfg)}; a new "
-                        "preregistration: move the old files away in a commit that says why.)")
-    refuse_if_opened(cfg, lockdir, root, sets, "freeze a protocol")
+                        "preregistration before any opening: move the old files away in a commit that says "
+                        "why.)")
     evidence, power = development_evidence(dev_run, cfg, lockdir, root, allow_standin_for_testing)
     test_only = evidence["scorer"] == STANDIN_LABEL
     fcfg = dict(cfg, scorer=STAND_IN if test_only else PINNED)

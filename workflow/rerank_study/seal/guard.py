@@ -22,7 +22,7 @@ from . import environment, registry, traces, tree
 from . import ledger as led
 from . import locations as loc
 from .method import method_changes  # noqa: F401  (re-exported for callers that name the method's diff)
-from .protocol import check_frozen, refreeze_command, verified_protocol
+from .protocol import check_frozen, refreeze_command, unseal_command, verified_protocol
 
 TEST_SWITCHES = ("allow_standin_for_testing", "allow_dirty_for_testing")
 
@@ -93,11 +93,13 @@ def labels_for(cfg: dict, protocol: dict, fixture: bool) -> list[str]:
     return labels
 
 
-def ledger_history_problems(root, rel: str) -> list[str]:
-    """Every committed version of the ledger must be a prefix of the current one (append-only)."""
+def ledger_history_problems(root, rel: str, since: str | None = None) -> list[str]:
+    """Every committed version of the ledger (``since``: only that commit's) must be a prefix of the current
+    one (append-only)."""
     current = input_bytes(Path(root) / rel) if (Path(root) / rel).exists() else b""
     problems = []
-    for commit in tree.git(root, "log", "--format=%H", "--", rel).stdout.split():
+    commits = [since] if since else tree.git(root, "log", "--format=%H", "--", rel).stdout.split()
+    for commit in commits:
         old = tree.git(root, "show", f"{commit}:{rel}", text=False)
         if old.returncode == 0 and not current.startswith(old.stdout):
             problems.append(f"commit {commit[:12]} holds {len(old.stdout.splitlines())} ledger lines that "
@@ -120,32 +122,49 @@ def _committed_records(lockdir: Path, root) -> None:
 
 
 def dirty_fix(dirty: list[str], lockdir, root, cfg: dict) -> str:
-    """A fix that works for these files: the seal's own records and config/ are committed (a setting is then
-    compared with the frozen one); another method file is restored to the frozen commit, or - when the change
-    is meant - committed and re-frozen before any opening."""
+    """A fix that works for these files: the lock folder (the seal's records, a run-file reranker's frozen
+    run, pins) and config/ are committed (a setting is then compared with the frozen one), a ledger with lines
+    removed is restored; another method file is restored, or - when the change is meant - committed and
+    re-frozen before any opening."""
     lock_rel = loc.relative(lockdir, root)
     paths = [d.split(" (")[0] for d in dirty]
-    records = [p for p in paths if p.startswith(f"{lock_rel}/") and p.rsplit("/", 1)[-1] in loc.SEAL_RECORDS]
+    ledger = f"{lock_rel}/{loc.LEDGER}"
+    cut = ledger in paths and bool(ledger_history_problems(root, ledger, since="HEAD"))
+    records = [p for p in paths if p.startswith(f"{lock_rel}/") and not (cut and p == ledger)]
     settings = [p for p in paths if p.split("/")[0] in loc.SETTINGS_PATHS]
-    code = [p for p in paths if p not in records and p not in settings]
+    code = [p for p in paths if p not in records and p not in settings and not (cut and p == ledger)]
     out = []
+    if cut:
+        out.append(f"restore the ledger's committed lines (git checkout HEAD -- {ledger}): it is append-only "
+                   "and lost lines since its last commit")
     if records or settings:
         out.append(f"commit {' '.join(records + settings)} (git add <these> && git commit; a committed "
                    "setting is then compared with the frozen one, config/README.md lists the keys that "
                    "cannot change a result)")
     if code:
-        out.append(f"restore {' '.join(code[:5])} to the committed method (git restore <path>; move an "
-                   f"untracked file out of {', '.join(loc.METHOD_PATHS)}); a change that is meant is a "
-                   "change of method: commit it, rerun the development analysis and re-freeze before any "
-                   f"opening ({refreeze_command(cfg)}; a change that alters the development results is a "
-                   "new preregistration)")
+        out.append(f"restore {' '.join(code[:5])} to the committed method (a changed file: git restore "
+                   f"<path>; an untracked one: move it out of {', '.join(loc.METHOD_PATHS)}); a change that "
+                   "is meant is a change of method: commit it, rerun the development analysis and re-freeze "
+                   f"before any opening ({refreeze_command(cfg)}; a change that alters the development "
+                   "results is a new preregistration)")
     return "; ".join(out)
 
 
+def another_studys(rel: str, lockdir, root, cfg: dict) -> bool:
+    """A file of another study (its lock folder, its study file): no part of this opening's method."""
+    path = (Path(root) / rel).resolve()
+    if rel.startswith(loc.STUDY_LOCKDIRS + "/"):
+        return not path.is_relative_to(Path(lockdir).resolve())
+    if rel.startswith("config/studies/"):
+        return path != Path(cfg.get("study_file") or "/").resolve()
+    return False
+
+
 def check_tree(cfg: dict, lockdir: Path, root, fixture: bool, labels: list[str]) -> tree.TreeState:
-    """The method's files equal HEAD (git status, untracked files included); for the repository's lock
-    folders: protocol and ledger committed, the ledger's history append-only."""
+    """The method's files equal HEAD (git status, untracked files included; other studies' files aside); for
+    the repository's lock folders: protocol and ledger committed, the ledger's history append-only."""
     state = tree.tree_state(root)
+    state.dirty = [d for d in state.dirty if not another_studys(d.split(" (")[0], lockdir, root, cfg)]
     if not state.is_repo or state.dirty:
         if not cfg.get("allow_dirty_for_testing"):
             what = ("is not a git checkout with a commit" if not state.is_repo else
@@ -271,11 +290,11 @@ def check_unseal(cfg: dict, lockdir, root) -> dict:
                         "before freezing. Drop repin.")
     token = str(cfg.get("unseal") or "").strip()
     if not token:
-        raise SealError("THE CONFIRMATION IS SEALED: no unseal token. Unseal with: snakemake confirm --cores "
-                        "4 --config unseal=<sha256 in lockfiles/protocol.sha256>")
+        raise SealError("THE CONFIRMATION IS SEALED: no unseal token. Unseal with: "
+                        f"{unseal_command(cfg, lockdir)}")
     sets = registry.build(root, [lockdir])
     fixture = check_lock_location(cfg, lockdir, root, sets)
-    sha, protocol = verified_protocol(lockdir, token)
+    sha, protocol = verified_protocol(lockdir, token, cfg)
     plan = _opening_plan(cfg, lockdir, root, sha, protocol, fixture, sets)
     mine = plan.pop("sealed_set")
     plan["start"] = start_entry(plan, cfg, lockdir, root, mine)

@@ -4,8 +4,10 @@ The method is the tracked files of ``locations.METHOD_PATHS`` (the Snakefile, co
 pyproject.toml, scripts/, workflow/; in a copy that is not a git checkout, every file there but byte-code
 caches), read from disk; config/ is compared as the protocol's frozen settings
 (``config.result_settings``), not as bytes, so a key that cannot change a result (``ce.threads``) may
-change. README.md, docs/, SOURCE_MAP.md and tests/ are not part of it: they cannot change a
-result (a lint test refuses a Snakefile ``include:`` of a file outside the method). The seal's own records in
+change. A study's lock folder (lockfiles/studies/<study>/) is not hashed either: its pins are frozen by
+value in that study's protocol, so one study's new pins never change another's method. README.md, docs/,
+SOURCE_MAP.md and tests/ are not part of it: they cannot change a result (a lint test refuses a Snakefile
+``include:`` of a file outside the method). The seal's own records in
 lockfiles/ are left out by what they are, so that writing them does not change the method:
 
 * a ledger (``confirmation_ledger.jsonl``) or a fixture's trace file whose every line is a JSON object;
@@ -89,19 +91,26 @@ def excluded(root, rel: str) -> str | None:
     return None
 
 
+def study_pins(rel: str) -> bool:
+    """A file of a study's lock folder (lockfiles/studies/<study>/): frozen by value in that study's own
+    protocol (its pin and model blocks), so it is no other study's method."""
+    return rel.startswith(loc.STUDY_LOCKDIRS + "/")
+
+
 def candidate_paths(root) -> list[str]:
     """The tracked method paths of a git checkout (its index: what the next commit holds), else every file
-    under the method paths but byte-code caches."""
+    under the method paths but byte-code caches; the studies' lock folders aside (``study_pins``)."""
     root = Path(root)
     if tree.is_repo(root):
         listed = tree.git(root, "ls-files", "-z", "--cached", "--", *HASHED, text=False).stdout.split(b"\0")
-        return sorted({p.decode("utf-8", "surrogateescape") for p in listed if p})
-    out = []
-    for top in HASHED:
-        path = root / top
-        found = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-        out += [p.relative_to(root).as_posix() for p in found]
-    return sorted(p for p in out if not tree.is_bytecode(p))
+        out = [p.decode("utf-8", "surrogateescape") for p in listed if p]
+    else:
+        out = []
+        for top in HASHED:
+            path = root / top
+            found = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+            out += [p.relative_to(root).as_posix() for p in found if not tree.is_bytecode(p.as_posix())]
+    return sorted({p for p in out if not study_pins(p)})
 
 
 def method_files(root) -> dict[str, str]:
@@ -146,7 +155,8 @@ def method_changes(frozen_files: dict, current_files: dict) -> list[str]:
 
 
 COVERS = ("the tracked files of " + ", ".join(HASHED) + " (a copy without git: every file "
-          "there but byte-code caches), from the bytes on disk, except the seal's own records in their "
-          "record format (ledgers and traces of JSON lines, a protocol JSON object and its sha256 line, the "
-          "preregistration note its protocol generates, a run-file reranker's confirmation run with the "
-          "sha256 its protocol pins)")
+          "there but byte-code caches), from the bytes on disk, except the studies' lock folders "
+          f"({loc.STUDY_LOCKDIRS}/: each frozen by value in its own protocol) and the seal's own records in "
+          "their record format (ledgers and traces of JSON lines, a protocol JSON object and its sha256 "
+          "line, the preregistration note its protocol generates, a run-file reranker's confirmation run "
+          "with the sha256 its protocol pins)")

@@ -169,11 +169,18 @@ def write_protocol(lockdir, protocol: dict) -> str:
     return sha
 
 
-def verified_protocol(lockdir, token: str | None = None) -> tuple[str, dict]:
+def unseal_command(cfg: dict, lockdir) -> str:
+    """The opening command of this invocation's study (the default study: no studies=)."""
+    study = f"studies=[{cfg['study_file']}] " if cfg.get("study_file") else ""
+    return (f"snakemake confirm --cores 4 --config {study}unseal=$(cut -d' ' -f1 "
+            f"{Path(lockdir) / loc.PROTOCOL_SHA})")
+
+
+def verified_protocol(lockdir, token: str | None = None, cfg: dict | None = None) -> tuple[str, dict]:
     """(sha256, protocol) after checking protocol.json against protocol.sha256 (and the token); the file is
     read once: the protocol returned is parsed from the bytes whose sha256 was checked."""
     lockdir = Path(lockdir)
-    how = "Unseal with: snakemake confirm --cores 4 --config unseal=<sha256 in lockfiles/protocol.sha256>"
+    how = f"Unseal with: {unseal_command(cfg or {}, lockdir)}"
     if not (lockdir / loc.PROTOCOL).exists():
         raise SealError(f"THE CONFIRMATION IS SEALED: no frozen protocol at {lockdir / loc.PROTOCOL}. Freeze "
                         "one first: python scripts/confirm.py freeze --dev-run results/dev (another study: "
@@ -227,22 +234,46 @@ def settings_sources(cfg: dict) -> str:
                       "--configfile / --config"])
 
 
+def value_at(tree: dict, dotted: str):
+    for key in dotted.split("."):
+        tree = tree.get(key) if isinstance(tree, dict) else None
+    return tree
+
+
+def freezing_commit(lockdir, root) -> str:
+    """The commit that added the protocol (its hash, or a description when there is none)."""
+    from . import tree
+
+    rel = f"{loc.relative(lockdir, root)}/{loc.PROTOCOL}"
+    found = tree.git(root, "log", "-1", "--format=%H", "--diff-filter=A", "--", rel).stdout.strip() \
+        if tree.is_repo(root) else ""
+    return found or "<the commit that froze the protocol>"
+
+
 def check_frozen(cfg: dict, lockdir, root, protocol: dict) -> str:
     """Settings, pins and method equal the frozen ones; return the current method sha256."""
     check_frozen_run_file(cfg, lockdir, protocol)
     current = frozen_fields(cfg, lockdir, root)
     changed = setting_changes(protocol, current)
     if changed:
-        raise SealError("REFUSED: pins or settings changed since the protocol was frozen: "
-                        + ", ".join(changed[:12]) + f". Where: {settings_sources(cfg)} (settings.*), "
-                        f"{Path(lockdir)} (pins). Restore the frozen values (git restore <file>; frozen: "
-                        f"{Path(lockdir) / loc.PROTOCOL}); never re-tune on the confirmation set. Keys that "
-                        "cannot change a result are listed in config/README.md.")
+        values = "".join(f"\n  {k}: frozen {value_at(protocol, k)!r}, now {value_at(current, k)!r}"
+                         for k in changed[:12])
+        raise SealError("REFUSED: pins or settings changed since the protocol was frozen:" + values
+                        + f"\nWhere: {settings_sources(cfg)} (settings.*), {Path(lockdir)} (pins). Fix: set "
+                        "the frozen values again (an uncommitted edit: git restore <file>; a committed one: "
+                        f"git revert <its commit>; frozen: {Path(lockdir) / loc.PROTOCOL}); never re-tune on "
+                        "the confirmation set. Keys that cannot change a result are listed in "
+                        "config/README.md.")
     files = meth.method_changes((protocol.get("method") or {}).get("files", {}), current["method"]["files"])
     if files:
+        commit = freezing_commit(lockdir, root)
+        added = [f.split(" (")[0] for f in files if f.endswith("(added)")]
+        other = [f.split(" (")[0] for f in files if not f.endswith("(added)")]
+        fixes = ([f"git checkout {commit} -- {' '.join(other[:20])}"] if other else []) + \
+            ([f"git rm {' '.join(added[:20])} (or move them out of the method folders)"] if added else [])
         raise SealError("REFUSED: the method changed since the protocol was frozen: " + ", ".join(files[:20])
                         + (f" and {len(files) - 20} more" if len(files) > 20 else "") + ". Restore the "
-                        "frozen code (git checkout <the freezing commit> -- those files). A refactor that "
-                        "leaves results identical must be re-frozen, explicitly and before any opening: "
+                        f"frozen code: {'; '.join(fixes)}; then commit. A refactor that leaves results "
+                        "identical must be re-frozen, explicitly and before any opening: "
                         f"{refreeze_command(cfg)}.")
     return current["method"]["sha256"]

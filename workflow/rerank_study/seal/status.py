@@ -133,6 +133,12 @@ def describe(lockdir, root, cfg: dict) -> tuple[str, bool]:
                                      results=[cfg["results"]])
     out += [f"WARNING: {p}" for p in problems]
     if not (lockdir / loc.PROTOCOL_SHA).is_file():
+        if rows or problems:  # no protocol here, but the set was looked at: it is not sealed any more
+            out[0] = (f"no protocol frozen ({lockdir / loc.PROTOCOL} absent), but the sealed set has "
+                      f"{len(rows)} recorded opening(s){' and ' if rows and problems else ''}"
+                      f"{f'{len(problems)} unrecorded trace(s)' if problems else ''}: it is spent, and no "
+                      "protocol can be frozen on it")
+            return "\n".join(out), False
         return "\n".join(out), True
     sha = input_text(lockdir / loc.PROTOCOL_SHA).split()[0]
     out += [_registered_line(lockdir, sha), _pushed_line(lockdir, root)]

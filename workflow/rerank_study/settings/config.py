@@ -227,7 +227,7 @@ NOT_RESULT_KEYS = ("smoke", "scorer", "data_mirror", "data_zip", "data_dir", "mo
                    "hf_cache", "repin", "run_name", "studies", "study_file", "trec_run", "run_file", "unseal",
                    "allow_standin_for_testing", "allow_dirty_for_testing", "lockdir", "resources", "results",
                    "smoke_settings", "audit", "data.url", "data.download_timeout_s",
-                   "candidates.dense.threads", "ce.threads", "ce.shards")
+                   "candidates.dense.threads", "ce.threads", "ce.shards", "synthesis")
 NOT_RESULT_FOR_A_RUN_FILE = ("ce", "verify", "standin")  # a run-file reranker infers nothing
 
 

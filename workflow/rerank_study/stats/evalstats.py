@@ -182,15 +182,23 @@ def z_quantiles(alpha: float, power: float, exact: bool = True,
     return nd.inv_cdf(1 - alpha / 2 if two_sided else 1 - alpha), nd.inv_cdf(power)
 
 
-def grouped_variance_of_mean(deltas: Sequence[float], groups: Sequence[Sequence[int]]) -> float:
-    """Cluster-robust (linearised) variance of the query-weighted mean Δ̄ = ΣΔ/n over G groups:
-    Var(Δ̄) = G/(G-1) * Σ_g (S_g - n_g Δ̄)^2 / n^2, with S_g the group's summed Δ."""
-    n, G = len(deltas), len(groups)
+def grouped_variance(sums: Sequence[float], sizes: Sequence[int], mean: float, n: int) -> float:
+    """Cluster-robust (linearised) variance of the query-weighted mean Δ̄ over G groups, from each group's
+    summed Δ S_g and size n_g: Var(Δ̄) = G/(G-1) * Σ_g (S_g - n_g Δ̄)^2 / n^2 (the one home of this formula:
+    the power section and the synthesis across datasets both call it)."""
+    G = len(sums)
     if G < 2:
         raise ValueError("the grouped variance needs at least two groups")
-    mean = math.fsum(deltas) / n
-    resid = [math.fsum(deltas[i] for i in g) - len(g) * mean for g in groups]
+    resid = [s - m * mean for s, m in zip(sums, sizes)]
     return G / (G - 1) * math.fsum(r * r for r in resid) / n ** 2
+
+
+def grouped_variance_of_mean(deltas: Sequence[float], groups: Sequence[Sequence[int]]) -> float:
+    """``grouped_variance`` of Δ̄ = ΣΔ/n, each S_g summed exactly (``math.fsum``) from the per-query Δ."""
+    if len(groups) < 2:
+        raise ValueError("the grouped variance needs at least two groups")
+    sums = [math.fsum(deltas[i] for i in g) for g in groups]
+    return grouped_variance(sums, [len(g) for g in groups], math.fsum(deltas) / len(deltas), len(deltas))
 
 
 def minimum_detectable_effect(sd_eff: float, n: int, alpha: float = 0.05, power: float = 0.8,

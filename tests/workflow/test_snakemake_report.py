@@ -9,7 +9,7 @@ import time
 
 import pytest
 from browser import Browser, chromium
-from conftest import run_snakemake
+from conftest import run_snakemake, world_lock
 
 pytestmark = pytest.mark.slow
 
@@ -27,7 +27,8 @@ def snakemake_report(smoke_run, tmp_path_factory):
     if chromium() is None:
         pytest.skip("no Chromium to render the report in (Debian: apt-get install chromium)")
     out = tmp_path_factory.mktemp("report") / "report.html"
-    run_snakemake(smoke_run.parents[1], "--report", str(out), config={"smoke": "true"})
+    with world_lock(smoke_run.parents[1]):  # the shared work folder: no fixture run made in it meanwhile
+        run_snakemake(smoke_run.parents[1], "--report", str(out), config={"smoke": "true"})
     return out
 
 

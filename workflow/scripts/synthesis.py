@@ -1,0 +1,89 @@
+"""Rule synthesis: one declared answer across the datasets of one invocation's studies
+(rerank_study.synthesis) -> synthesis.json, synthesis.tsv, synthesis.tex, synthesis.md, forest.png and each
+dataset's bootstrap index matrix (indices/<study>.tsv).
+
+Every study's run must have passed its audit, and its summary and per-query table must be the ones the audited
+manifest lists; every study must analyse the same primary comparison and metric; the weighting must be
+declared (config synthesis.weighting); two or more datasets, none twice. Each refusal names the study, the
+file and the fix. Every comparison the studies share is tested in every dataset (synthesis.json "family": the
+declared family adjusted, the others exploratory)."""
+
+from rerank_study.core.errors import PipelineError
+from rerank_study.core.fileio import atomic_write_text, read_json, read_tsv, write_index_matrix, write_json
+from rerank_study.core.names import column
+from rerank_study.core.rule import run
+from rerank_study.repro import audited
+from rerank_study.synthesis import synthesis, synthesis_audit, synthesis_report
+
+
+def declared(sm) -> dict:
+    block = dict(sm.params.synthesis)
+    try:
+        synthesis.check_declared(block)
+    except ValueError as exc:
+        raise PipelineError(f"REFUSED: {exc}.") from None
+    return block
+
+
+def audited_files(cfg: dict, audit, manifest, summary, per_query, groups) -> tuple[dict, list, list]:
+    """(summary, per-query rows, group rows) of a study whose audit passed and vouches for them."""
+    what = f"study {cfg['study']['name']!r}"
+    try:
+        _, verdict = audited.verdict_of(audit)
+    except PipelineError as exc:
+        raise PipelineError(f"STUDY {cfg['study']['name']!r}: {exc}; no synthesis is written. Fix: rerun the "
+                            "study until its audit passes, or leave it out of studies=[...].") from None
+    listed = audited.audited_manifest(verdict, manifest, what)
+    return (read_json(audited.listed(listed, "summary", summary, what)),
+            read_tsv(audited.listed(listed, "per_query", per_query, what)),
+            read_tsv(audited.listed(listed, "groups", groups, what)))
+
+
+def dataset_of(cfg: dict, summary: dict, rows: list, group_rows: list, comparison: str) -> synthesis.Dataset:
+    a, b = summary["comparisons"][comparison]["a"], summary["comparisons"][comparison]["b"]
+    deltas = {r["qid"]: float(r[column(a, summary["metric"])]) - float(r[column(b, summary["metric"])])
+              for r in rows}
+    members: dict[int, list[str]] = {}
+    for g in group_rows:
+        members.setdefault(int(g["group_index"]), []).append(g["qid"])
+    return synthesis.study_dataset(cfg["study"]["dataset"], deltas, [members[i] for i in sorted(members)])
+
+
+def same_question(studies: list, summaries: list) -> None:
+    asked = {(s["primary"], s["metric"]) for s in summaries}
+    if len(asked) > 1:
+        named = ", ".join(f"{c['study']['name']}: {s['primary']} in {s['metric']}"
+                          for c, s in zip(studies, summaries))
+        raise PipelineError(f"REFUSED: the studies answer different questions ({named}). A synthesis pools "
+                            "one primary comparison in one metric: give the studies the same "
+                            "comparisons.primary and metrics, or synthesise them separately.")
+
+
+def main(sm):
+    block = declared(sm)
+    studies, inp = sm.params.studies, sm.input
+    read = [audited_files(*x) for x in zip(studies, inp.audits, inp.manifests, inp.summaries, inp.per_query,
+                                           inp.groups)]
+    same_question(studies, [r[0] for r in read])
+    shared = synthesis.shared_comparisons([list(r[0]["comparisons"]) for r in read])
+    try:
+        tests = {k: [dataset_of(c, *r, k) for c, r in zip(studies, read)] for k in shared}
+        intervals = [r[0]["comparisons"][r[0]["primary"]]["grouped_interval"] for r in read]
+        result, idx = synthesis.synthesize(tests[read[0][0]["primary"]], intervals, block, tests)
+    except ValueError as exc:
+        raise PipelineError(f"REFUSED: {exc} (studies={[c['study']['name'] for c in studies]}). Fix: one "
+                            "study per dataset, two or more datasets.") from None
+    result["studies"] = [c["study"]["name"] for c in studies]
+    result["comparison"], result["metric"] = read[0][0]["primary"], read[0][0]["metric"]
+    for path, i in zip(sm.output.indices, idx):
+        write_index_matrix(path, i)
+    write_json(sm.output.json, result)
+    atomic_write_text(sm.output.tsv, synthesis_report.tsv(result))
+    atomic_write_text(sm.output.tex, synthesis_report.tex(result))
+    verdict = synthesis_audit.audited(sm)  # its own audit, on the files just written
+    atomic_write_text(sm.output.md, "\n".join(synthesis_report.markdown(result) + verdict) + "\n")
+    synthesis_report.forest(result, sm.output.forest)
+
+
+if __name__ == "__main__":
+    run(globals().get("snakemake"), main)
