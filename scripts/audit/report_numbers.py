@@ -8,7 +8,8 @@ row the audit expects (``report_facts``), a number by value at the precision sho
 is found by a few words and must show the expected numbers in order and the expected verdict words. A
 missing table, row or line, a missing number or a different one fails, naming the line. The STAND-IN banner
 (a quoted line naming STAND-IN before the first section) is expected exactly when the scorer is the
-stand-in. report.html is a rendering of report.md: its manifest hash is checked as every artefact's."""
+stand-in. report.html is a rendering of report.md: its manifest hash is checked as every artefact's, and the
+data its query browser embeds are checked by check 'report_browser' (checks_browser)."""
 
 from __future__ import annotations
 

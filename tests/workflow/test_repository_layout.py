@@ -20,9 +20,6 @@ JUSTIFIED_LINTS = {
     "Specify a conda environment or container for each rule":
         "one hash-locked environment (lockfiles/requirements.lock + torch.txt, scripts/setup_env.py) serves "
         "every rule; per-rule conda environments would be unpinned duplicates of it",
-    'Absolute path "/bin/bash"':
-        "an opening's jobs run in the system's /bin/bash itself, never in a shell the invocation names "
-        "(the seal: test_an_invocation_that_chooses_a_jobs_shell_is_refused)",
     "Param root is a prefix of input or output file but hardcoded":
         "root is the repository folder the seal reads as a whole (the registry of sealed sets across every "
         "lock folder in it); the lock folder's files sit inside it, so it prefixes them. A job needs the "
@@ -32,8 +29,6 @@ JUSTIFIED_LINTS = {
         "does not read it",
     "Environment variable PYTHONDONTWRITEBYTECODE used but not asserted with envvars directive":
         "the Snakefile SETS it (no job writes a byte-code cache beside the code); it does not read it",
-    "Environment variable PYTHONPYCACHEPREFIX used but not asserted with envvars directive":
-        "an opening SETS it (every job compiles into a fresh byte-code folder); it does not read it",
 }
 
 
