@@ -1,15 +1,18 @@
 """`snakemake synthesis` on the PLANTED family (tests/data/make_planted_studies.py): three run-file studies
 whose reranker helps the blend over the reranker alone on two datasets and hurts it on one, with every query's
 nDCG@10 known by hand (one relevant document, at known ranks). The whole DAG runs (three studies, their
-audits, the synthesis and its audit); then its bad inputs are refused.
+audits, the synthesis and its audit); its page (synthesis.html) is read back; then its bad inputs are refused.
 
 Expected values: the hand ranks below (their derivation: the generator's docstring) and plain arithmetic on
 them; the meta-analysis from statsmodels' combine_effects on the (Δ, SE²) the synthesis reports."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import math
+import re
 import shutil
 import subprocess
 import sys
@@ -170,6 +173,56 @@ def test_the_synthesis_audit_passes_and_fails_naming_an_edited_number_or_an_unkn
         proc = audit_cli(copy, runs, wd / "synthesis-datasets.yaml", tmp_path / f"{key}.json")
         assert proc.returncode == 1 and f":: {key} ::" in proc.stdout, (key, proc.stdout[-3000:])
         assert read_json(tmp_path / f"{key}.json")["ok"] is False
+
+
+def hand_pooled(weighting: str) -> float:
+    hands = [hand_dataset(n) for n in NAMES]
+    if weighting == "datasets":
+        return sum(h["mean"] for h in hands) / 3
+    return sum(h["mean"] * h["n"] for h in hands) / sum(h["n"] for h in hands)
+
+
+def test_synthesis_html_is_synthesis_md_as_one_self_contained_page(planted, tmp_path):
+    from rerank_study.synthesis import synthesis_report
+
+    for weighting, folder in planted["kept"].items():
+        page, md = (folder / "synthesis.html").read_bytes(), (folder / "synthesis.md").read_text("utf-8")
+        text, forest = page.decode("utf-8"), (folder / "forest.png").read_bytes()
+        assert forest.startswith(b"\x89PNG\r\n\x1a\n") and "](forest.png)" in md
+        assert not re.search(r"https?://", text) and "<script" not in text and "<link" not in text
+        # the one image: forest.png's own bytes, inlined
+        assert re.findall(r'src="([^"]*)"', text) == [
+            "data:image/png;base64," + base64.b64encode(forest).decode("ascii")]
+        shown = f"{hand_pooled(weighting):.6f}"  # the pooled Δ as synthesis.md prints it, by hand
+        assert f"**{shown}**" in md and f"<strong>{shown}</strong>" in text, (weighting, shown)
+        assert "Audit of this synthesis: PASSED" in text
+        # a deterministic rendering: the page again from synthesis.md and forest.png, the plot again from
+        # synthesis.json, byte for byte
+        studies = read_json(folder / "synthesis.json")["studies"]
+        assert synthesis_report.page(md, forest, studies).encode("utf-8") == page
+        synthesis_report.forest(read_json(folder / "synthesis.json"), tmp_path / f"{weighting}.png")
+        assert (tmp_path / f"{weighting}.png").read_bytes() == forest
+        listed = read_json(folder / "audit.json")["info"]["renderings"]
+        assert listed["synthesis.html"] == hashlib.sha256(page).hexdigest()
+        assert set(listed) == {"synthesis.tsv", "synthesis.tex", "forest.png", "synthesis.md",
+                               "synthesis.html"}
+    print(f"synthesis.html: {len(page)} bytes (forest.png {len(forest)})")
+
+
+def test_the_audit_fails_a_page_that_differs_from_synthesis_md_or_is_missing(planted, tmp_path):
+    wd, runs = planted["wd"], planted["runs"]
+    copy = shutil.copytree(planted["kept"]["datasets"], tmp_path / "edited")
+    text = (copy / "synthesis.html").read_text("utf-8")
+    shown = f"<strong>{hand_pooled('datasets'):.6f}</strong>"
+    (copy / "synthesis.html").write_text(text.replace(shown, "<strong>0.5</strong>"), encoding="utf-8")
+    proc = audit_cli(copy, runs, wd / "synthesis-datasets.yaml", tmp_path / "edited.json")
+    assert proc.returncode == 1 and "[synthesis_pages]" in proc.stdout, proc.stdout[-3000:]
+    assert ":: the numbers of synthesis.md (the first to differ" in proc.stdout
+    (copy / "synthesis.html").unlink()
+    proc = audit_cli(copy, runs, wd / "synthesis-datasets.yaml", tmp_path / "missing.json")
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    assert f"{copy / 'synthesis.html'} :: present ::" in proc.stdout, proc.stdout[-3000:]
+    assert read_json(tmp_path / "missing.json")["failed_checks"] == ["synthesis_pages"]
 
 
 def test_bad_inputs_are_refused_naming_the_study_and_the_fix(planted, tmp_path):

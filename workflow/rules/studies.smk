@@ -23,6 +23,7 @@ include: str(_studies.modules_file(STUDY_CONFIGS, Path(config["resources"]).reso
 STUDY_RUNS = {s: f"{c['results']}/{_run_name(c)}" for s, c in STUDY_CONFIGS.items()}  # study name -> its run folder
 SCORED = [s for s, c in STUDY_CONFIGS.items() if c["study"]["reranker_kind"] == _CROSS_ENCODER]  # a cross-encoder
 CROSS = f"{config['results']}/cross-study/{'+'.join(STUDY_CONFIGS)}/cross_study"
+SYNTHESIS = f"{config['results']}/synthesis/{'+'.join(STUDY_CONFIGS)}"
 
 
 rule cross_study:
@@ -55,7 +56,6 @@ rule cross_study:
         "../scripts/cross_study.py"
 
 
-SYNTHESIS = f"{config['results']}/synthesis/{'+'.join(STUDY_CONFIGS)}"
 if "synthesis" in sys.argv[1:]:  # the target asked for: an undeclared weighting or test stops before any job
     from rerank_study.synthesis import synthesis as _synthesis
 
@@ -83,6 +83,7 @@ rule synthesis:
         tsv=f"{SYNTHESIS}/synthesis.tsv",
         tex=f"{SYNTHESIS}/synthesis.tex",
         md=f"{SYNTHESIS}/synthesis.md",
+        html=f"{SYNTHESIS}/synthesis.html",  # synthesis.md as one self-contained page, forest.png inlined
         forest=f"{SYNTHESIS}/forest.png",
         indices=[f"{SYNTHESIS}/indices/{s}.tsv" for s in STUDY_CONFIGS],
         audit=f"{SYNTHESIS}/audit.json",  # its own audit (scripts/audit --synthesis), run by the rule
