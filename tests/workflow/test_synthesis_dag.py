@@ -1,7 +1,8 @@
 """`snakemake synthesis` on the PLANTED family (tests/data/make_planted_studies.py): three run-file studies
 whose reranker helps the blend over the reranker alone on two datasets and hurts it on one, with every query's
 nDCG@10 known by hand (one relevant document, at known ranks). The whole DAG runs (three studies, their
-audits, the synthesis and its audit); its page (synthesis.html) is read back; then its bad inputs are refused.
+audits, the synthesis and its audit); its page (synthesis.html) and the cross-study report's section "Across
+datasets" are read back; then its bad inputs are refused.
 
 Expected values: the hand ranks below (their derivation: the generator's docstring) and plain arithmetic on
 them; the meta-analysis from statsmodels' combine_effects on the (Δ, SE²) the synthesis reports."""
@@ -223,6 +224,43 @@ def test_the_audit_fails_a_page_that_differs_from_synthesis_md_or_is_missing(pla
     assert proc.returncode == 1, proc.stdout[-3000:]
     assert f"{copy / 'synthesis.html'} :: present ::" in proc.stdout, proc.stdout[-3000:]
     assert read_json(tmp_path / "missing.json")["failed_checks"] == ["synthesis_pages"]
+
+
+def test_the_cross_study_report_has_the_declared_synthesis_or_says_there_is_none(planted):
+    """Without a declared weighting the cross-study report says no synthesis is declared (and does not
+    fail); with one it carries synthesis.md as its audit lists it, its links relative to the report; a
+    synthesis.md changed after its audit stops the table, naming the file."""
+    wd, studies = planted["wd"], planted["studies"]
+    cross = wd / "results" / "cross-study" / "+".join(f"planted-{n}" for n in NAMES) / "cross_study.md"
+    folder = wd / "results" / "synthesis" / "+".join(f"planted-{n}" for n in NAMES)
+
+    def cross_study(*extra, check=True):
+        return run_snakemake(wd, "--forcerun", "cross_study", *extra,
+                             config={"studies": studies_arg(*studies)}, fixture=False,
+                             targets=("cross_study",), check=check)
+
+    cross_study()
+    assert "## Across datasets\n\nNo synthesis across datasets is declared" in cross.read_text("utf-8")
+    # the synthesis folder holds the last one made (queries weighting): declared again, it is up to date
+    cross_study("--configfile", str(wd / "synthesis-queries.yaml"))
+    got, md = cross.read_text("utf-8"), (folder / "synthesis.md").read_text("utf-8")
+    shown = f"**{hand_pooled('queries'):.6f}**"
+    assert shown in md and shown in got
+    (pooled_line,) = [x for x in md.split("\n") if shown in x]
+    assert pooled_line in got.split("\n") and "Audit of this synthesis: PASSED" in got
+    rel = "../../synthesis/" + folder.name
+    assert f"[synthesis.html]({rel}/synthesis.html)" in got and f"]({rel}/forest.png)" in got
+    assert (cross.parent / rel / "synthesis.html").is_file()
+    kept = (folder / "synthesis.md").read_bytes()
+    try:
+        (folder / "synthesis.md").write_bytes(kept.replace(shown.encode(), b"**0.500000**"))
+        proc = cross_study("--configfile", str(wd / "synthesis-queries.yaml"), "--allowed-rules",
+                           "cross_study", check=False)
+        assert proc.returncode != 0, proc.stderr[-3000:]
+        assert "synthesis.md (as its audit lists it)" in proc.stderr, proc.stderr[-3000:]
+        assert "Fix: rerun `snakemake synthesis`" in proc.stderr
+    finally:
+        (folder / "synthesis.md").write_bytes(kept)
 
 
 def test_bad_inputs_are_refused_naming_the_study_and_the_fix(planted, tmp_path):
