@@ -12,7 +12,7 @@ comparison and metric; two or more datasets, none twice), ``synthesis_declared``
 ``synthesis_datasets``, ``synthesis_pooled``, ``synthesis_meta``, ``synthesis_consistency``, when the
 synthesis has one, ``synthesis_family`` (the declared family of tests, ``synthesis_family``), and
 ``synthesis_pages`` (the renderings present and listed by sha256, synthesis.html a self-contained page of
-synthesis.md with forest.png: ``synthesis_pages``). Values are
+synthesis.md with forest.png, synthesis.md's pooled answer synthesis.json's: ``synthesis_pages``). Values are
 compared as values; the sums in the documented order are compared EXACTLY, the meta-analysis (iterations, the
 t and χ² functions) within META_REL."""
 
@@ -250,7 +250,7 @@ def audit_synthesis(folder: Path, runs, au, config: Path, config_files=()) -> di
     check_numbers(au, file, got, studies, data, mats, anchor)
     if "family" in got or "family" in anchor:
         check_tests(au, file, got, studies, anchor)
-    renderings = synthesis_pages.check_pages(au, folder)
+    renderings = synthesis_pages.check_pages(au, folder, got)
     return {"synthesis": str(folder), "runs": [str(r) for r in runs], "studies": [s["name"] for s in studies],
             "synthesis_sha256": sha256_of(folder / "synthesis.json"), "renderings": renderings,
             "anchor": {"config": str(config), "config_files": [str(c) for c in config_files]},

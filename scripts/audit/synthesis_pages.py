@@ -5,8 +5,11 @@ Every rendering the rule writes is present, and its sha256 is listed in audit.js
 (what the cross-study report takes synthesis.md by). synthesis.html is checked as a page of synthesis.md:
 self-contained (every ``src``/``href`` is a data URI or a fragment; no ``http://`` or ``https://`` anywhere),
 forest.png's exact bytes inlined as a PNG data URI, and the numbers of its body are synthesis.md's, in order
-(tags read as a space, entities decoded). The words and the markup are not compared. FAIL CLOSED: a missing
-file fails, naming it and the fix."""
+(tags read as a space, entities decoded). synthesis.md's pooled answer (its line "Pooled primary Δ ...":
+the estimate, the interval, B, the seed and the plain mean of means, in order) shows synthesis.json's values
+at the precision shown (synthesis.json's own numbers are recomputed by synthesis_checks); its other lines are
+a rendering and are not compared, nor are the words and the markup. FAIL CLOSED: a missing file or line fails,
+naming it and the fix."""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ import re
 from pathlib import Path
 
 from readers import bytes_of, sha256_of, text_of
-from report_numbers import numbers
+from report_numbers import numbers, same_number
 
 CHECK = "synthesis_pages"
 RENDERINGS = ("synthesis.tsv", "synthesis.tex", "forest.png", "synthesis.md", "synthesis.html")
@@ -24,6 +27,7 @@ FIX = "rule synthesis writes it: rerun `snakemake synthesis` with the invocation
 TAG = re.compile(r"<[^>]*>")
 LINKED = re.compile(r"""\b(?:src|href)\s*=\s*["']?([^"'\s>]*)""", re.IGNORECASE)
 OUTSIDE = re.compile(r"https?://", re.IGNORECASE)
+POOLED_LINE = "Pooled primary Δ"  # how synthesis.md's line of the pooled answer begins
 
 
 def body_numbers(page: str) -> list[str]:
@@ -53,9 +57,25 @@ def page_problems(page: str, markdown: str, forest: bytes) -> list[tuple[str, st
     return out
 
 
-def check_pages(au, folder: Path) -> dict:
-    """Every rendering present, synthesis.html a page of synthesis.md; returns {file name: sha256} of those
-    present (audit.json's ``info.renderings``)."""
+def pooled_problems(markdown: str, got: dict) -> list[tuple[str, object, object]]:
+    """(item, expected, found) when synthesis.md's pooled line does not show synthesis.json's pooled answer
+    (``got``) at the precision shown; none when it does."""
+    lines = [x for x in markdown.split("\n") if x.startswith(POOLED_LINE)]
+    if len(lines) != 1:
+        return [(f"the line {POOLED_LINE!r} (the pooled answer)", "one line", len(lines))]
+    p = got.get("pooled") if isinstance(got.get("pooled"), dict) else {}
+    interval = p.get("interval") if isinstance(p.get("interval"), list) else [None, None]
+    want = [p.get("estimate"), *interval[:2], p.get("B"), p.get("seed"), got.get("plain_mean_of_means")]
+    shown = numbers(lines[0])
+    if len(shown) != len(want) or not all(same_number(a, b) for a, b in zip(shown, want)):
+        return [(f"the line {POOLED_LINE!r}: estimate, interval, B, seed, plain mean of means", want, shown)]
+    return []
+
+
+def check_pages(au, folder: Path, got: dict) -> dict:
+    """Every rendering present, synthesis.html a page of synthesis.md, synthesis.md's pooled answer
+    synthesis.json's (``got``); returns {file name: sha256} of those present (audit.json's
+    ``info.renderings``)."""
     present = {}
     for name in RENDERINGS:
         path = folder / name
@@ -67,6 +87,13 @@ def check_pages(au, folder: Path) -> dict:
                                  bytes_of(folder / "forest.png"))
         if not problems:
             au.check(CHECK, True, str(page), "a self-contained page of synthesis.md with forest.png")
-        for item, want, got in problems:
-            au.check(CHECK, False, str(page), item, want, got)
+        for item, want, found in problems:
+            au.check(CHECK, False, str(page), item, want, found)
+    if "synthesis.md" in present:
+        md = folder / "synthesis.md"
+        problems = pooled_problems(text_of(md), got)
+        if not problems:
+            au.check(CHECK, True, str(md), f"the line {POOLED_LINE!r} (synthesis.json's pooled answer)")
+        for item, want, found in problems:
+            au.check(CHECK, False, str(md), item, want, found)
     return present

@@ -210,7 +210,7 @@ def test_synthesis_html_is_synthesis_md_as_one_self_contained_page(planted, tmp_
     print(f"synthesis.html: {len(page)} bytes (forest.png {len(forest)})")
 
 
-def test_the_audit_fails_a_page_that_differs_from_synthesis_md_or_is_missing(planted, tmp_path):
+def test_the_audit_fails_a_differing_or_missing_page_and_a_pooled_line_not_synthesis_json(planted, tmp_path):
     wd, runs = planted["wd"], planted["runs"]
     copy = shutil.copytree(planted["kept"]["datasets"], tmp_path / "edited")
     text = (copy / "synthesis.html").read_text("utf-8")
@@ -224,6 +224,15 @@ def test_the_audit_fails_a_page_that_differs_from_synthesis_md_or_is_missing(pla
     assert proc.returncode == 1, proc.stdout[-3000:]
     assert f"{copy / 'synthesis.html'} :: present ::" in proc.stdout, proc.stdout[-3000:]
     assert read_json(tmp_path / "missing.json")["failed_checks"] == ["synthesis_pages"]
+    # synthesis.md's pooled line must show synthesis.json's pooled answer
+    copy = shutil.copytree(planted["kept"]["datasets"], tmp_path / "pooled")
+    md = (copy / "synthesis.md").read_text("utf-8")
+    (copy / "synthesis.md").write_text(md.replace(f"**{hand_pooled('datasets'):.6f}**", "**0.500000**"),
+                                       encoding="utf-8")
+    proc = audit_cli(copy, runs, wd / "synthesis-datasets.yaml", tmp_path / "pooled.json")
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    named = f"{copy / 'synthesis.md'} :: the line 'Pooled primary Δ': estimate"
+    assert named in proc.stdout, proc.stdout[-3000:]
 
 
 def test_the_cross_study_report_has_the_declared_synthesis_or_says_there_is_none(planted):
