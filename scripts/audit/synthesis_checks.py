@@ -9,8 +9,10 @@ Checks (recorded like a run's, FAIL CLOSED): ``synthesis_keys`` (every key of sy
 declares, none missing: a key it does not know fails, naming it), ``synthesis_inputs`` (each run's audit
 passed and vouches for the files read; the studies in synthesis.json's order; one question: the same primary
 comparison and metric; two or more datasets, none twice), ``synthesis_declared``, ``synthesis_indices``,
-``synthesis_datasets``, ``synthesis_pooled``, ``synthesis_meta``, ``synthesis_consistency`` and, when the
-synthesis has one, ``synthesis_family`` (the declared family of tests, ``synthesis_family``). Values are
+``synthesis_datasets``, ``synthesis_pooled``, ``synthesis_meta``, ``synthesis_consistency``, when the
+synthesis has one, ``synthesis_family`` (the declared family of tests, ``synthesis_family``), and
+``synthesis_pages`` (the renderings present and listed by sha256, synthesis.html a self-contained page of
+synthesis.md with forest.png, synthesis.md's pooled answer synthesis.json's: ``synthesis_pages``). Values are
 compared as values; the sums in the documented order are compared EXACTLY, the meta-analysis (iterations, the
 t and χ² functions) within META_REL."""
 
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import synthesis_family
 import synthesis_math as sm
+import synthesis_pages
 from anchors import merged
 from checks_columns import same_value
 from readers import read_json, read_table, resolve, sha256_of
@@ -247,8 +250,9 @@ def audit_synthesis(folder: Path, runs, au, config: Path, config_files=()) -> di
     check_numbers(au, file, got, studies, data, mats, anchor)
     if "family" in got or "family" in anchor:
         check_tests(au, file, got, studies, anchor)
+    renderings = synthesis_pages.check_pages(au, folder, got)
     return {"synthesis": str(folder), "runs": [str(r) for r in runs], "studies": [s["name"] for s in studies],
-            "synthesis_sha256": sha256_of(folder / "synthesis.json"),
+            "synthesis_sha256": sha256_of(folder / "synthesis.json"), "renderings": renderings,
             "anchor": {"config": str(config), "config_files": [str(c) for c in config_files]},
             "declared": anchor}
 

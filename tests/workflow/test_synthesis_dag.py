@@ -1,15 +1,19 @@
 """`snakemake synthesis` on the PLANTED family (tests/data/make_planted_studies.py): three run-file studies
 whose reranker helps the blend over the reranker alone on two datasets and hurts it on one, with every query's
 nDCG@10 known by hand (one relevant document, at known ranks). The whole DAG runs (three studies, their
-audits, the synthesis and its audit); then its bad inputs are refused.
+audits, the synthesis and its audit); its page (synthesis.html) and the cross-study report's section "Across
+datasets" are read back; then its bad inputs are refused.
 
 Expected values: the hand ranks below (their derivation: the generator's docstring) and plain arithmetic on
 them; the meta-analysis from statsmodels' combine_effects on the (Δ, SE²) the synthesis reports."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import math
+import re
 import shutil
 import subprocess
 import sys
@@ -170,6 +174,102 @@ def test_the_synthesis_audit_passes_and_fails_naming_an_edited_number_or_an_unkn
         proc = audit_cli(copy, runs, wd / "synthesis-datasets.yaml", tmp_path / f"{key}.json")
         assert proc.returncode == 1 and f":: {key} ::" in proc.stdout, (key, proc.stdout[-3000:])
         assert read_json(tmp_path / f"{key}.json")["ok"] is False
+
+
+def hand_pooled(weighting: str) -> float:
+    hands = [hand_dataset(n) for n in NAMES]
+    if weighting == "datasets":
+        return sum(h["mean"] for h in hands) / 3
+    return sum(h["mean"] * h["n"] for h in hands) / sum(h["n"] for h in hands)
+
+
+def test_synthesis_html_is_synthesis_md_as_one_self_contained_page(planted, tmp_path):
+    from rerank_study.synthesis import synthesis_report
+
+    for weighting, folder in planted["kept"].items():
+        page, md = (folder / "synthesis.html").read_bytes(), (folder / "synthesis.md").read_text("utf-8")
+        text, forest = page.decode("utf-8"), (folder / "forest.png").read_bytes()
+        assert forest.startswith(b"\x89PNG\r\n\x1a\n") and "](forest.png)" in md
+        assert not re.search(r"https?://", text) and "<script" not in text and "<link" not in text
+        # the one image: forest.png's own bytes, inlined
+        assert re.findall(r'src="([^"]*)"', text) == [
+            "data:image/png;base64," + base64.b64encode(forest).decode("ascii")]
+        shown = f"{hand_pooled(weighting):.6f}"  # the pooled Δ as synthesis.md prints it, by hand
+        assert f"**{shown}**" in md and f"<strong>{shown}</strong>" in text, (weighting, shown)
+        assert "Audit of this synthesis: PASSED" in text
+        # a deterministic rendering: the page again from synthesis.md and forest.png, the plot again from
+        # synthesis.json, byte for byte
+        studies = read_json(folder / "synthesis.json")["studies"]
+        assert synthesis_report.page(md, forest, studies).encode("utf-8") == page
+        synthesis_report.forest(read_json(folder / "synthesis.json"), tmp_path / f"{weighting}.png")
+        assert (tmp_path / f"{weighting}.png").read_bytes() == forest
+        listed = read_json(folder / "audit.json")["info"]["renderings"]
+        assert listed["synthesis.html"] == hashlib.sha256(page).hexdigest()
+        assert set(listed) == {"synthesis.tsv", "synthesis.tex", "forest.png", "synthesis.md",
+                               "synthesis.html"}
+    print(f"synthesis.html: {len(page)} bytes (forest.png {len(forest)})")
+
+
+def test_the_audit_fails_a_differing_or_missing_page_and_a_pooled_line_not_synthesis_json(planted, tmp_path):
+    wd, runs = planted["wd"], planted["runs"]
+    copy = shutil.copytree(planted["kept"]["datasets"], tmp_path / "edited")
+    text = (copy / "synthesis.html").read_text("utf-8")
+    shown = f"<strong>{hand_pooled('datasets'):.6f}</strong>"
+    (copy / "synthesis.html").write_text(text.replace(shown, "<strong>0.5</strong>"), encoding="utf-8")
+    proc = audit_cli(copy, runs, wd / "synthesis-datasets.yaml", tmp_path / "edited.json")
+    assert proc.returncode == 1 and "[synthesis_pages]" in proc.stdout, proc.stdout[-3000:]
+    assert ":: the numbers of synthesis.md (the first to differ" in proc.stdout
+    (copy / "synthesis.html").unlink()
+    proc = audit_cli(copy, runs, wd / "synthesis-datasets.yaml", tmp_path / "missing.json")
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    assert f"{copy / 'synthesis.html'} :: present ::" in proc.stdout, proc.stdout[-3000:]
+    assert read_json(tmp_path / "missing.json")["failed_checks"] == ["synthesis_pages"]
+    # synthesis.md's pooled line must show synthesis.json's pooled answer
+    copy = shutil.copytree(planted["kept"]["datasets"], tmp_path / "pooled")
+    md = (copy / "synthesis.md").read_text("utf-8")
+    (copy / "synthesis.md").write_text(md.replace(f"**{hand_pooled('datasets'):.6f}**", "**0.500000**"),
+                                       encoding="utf-8")
+    proc = audit_cli(copy, runs, wd / "synthesis-datasets.yaml", tmp_path / "pooled.json")
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    named = f"{copy / 'synthesis.md'} :: the line 'Pooled primary Δ': estimate"
+    assert named in proc.stdout, proc.stdout[-3000:]
+
+
+def test_the_cross_study_report_has_the_declared_synthesis_or_says_there_is_none(planted):
+    """Without a declared weighting the cross-study report says no synthesis is declared (and does not
+    fail); with one it carries synthesis.md as its audit lists it, its links relative to the report; a
+    synthesis.md changed after its audit stops the table, naming the file."""
+    wd, studies = planted["wd"], planted["studies"]
+    cross = wd / "results" / "cross-study" / "+".join(f"planted-{n}" for n in NAMES) / "cross_study.md"
+    folder = wd / "results" / "synthesis" / "+".join(f"planted-{n}" for n in NAMES)
+
+    def cross_study(*extra, check=True):
+        return run_snakemake(wd, "--forcerun", "cross_study", *extra,
+                             config={"studies": studies_arg(*studies)}, fixture=False,
+                             targets=("cross_study",), check=check)
+
+    cross_study()
+    assert "## Across datasets\n\nNo synthesis across datasets is declared" in cross.read_text("utf-8")
+    # the synthesis folder holds the last one made (queries weighting): declared again, it is up to date
+    cross_study("--configfile", str(wd / "synthesis-queries.yaml"))
+    got, md = cross.read_text("utf-8"), (folder / "synthesis.md").read_text("utf-8")
+    shown = f"**{hand_pooled('queries'):.6f}**"
+    assert shown in md and shown in got
+    (pooled_line,) = [x for x in md.split("\n") if shown in x]
+    assert pooled_line in got.split("\n") and "Audit of this synthesis: PASSED" in got
+    rel = "../../synthesis/" + folder.name
+    assert f"[synthesis.html]({rel}/synthesis.html)" in got and f"]({rel}/forest.png)" in got
+    assert (cross.parent / rel / "synthesis.html").is_file()
+    kept = (folder / "synthesis.md").read_bytes()
+    try:
+        (folder / "synthesis.md").write_bytes(kept.replace(shown.encode(), b"**0.500000**"))
+        proc = cross_study("--configfile", str(wd / "synthesis-queries.yaml"), "--allowed-rules",
+                           "cross_study", check=False)
+        assert proc.returncode != 0, proc.stderr[-3000:]
+        assert "synthesis.md (as its audit lists it)" in proc.stderr, proc.stderr[-3000:]
+        assert "Fix: rerun `snakemake synthesis`" in proc.stderr
+    finally:
+        (folder / "synthesis.md").write_bytes(kept)
 
 
 def test_bad_inputs_are_refused_naming_the_study_and_the_fix(planted, tmp_path):

@@ -23,13 +23,18 @@ include: str(_studies.modules_file(STUDY_CONFIGS, Path(config["resources"]).reso
 STUDY_RUNS = {s: f"{c['results']}/{_run_name(c)}" for s, c in STUDY_CONFIGS.items()}  # study name -> its run folder
 SCORED = [s for s, c in STUDY_CONFIGS.items() if c["study"]["reranker_kind"] == _CROSS_ENCODER]  # a cross-encoder
 CROSS = f"{config['results']}/cross-study/{'+'.join(STUDY_CONFIGS)}/cross_study"
+SYNTHESIS = f"{config['results']}/synthesis/{'+'.join(STUDY_CONFIGS)}"
+# a declared synthesis (config synthesis.weighting) is a section of the cross-study report; none: a line says so
+SYNTHESIS_DECLARED = bool((config.get("synthesis") or {}).get("weighting"))
 
 
 rule cross_study:
     """One row per study: the three method means, the primary delta with its grouped interval, n queries,
     n groups, the reranker (kind, identity, sha256), its backend, the audit verdict (each study's run must have passed
     its audit); then the retention section: each study of a derived backend against the invocation's fp32 torch study
-    of the same model, inputs and settings (rerank_study.repro.retention_run, as rule retention)."""
+    of the same model, inputs and settings (rerank_study.repro.retention_run, as rule retention); then the section
+    "Across datasets": synthesis.md as its passing audit lists it when the invocation declares a synthesis
+    (config synthesis.weighting; rule synthesis is then run first), a line saying none is declared otherwise."""
     input:
         summaries=[f"{r}/summary.json" for r in STUDY_RUNS.values()],
         audits=[f"{r}/audit.json" for r in STUDY_RUNS.values()],
@@ -40,6 +45,7 @@ rule cross_study:
         groups=[f"{STUDY_RUNS[s]}/groups.tsv" for s in SCORED],
         scoring=[f"{STUDY_RUNS[s]}/measurements/scoring.json" for s in SCORED],
         derived_pins=[f"{c['lockdir']}/{_layout.DERIVED_PINS}" for c in STUDY_CONFIGS.values()],
+        synthesis=[f"{SYNTHESIS}/synthesis.md", f"{SYNTHESIS}/audit.json"] if SYNTHESIS_DECLARED else [],
     output:
         tsv=f"{CROSS}.tsv",
         parquet=f"{CROSS}.parquet",
@@ -55,7 +61,6 @@ rule cross_study:
         "../scripts/cross_study.py"
 
 
-SYNTHESIS = f"{config['results']}/synthesis/{'+'.join(STUDY_CONFIGS)}"
 if "synthesis" in sys.argv[1:]:  # the target asked for: an undeclared weighting or test stops before any job
     from rerank_study.synthesis import synthesis as _synthesis
 
@@ -83,6 +88,7 @@ rule synthesis:
         tsv=f"{SYNTHESIS}/synthesis.tsv",
         tex=f"{SYNTHESIS}/synthesis.tex",
         md=f"{SYNTHESIS}/synthesis.md",
+        html=f"{SYNTHESIS}/synthesis.html",  # synthesis.md as one self-contained page, forest.png inlined
         forest=f"{SYNTHESIS}/forest.png",
         indices=[f"{SYNTHESIS}/indices/{s}.tsv" for s in STUDY_CONFIGS],
         audit=f"{SYNTHESIS}/audit.json",  # its own audit (scripts/audit --synthesis), run by the rule

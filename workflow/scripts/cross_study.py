@@ -7,15 +7,24 @@ Every study's run must have passed its audit (a cross-encoder's with its re-infe
 the audit must vouch for the files the row is read from: its manifest_sha256 is the manifest's (read once),
 and the summary is the one that manifest lists. A failed audit, an audit that re-inferred no fresh sample,
 or a manifest or summary changed after its audit, stops the table, naming the study and the file. A derived
-study without a torch twin in the invocation gets a retention row that says so (never a silent gap)."""
+study without a torch twin in the invocation gets a retention row that says so (never a silent gap).
+
+Its section "Across datasets": when the invocation declares a synthesis (config synthesis.weighting; the
+rule then has its synthesis.md and audit.json as inputs), synthesis.md's text, taken only when the
+synthesis's audit passed and lists that file's sha256; otherwise a line saying no synthesis is declared (the
+table never fails for want of one)."""
+
+import os
 
 from rerank_study.core.errors import PipelineError
-from rerank_study.core.fileio import atomic_path, atomic_write_text, read_json
+from rerank_study.core.fileio import atomic_path, atomic_write_text, input_bytes, read_json
 from rerank_study.core.names import CROSS_ENCODER
 from rerank_study.core.rule import run
+from rerank_study.data.pins import verify_against
 from rerank_study.report.cross_table import (
     CROSS_STUDY_COLUMNS,
     RETENTION_COLUMNS,
+    across_datasets_section,
     backend_of,
     cross_study_row,
     retention_row,
@@ -78,6 +87,28 @@ def retention_rows(sm, manifests: list[dict]) -> list[dict]:
     return out
 
 
+def synthesis_section(sm) -> str:
+    """The section "Across datasets": the declared synthesis's synthesis.md as its passing audit lists it."""
+    if not sm.input.synthesis:
+        return across_datasets_section(None, "")
+    md, audit = sm.input.synthesis
+    fix = ("Fix: rerun `snakemake synthesis` with this invocation's --config and --configfile, or leave "
+           "synthesis.weighting undeclared for a table without it.")
+    try:
+        _, verdict = audited.verdict_of(audit)
+    except PipelineError as exc:
+        raise PipelineError(f"SYNTHESIS {os.path.dirname(md)}: {exc}; no cross-study table is written. "
+                            f"{fix}") from None
+    listed = ((verdict.get("info") or {}).get("renderings") or {}).get("synthesis.md")
+    if listed is None:
+        raise PipelineError(f"SYNTHESIS {audit} lists no sha256 of synthesis.md (info.renderings): its audit "
+                            f"did not check its pages; no cross-study table is written. {fix}")
+    page = verify_against(md, listed, "the synthesis's synthesis.md (as its audit lists it)",
+                          f"The file changed after its audit. {fix}")
+    return across_datasets_section(input_bytes(page).decode("utf-8"),
+                                   os.path.relpath(os.path.dirname(md), os.path.dirname(sm.output.md)), md)
+
+
 def main(sm):
     import pandas as pd
 
@@ -94,7 +125,7 @@ def main(sm):
                + (kept.to_markdown(index=False, floatfmt=".6f") if len(kept) else
                   "No study of this invocation is scored by a derived backend.") + "\n")
     atomic_write_text(sm.output.md, "# Cross-study table\n\n" + table.to_markdown(index=False, floatfmt=".6f")
-                      + "\n" + section)
+                      + "\n" + synthesis_section(sm) + section)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """Rule synthesis: one declared answer across the datasets of one invocation's studies
-(rerank_study.synthesis) -> synthesis.json, synthesis.tsv, synthesis.tex, synthesis.md, forest.png and each
-dataset's bootstrap index matrix (indices/<study>.tsv).
+(rerank_study.synthesis) -> synthesis.json, synthesis.tsv, synthesis.tex, forest.png, synthesis.md,
+synthesis.html (synthesis.md as one self-contained page, forest.png inlined) and each dataset's bootstrap
+index matrix (indices/<study>.tsv); then its own audit on all of them (audit.json; a failed audit removes
+synthesis.md and synthesis.html, which show its verdict, and stops the rule).
 
 Every study's run must have passed its audit, and its summary and per-query table must be the ones the audited
 manifest lists; every study must analyse the same primary comparison and metric; the weighting must be
@@ -9,7 +11,15 @@ file and the fix. Every comparison the studies share is tested in every dataset 
 declared family adjusted, the others exploratory)."""
 
 from rerank_study.core.errors import PipelineError
-from rerank_study.core.fileio import atomic_write_text, read_json, read_tsv, write_index_matrix, write_json
+from rerank_study.core.fileio import (
+    atomic_path,
+    atomic_write_text,
+    input_bytes,
+    read_json,
+    read_tsv,
+    write_index_matrix,
+    write_json,
+)
 from rerank_study.core.names import column
 from rerank_study.core.rule import run
 from rerank_study.repro import audited
@@ -80,9 +90,13 @@ def main(sm):
     write_json(sm.output.json, result)
     atomic_write_text(sm.output.tsv, synthesis_report.tsv(result))
     atomic_write_text(sm.output.tex, synthesis_report.tex(result))
-    verdict = synthesis_audit.audited(sm)  # its own audit, on the files just written
-    atomic_write_text(sm.output.md, "\n".join(synthesis_report.markdown(result) + verdict) + "\n")
-    synthesis_report.forest(result, sm.output.forest)
+    with atomic_path(sm.output.forest) as tmp:
+        synthesis_report.forest(result, tmp)
+    text = "\n".join(synthesis_report.markdown(result) + synthesis_audit.VERDICT) + "\n"
+    atomic_write_text(sm.output.md, text)
+    atomic_write_text(sm.output.html, synthesis_report.page(text, input_bytes(sm.output.forest),
+                                                            result["studies"]))
+    synthesis_audit.audited(sm)  # its own audit, on every file just written (a failure removes the pages)
 
 
 if __name__ == "__main__":

@@ -83,6 +83,7 @@ def test_a_carriage_return_in_report_md_is_refused():
 
 
 def test_a_figure_the_run_does_not_hold_is_refused():
-    with pytest.raises(PipelineError, match="not one of the run's figures"):
+    with pytest.raises(PipelineError, match="report.md links the figure 'figures/other.png', which is not "
+                                            "one of its figures"):
         report_html.page(MARKDOWN.replace("figures/forest.png", "figures/other.png"),
                          {"figures/forest.png": PNG}, HEADER, ROWS)

@@ -3,14 +3,17 @@ study's audited run: the three method means, the primary delta with its grouped 
 what the reranker is (its kind, identity and sha256: a cross-encoder's weights or a run file's bytes), the
 backend that scored it (docs/backends.md) and the audit verdict. Its retention section: one row per study
 scored by a derived backend, against the invocation's fp32 torch study of the same model, inputs and
-settings."""
+settings. Its section "Across datasets": the invocation's declared synthesis (synthesis.md, as its passing
+audit lists it), or a line saying none is declared."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..core.errors import PipelineError
 from ..core.fileio import json_equal
 from ..repro.retention_run import scoring_but_backend, settings_but_backend
+from .report_html import IMAGE
 
 CROSS_STUDY_COLUMNS = ("study", "dataset", "reranker_kind", "reranker", "reranker_sha256", "backend",
                        "scorer", "run",
@@ -97,3 +100,32 @@ def retention_row(study: str, backend: str, torch_study: str | None, rec: dict |
                top10_overlap_min=a["top10_overlap"]["min"], top10_overlap_mean=a["top10_overlap"]["mean"],
                max_abs_delta_logit=a["max_abs_delta_logit"], note="")
     return row
+
+
+ACROSS_HEADING = "## Across datasets"
+NO_SYNTHESIS = ("No synthesis across datasets is declared for this invocation (config "
+                "`synthesis.weighting` is empty): the table above sets the studies side by side and gives "
+                "no pooled answer. Declare one before any result to have it here (docs/across-datasets.md).")
+
+
+def across_datasets_section(synthesis_md: str | None, folder: str, source: str = "synthesis.md") -> str:
+    """The cross-study report's section "Across datasets": with a declared synthesis, a line naming its
+    files, then synthesis.md's text (``synthesis_md``, read from ``source``) with its figure links made
+    relative to the cross-study report (``folder``: the synthesis folder relative to it); with none (None),
+    a line that says so."""
+    if synthesis_md is None:
+        return f"\n{ACROSS_HEADING}\n\n{NO_SYNTHESIS}\n"
+    lines = synthesis_md.rstrip("\n").split("\n")
+    if lines[0] != ACROSS_HEADING:
+        raise PipelineError(f"{source} does not begin with {ACROSS_HEADING!r} (found {lines[0][:60]!r}): "
+                            "it is not a synthesis's section. Fix: rerun `snakemake synthesis` with this "
+                            "invocation's --config and --configfile.")
+
+    def rebased(line: str) -> str:
+        m = IMAGE.fullmatch(line.strip())
+        return f"![{m.group(1)}]({folder}/{m.group(2)})" if m else line
+
+    named = (f"The declared synthesis of this invocation's studies: [synthesis.md]({folder}/synthesis.md), "
+             f"one page [synthesis.html]({folder}/synthesis.html), every number in "
+             f"[synthesis.json]({folder}/synthesis.json), its audit [audit.json]({folder}/audit.json).")
+    return "\n" + "\n".join([lines[0], "", named, *(rebased(x) for x in lines[1:])]) + "\n"

@@ -5,6 +5,9 @@ the per-query table (per_query.tsv) appended, then the query browser (``report_b
 as JSON and a script of its own). Nothing is loaded from outside the page. The page is a deterministic
 function of report.md, per_query.tsv, the figures and the browser's data; the audit checks its manifest hash,
 and every value of the browser's data against the run's files (check report_browser).
+
+``document`` is the same renderer for any markdown file of these rules with its figures (the synthesis across
+datasets' ``synthesis.html``: synthesis.md with forest.png); a refusal names that file.
 """
 
 from __future__ import annotations
@@ -59,10 +62,10 @@ def cells(line: str) -> list[str]:
     return [inline(c.strip()) for c in line.strip()[1:-1].split("|")]
 
 
-def image(line: str, figures: Mapping[str, bytes]) -> str:
+def image(line: str, figures: Mapping[str, bytes], source: str = "report.md") -> str:
     alt, path = IMAGE.fullmatch(line).groups()
     if path not in figures:
-        raise PipelineError(f"report.md links the figure {path!r}, which is not one of the run's figures "
+        raise PipelineError(f"{source} links the figure {path!r}, which is not one of its figures "
                             f"{sorted(figures)}")
     uri = "data:image/png;base64," + base64.b64encode(figures[path]).decode("ascii")
     return f'<p><img src="{uri}" alt="{html.escape(alt, quote=True)}"></p>'
@@ -94,12 +97,12 @@ def group(lines: Sequence[str]) -> list[tuple[str, list[str]]]:
     return [b for b in blocks if b[0] != "blank"]
 
 
-def block(kind: str, lines: list[str], figures: Mapping[str, bytes]) -> str:
+def block(kind: str, lines: list[str], figures: Mapping[str, bytes], source: str = "report.md") -> str:
     if kind == "heading":
         hashes, text = HEADING.fullmatch(lines[0]).groups()
         return f"<h{len(hashes)}>{inline(text)}</h{len(hashes)}>"
     if kind == "image":
-        return image(lines[0], figures)
+        return image(lines[0], figures, source)
     if kind == "quote":
         text = "\n".join(inline(x[1:].lstrip(" ")) for x in lines)
         return f"<blockquote>\n<p>{text}</p>\n</blockquote>"
@@ -107,13 +110,14 @@ def block(kind: str, lines: list[str], figures: Mapping[str, bytes]) -> str:
         return "<ul>\n" + "".join(f"<li>{inline(x[2:])}</li>\n" for x in lines) + "</ul>"
     if kind == "table":
         if len(lines) < 2 or not SEPARATOR.fullmatch(lines[1]):
-            raise PipelineError(f"report.md: the table starting {lines[0][:60]!r} has no separator row")
+            raise PipelineError(f"{source}: the table starting {lines[0][:60]!r} has no separator row")
         return table([cells(lines[0]), *(cells(x) for x in lines[2:])])
     return "<p>" + "\n".join(inline(x) for x in lines) + "</p>"
 
 
-def body(markdown: str, figures: Mapping[str, bytes]) -> str:
-    return "\n".join(block(kind, lines, figures) for kind, lines in group(markdown.split("\n"))) + "\n"
+def body(markdown: str, figures: Mapping[str, bytes], source: str = "report.md") -> str:
+    return "\n".join(block(kind, lines, figures, source)
+                     for kind, lines in group(markdown.split("\n"))) + "\n"
 
 
 def title_of(markdown: str) -> str:
@@ -121,15 +125,23 @@ def title_of(markdown: str) -> str:
     return first[2:].replace("`", "") if first.startswith("# ") else "Run report"
 
 
+def document(markdown: str, figures: Mapping[str, bytes], title: str, after: str = "", style: str = "",
+             source: str = "report.md") -> str:
+    """One self-contained page: ``markdown`` (the text of the file ``source``, named in a refusal) rendered by
+    the rules above, its figures ({link path: PNG bytes}) inlined, ``after`` (HTML) appended to its body,
+    ``style`` after STYLE."""
+    if "\r" in markdown:
+        raise PipelineError(f"{source} holds a carriage return: its lines end in a newline only")
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            f"<title>{escape(title)}</title>\n<style>{STYLE}{style}</style>\n</head>\n<body>\n"
+            f"{body(markdown, figures, source)}{after}</body>\n</html>\n")
+
+
 def page(markdown: str, figures: Mapping[str, bytes], per_query_header: Sequence[str],
          per_query_rows: Sequence[Sequence[str]], browser: str = "", browser_style: str = "") -> str:
     """report.html from report.md's text, its figures ({link path: PNG bytes}) and per_query.tsv's cells;
     ``browser``: the query browser's section (HTML), placed last, ``browser_style`` its style."""
-    if "\r" in markdown:
-        raise PipelineError("report.md holds a carriage return: its lines end in a newline only")
     per_query = table([[escape(c) for c in per_query_header],
                        *([escape(c) for c in r] for r in per_query_rows)])
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            f"<title>{escape(title_of(markdown))}</title>\n<style>{STYLE}{browser_style}</style>\n</head>\n<body>\n"
-            f"{body(markdown, figures)}<h2>{escape(PER_QUERY_HEADING)}</h2>\n{per_query}\n{browser}</body>\n"
-            "</html>\n")
+    return document(markdown, figures, title_of(markdown),
+                    f"<h2>{escape(PER_QUERY_HEADING)}</h2>\n{per_query}\n{browser}", browser_style)

@@ -1,5 +1,7 @@
 """The synthesis across datasets as a table (TSV), a LaTeX table like the study's, a markdown section for the
-cross-study report, and a forest plot: renderings of ``synthesis.json``, no number computed here.
+cross-study report (synthesis.md, which links forest.png), a forest plot, and synthesis.md as one
+self-contained page (synthesis.html: report_html's renderer, forest.png inlined): renderings of
+``synthesis.json``, no number computed here.
 
 The TSV: the rows of the pooled answer (``role`` empty), then one row per (dataset × comparison) test of the
 family block (``role`` ``family`` with its Holm and BH adjusted p-values, or ``exploratory`` without)."""
@@ -9,11 +11,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..core.fileio import fmt_float
+from ..report import report_html
 from ..report.paper_tables import interval_tex, table_float, tex_number, tex_text
 from ..report.report import f6
 
 TSV_HEADER = ("row", "n_queries", "n_groups", "estimate", "se", "lower", "upper", "sign")
 TEST_HEADER = ("comparison", "role", "p", "p_holm", "p_bh")
+FOREST = "forest.png"  # the forest plot, beside synthesis.md (its link) and inlined in synthesis.html
+FOREST_LINE = (f"![forest plot: each dataset's primary Δ with its grouped interval, the pooled Δ and the "
+               f"random-effects estimate]({FOREST})")
 
 
 def blank(x) -> object:
@@ -108,7 +114,7 @@ def markdown(result: Mapping) -> list[str]:
              "|" + "---|" * len(TSV_HEADER)]
     lines += ["| " + " | ".join(f6(x) if isinstance(x, float) else str(x) for x in row) + " |"
               for row in rows(result)]
-    return lines + [""] + family_markdown(result)
+    return lines + ["", FOREST_LINE, ""] + family_markdown(result)
 
 
 def p_md(p) -> str:
@@ -147,5 +153,12 @@ def forest(result: Mapping, path) -> None:
     ax.set_xlabel("primary Δ")
     ax.set_title("across datasets")
     fig.tight_layout()
-    fig.savefig(path, dpi=100, metadata={"Software": None})
+    fig.savefig(path, format="png", dpi=100, metadata={"Software": None})  # no date in a PNG
     plt.close(fig)
+
+
+def page(markdown_text: str, forest_png: bytes, studies) -> str:
+    """synthesis.html: synthesis.md's text rendered by report_html's rules, forest.png's bytes inlined as a
+    data URI (nothing loaded from outside the page), titled by the studies."""
+    title = "Across datasets: " + " + ".join(studies)
+    return report_html.document(markdown_text, {FOREST: forest_png}, title, source="synthesis.md")
