@@ -30,6 +30,10 @@ sys.path.insert(0, str(ROOT / "workflow"))
 from rerank_study.reranker.numerics import CNR_ENV  # noqa: E402  (imports no torch)
 
 os.environ.update(CNR_ENV)
+# Speed only (the scores are the same bits at any thread count and wait policy): the two pytest-xdist workers
+# each run torch on 2 threads, 4 threads on the 2 cores; OpenMP's threads spin while they wait, and measured
+# here the same inference then cost ~45 % more CPU than on 1 thread. Passive waiting gives that CPU back.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def full_mirror() -> Path:
@@ -208,11 +212,23 @@ def frozen(dev_run, fixture_workdir, tmp_path_factory):
         yield Path(wd), sha
 
 
+@pytest.fixture(scope="session")
+def openings(frozen, tmp_path_factory):
+    """The frozen world opened: a look at opening 1, opening 2, the re-opening 3 (tests/seal_world.py
+    ``build_openings``), once per test run, shared by every worker: (work folder, sha256, what was seen)."""
+    from seal_world import build_openings
+
+    src, sha = frozen
+    with shared_world(tmp_path_factory, "openings", "openings",
+                      lambda wd: build_openings(src, sha, wd)) as value:
+        yield value
+
+
 def read_json(p: Path):
     return json.loads(Path(p).read_text(encoding="utf-8"))
 
 
-DAG_FIXTURES = {"fixture_workdir", "smoke_run", "dev_run", "copy_of", "frozen", "real_smoke"}
+DAG_FIXTURES = {"fixture_workdir", "smoke_run", "dev_run", "copy_of", "frozen", "openings", "real_smoke"}
 
 
 # the test files that take longest (worker-seconds measured in a full run, their own DAG runs included), run

@@ -5,12 +5,14 @@ development run cannot happen here; the evidence and power blocks are a harness,
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import yaml
-from conftest import DATA, FIXTURE, ROOT, make_lockdir, run_snakemake, world_lock
+from conftest import DATA, FIXTURE, ROOT, freeze_cmd, make_lockdir, run_freeze, run_snakemake, world_lock
 
 from rerank_study.seal import ledger, locations
 from rerank_study.seal import protocol as seal_protocol
@@ -125,6 +127,70 @@ def look_at_sealed_file(repo: Path, sha: str, opening: int, check: bool = True, 
                          targets=(str(target),), snakefile=repo / "Snakefile", check=check, **(run_kw or {}))
 
 
+def sealed_run(sha: str, n: int) -> str:
+    """The results path of TEST-ONLY opening ``n`` of the protocol ``sha``."""
+    return f"results/confirm-{sha[:12]}-test-{n}"
+
+
+def file_hashes(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` (relative path) and its sha256."""
+    return {str(p.relative_to(folder)): sha256(p) for p in sorted(Path(folder).rglob("*")) if p.is_file()}
+
+
+def status(wd: Path) -> str:
+    """confirm.py status with the settings the openings ran with (the stand-in scorer, the test switches):
+    exit 0 (an opening now would pass) and its text."""
+    same = wd / "status_settings.yaml"
+    same.write_text("scorer: stand-in\n" + "".join(f"{k}: true\n" for k in TEST_SWITCHES))
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts/confirm.py"), "status", "--configfile",
+                           str(DATA / "fixture_config.yaml"), "--configfile", str(same),
+                           "--lockdir", str(wd / "lockfiles"), "--results",
+                           str(wd / "results"), "--resources", str(wd / "resources")], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def _said(proc: subprocess.CompletedProcess) -> dict:
+    return {"returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr}
+
+
+def build_openings(frozen_wd: Path, sha: str, wd: Path):
+    """In a copy of the frozen world (which stays unopened): 1. a look at intermediate files of opening 1 (no
+    'confirm' target); 2. a full opening (2); 3. a re-opening (3). What the ledger and status said, and what a
+    freeze, a re-freeze and a replayed job answered, after the look; the files of opening 2 before the
+    re-opening (their sha256). Built once per test run (tests/conftest.py ``openings``); every test that needs
+    an opened sealed set reads this one."""
+    with world_lock(frozen_wd):
+        for sub in ("lockfiles", "resources", "results"):
+            shutil.copytree(frozen_wd / sub, wd / sub, symlinks=True)
+    on = {**TEST_SWITCHES, "unseal": sha}
+    run_snakemake(wd, config=on, targets=(f"{wd / sealed_run(sha, 1)}/inputs/qrels.tsv",
+                                          f"{wd / sealed_run(sha, 1)}/groups.tsv"))
+    lock, aside = wd / "lockfiles", wd / "aside"
+    aside.mkdir()
+    # the protocol moved aside ...
+    for name in (locations.PROTOCOL, locations.PROTOCOL_SHA, locations.PREREG):
+        shutil.move(lock / name, aside / name)
+    refrozen = run_freeze(wd, "--allow-standin-for-testing")  # ... and a new one frozen after the look
+    for name in (locations.PROTOCOL, locations.PROTOCOL_SHA, locations.PREREG):
+        shutil.move(aside / name, lock / name)
+    look = {"ledger": ledger.read_ledger(lock), "status": status(wd), "freeze": _said(refrozen)}
+    look["refreeze"] = _said(subprocess.run(freeze_cmd(wd, "--reason", "tidy", command="refreeze"),
+                                            capture_output=True, text=True))
+    job = wd / sealed_run(sha, 1) / "logs/fetch_sealed_qrels.job.json"  # the look's job, replayed
+    script = ROOT / "workflow/scripts/fetch_sealed_qrels.py"
+    look["replay"] = _said(subprocess.run([sys.executable, str(script), str(job)], capture_output=True,
+                                          text=True, env=dict(os.environ, PYTHONPATH=str(ROOT / "workflow"))))
+    look["plan"] = run_snakemake(wd, "-n", config=on, targets=("confirm",)).stdout
+    seen = {"after_look": look}
+    run_snakemake(wd, config=on, targets=("confirm",))
+    seen["first_files"] = file_hashes(wd / sealed_run(sha, 2))
+    run_snakemake(wd, config=on, targets=("confirm",))
+    return [str(wd), sha, seen], [wd / sub for sub in ("lockfiles", "results")]
+
+
 __all__ = ["DATA", "FIXTURE", "GIT", "FIXTURE_SPLITS", "SEALED", "TEST_SWITCHES", "git", "commit_all",
            "code_copy", "genuine_repo", "repo_config", "constructed_freeze", "fixture_cfg", "sha256",
-           "copy_workdir", "look_at_sealed_file"]
+           "copy_workdir", "look_at_sealed_file", "sealed_run", "file_hashes", "status",
+           "build_openings"]

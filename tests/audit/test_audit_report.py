@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import AUDIT, DATA, audit_module, run_snakemake
-from seal_world import TEST_SWITCHES
+from conftest import AUDIT, DATA, audit_module
+from seal_world import sealed_run
 
 FIXTURE_CONFIG = DATA / "fixture_config.yaml"
 
@@ -253,17 +253,11 @@ def test_the_banner_is_required_exactly_when_the_scorer_is_the_standin(copy_run,
 
 # ------------------------------------------------------------------ a confirmation opening --
 @pytest.fixture(scope="module")
-def opening(frozen, tmp_path_factory):
-    """Opening 1 of the frozen fixture protocol, in a copy of the frozen world (the session's stays
-    unopened)."""
-    src, sha = frozen
-    wd = tmp_path_factory.mktemp("report-opening")
-    for sub in ("lockfiles", "resources", "results"):
-        shutil.copytree(src / sub, wd / sub, symlinks=True)
-    proc = run_snakemake(wd, config={**TEST_SWITCHES, "unseal": sha}, targets=("confirm",), check=False)
-    rundir = wd / "results" / f"confirm-{sha[:12]}-test-1"
-    assert (rundir / "report.md").exists() and (rundir / "manifest.json").exists(), proc.stderr[-3000:]
-    return rundir
+def opening(openings) -> Path:
+    """Opening 2 of the frozen fixture protocol (the session's openings world, tests/seal_world.py
+    ``build_openings``: opening 1 was a look that never completed, 3 a re-opening), read only."""
+    wd, sha, _ = openings
+    return Path(wd) / sealed_run(sha, 2)
 
 
 def copy_opening(opening: Path, tmp_path: Path) -> tuple[Path, Path]:
@@ -296,7 +290,7 @@ def c_retriever_ndcg(t):
 
 
 def c_opening_number(t):
-    return t.replace("— opening 1 of protocol", "— opening 2 of protocol", 1)
+    return t.replace("— opening 2 of protocol", "— opening 3 of protocol", 1)
 
 
 def c_ledger_entry(t):

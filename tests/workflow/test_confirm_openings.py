@@ -4,79 +4,38 @@ intermediate file; an unfinished opening blocks freezing and re-freezing and sho
 at every opening, proven equal to the cache; the report says what was opened, its hash, when, the ledger line
 and the protocol; the audit of a confirmation run compares with the protocol's pins, not re-pinned lockfiles.
 
-``opened`` writes into the session's ``frozen`` world, which the freeze and guard tests read as freshly
-frozen: their files (test_confirm_freeze.py, test_confirm_guard.py) sort before this one."""
+``opened`` is the session's openings world (tests/conftest.py ``openings``), opened in a copy of the
+``frozen`` world, which stays unopened for the freeze and guard tests."""
 
 import csv
 import hashlib
 import json
-import os
-import shutil
 import subprocess
 import sys
+import types
+from pathlib import Path
 
 import pytest
-from conftest import DATA, ROOT, freeze_cmd, read_json, run_freeze, run_snakemake
-from seal_world import SEALED, TEST_SWITCHES, copy_workdir, sha256
+from conftest import DATA, ROOT, read_json
+from seal_world import SEALED, copy_workdir, file_hashes, sealed_run, sha256, status
 
 from rerank_study.seal import ledger as seal_ledger
 from rerank_study.seal import locations
 
 
-def status(wd) -> str:
-    """confirm.py status with the settings the openings ran with (the stand-in scorer, the test switches):
-    exit 0 (an opening now would pass) and its text."""
-    same = wd / "status_settings.yaml"
-    same.write_text("scorer: stand-in\n" + "".join(f"{k}: true\n" for k in TEST_SWITCHES))
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts/confirm.py"), "status", "--configfile",
-                           str(DATA / "fixture_config.yaml"), "--configfile", str(same),
-                           "--lockdir", str(wd / "lockfiles"), "--results",
-                           str(wd / "results"), "--resources", str(wd / "resources")], capture_output=True,
-                          text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc.stdout
-
-
 def _sealed_run(sha, n):
-    return f"results/confirm-{sha[:12]}-test-{n}"
+    return sealed_run(sha, n)
 
 
 @pytest.fixture(scope="module")
-def opened(frozen, tmp_path_factory):
-    """In a copy of the frozen world (the session's stays unopened, whatever runs after this file): 1. a look
-    at intermediate files of opening 1 (no 'confirm' target); 2. a full opening (2); 3. a re-opening (3). What
-    the ledger and status said after each step is kept."""
-    src, sha = frozen
-    wd = tmp_path_factory.mktemp("openings")
-    for sub in ("lockfiles", "resources", "results"):
-        shutil.copytree(src / sub, wd / sub, symlinks=True)
-    on = {**TEST_SWITCHES, "unseal": sha}
-    seen = {}
-    run_snakemake(wd, config=on, targets=(f"{wd / _sealed_run(sha, 1)}/inputs/qrels.tsv",
-                                          f"{wd / _sealed_run(sha, 1)}/groups.tsv"))
-    lock, aside = wd / "lockfiles", wd / "aside"
-    aside.mkdir()
-    # the protocol moved aside ...
-    for name in (locations.PROTOCOL, locations.PROTOCOL_SHA, locations.PREREG):
-        shutil.move(lock / name, aside / name)
-    refrozen = run_freeze(wd, "--allow-standin-for-testing")  # ... and a new one frozen after the look
-    for name in (locations.PROTOCOL, locations.PROTOCOL_SHA, locations.PREREG):
-        shutil.move(aside / name, lock / name)
-    seen["after_look"] = {"ledger": seal_ledger.read_ledger(wd / "lockfiles"), "status": status(wd),
-                          "freeze": refrozen, "refreeze": subprocess.run(freeze_cmd(wd, "--reason", "tidy",
-                                                                                    command="refreeze"),
-                                                     capture_output=True, text=True),
-                          "replay": subprocess.run([sys.executable,
-                                                    str(ROOT / "workflow/scripts/fetch_sealed_qrels.py"),
-                                                    str(wd / _sealed_run(sha, 1)
-                                                        / "logs/fetch_sealed_qrels.job.json")],
-                                                   capture_output=True, text=True,
-                                                   env=dict(os.environ, PYTHONPATH=str(ROOT / "workflow"))),
-                          "plan": run_snakemake(wd, "-n", config=on, targets=("confirm",)).stdout}
-    run_snakemake(wd, config=on, targets=("confirm",))
-    seen["first_bytes"] = {p: p.read_bytes() for p in (wd / _sealed_run(sha, 2)).rglob("*") if p.is_file()}
-    run_snakemake(wd, config=on, targets=("confirm",))
-    return wd, sha, seen
+def opened(openings):
+    """(work folder, protocol sha256, what the ledger, status and the refused commands said after each
+    step) of the session's openings world (tests/seal_world.py ``build_openings``), read only."""
+    wd, sha, seen = openings
+    look = seen["after_look"]
+    for key in ("freeze", "refreeze", "replay"):
+        look[key] = types.SimpleNamespace(**look[key])
+    return Path(wd), sha, seen
 
 
 def test_a_look_at_an_intermediate_file_is_recorded_before_the_judgements_are_copied(opened):
@@ -135,7 +94,7 @@ def test_opening_is_recorded_and_a_reopening_reproduces_it_from_fresh_inference(
             and d["scoring"]["pairs_from_cache"] == 0
         assert d["scoring"]["cache_entries_verified"] == verified
     # the first result was never overwritten
-    assert {p: p.read_bytes() for p in first.rglob("*") if p.is_file()} == seen["first_bytes"]
+    assert file_hashes(first) == seen["first_files"]
     text = status(wd)
     assert "openings recorded in any ledger: 3 (2 completed, 1 started but not completed)" in text
     assert "reproduced byte-identical True" in text
