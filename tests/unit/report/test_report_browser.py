@@ -77,9 +77,35 @@ def test_the_page_data_name_the_queries_and_cut_the_texts():
 
 @pytest.mark.parametrize(("ce", "rrf", "blend", "delta", "want"), [
     (0.2, 0.5, 0.3, 0.1, "repaired"), (0.5, 0.2, 0.3, -0.2, "weakened"), (0.2, 0.5, 0.2, 0.0, "tie"),
-    (0.5, 0.2, 0.6, 0.1, "other"), (0.2, 0.5, 0.1, -0.1, "other")])
+    (0.5, 0.2, 0.6, 0.1, "other"), (0.2, 0.5, 0.1, -0.1, "other"),
+    # the boundaries: a CE equal to RRF neither loses nor wins (so the blend neither repairs nor weakens it);
+    # a blend equal to a winning CE does not weaken it (Δ = 0: a tie)
+    (0.5, 0.5, 0.6, 0.1, "other"), (0.5, 0.5, 0.4, -0.1, "other"), (0.5, 0.5, 0.5, 0.0, "tie"),
+    (0.5, 0.2, 0.5, 0.0, "tie")])
 def test_outcomes(ce, rrf, blend, delta, want):
     assert rb.outcome({"rrf": rrf, "ce": ce, "blend": blend}, delta) == want
+
+
+@pytest.mark.parametrize(("x", "y", "want"), [
+    # pairs (0,1) (0,2) (1,2): y tied, concordant, concordant; n0 = 3, 1 tie in y: 2 / sqrt(3 * 2)
+    ([1, 2, 3], [1, 1, 2], 2 / 6 ** 0.5),
+    # the same with the sequences swapped: the tie is in x now
+    ([1, 1, 2], [1, 2, 3], 2 / 6 ** 0.5),
+    # x tied at (0,1), concordant at (0,2), y tied at (1,2): 1 / sqrt((3 - 1) * (3 - 1))
+    ([1, 1, 2], [1, 2, 2], 0.5),
+    # (0,1) discordant, (0,2) y tied, (1,2) concordant, (0,3) (1,3) (2,3) concordant: n0 = 6,
+    # (4 - 1) / sqrt(6 * 5)
+    ([1, 2, 3, 4], [2, 1, 2, 3], 3 / 30 ** 0.5),
+    # a constant y (every pair tied in y): undefined
+    ([1, 2, 3], [5, 5, 5], None)])
+def test_kendall_tau_with_ties_in_either_sequence_by_hand(x, y, want):
+    got = rb.kendall_tau(x, y)
+    assert got == (None if want is None else pytest.approx(want, abs=1e-15))
+
+
+def test_kendall_tau_of_sequences_of_two_lengths_is_refused_naming_them():
+    with pytest.raises(ValueError, match=r"^Kendall tau of sequences of lengths 3 and 2$"):
+        rb.kendall_tau([1, 2, 3], [1, 2])
 
 
 def test_kendall_tau_equals_scipy_on_permutations_and_ties():
