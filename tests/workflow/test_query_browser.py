@@ -18,6 +18,7 @@ ROWS = "[...document.querySelectorAll('#qb-table tbody tr')].map(r => r.dataset.
 # the three rankings' container: [its scroll width, its client width, the viewport's width]
 FITS = ("(() => { const r = document.querySelector('#qb-query .qb-rankings'); "
         "return [r.scrollWidth, r.clientWidth, innerWidth]; })()")
+PAGE_FITS = "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
 SHOWN = ("[...document.querySelectorAll('#qb-query table[data-method]')].map(t => [t.dataset.method, "
          "[...t.querySelectorAll('tbody tr')].map(r => [r.dataset.doc, r.dataset.grade])])")
 
@@ -68,6 +69,7 @@ def test_sort_by_delta_open_the_worst_query_and_see_the_runs_rankings(smoke_run,
     assert shown == {m: docs[:10] for m, docs in want.items()}  # the top 10 by default
     scroll, client, width = browser.evaluate(FITS)  # side by side without a sideways scroll
     assert width == 1400 and scroll <= client, (scroll, client)
+    assert browser.evaluate(PAGE_FITS)  # nor the page (the per-query table scrolls in its own box)
     print("screenshot of the worst query:", browser.screenshot(tmp_path / "query_browser_worst.png"))
     browser.evaluate("document.getElementById('qb-depth').click()")  # every candidate
     browser.wait_for("location.hash.includes('depth=all')")

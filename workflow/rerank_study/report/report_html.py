@@ -22,7 +22,7 @@ STYLE = ("body{font-family:system-ui,sans-serif;max-width:80rem;margin:2rem auto
          "th,td{border:1px solid #bbb;padding:.2rem .5rem;text-align:right}"
          "th:first-child,td:first-child{text-align:left}thead th{background:#eee;position:sticky;top:0}"
          "blockquote{border-left:.3rem solid #c00;margin:1rem 0;padding:.2rem 1rem;background:#fee}"
-         "img{max-width:100%}code{font-size:.9em}")
+         "img{max-width:100%}code{font-size:.9em}.wide{overflow:auto;max-height:90vh}")
 HEADING = re.compile(r"(#{1,6}) (.*)")
 IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
 SEPARATOR = re.compile(r"\|(?:-+\|)+")
@@ -131,5 +131,6 @@ def page(markdown: str, figures: Mapping[str, bytes], per_query_header: Sequence
                        *([escape(c) for c in r] for r in per_query_rows)])
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f"<title>{escape(title_of(markdown))}</title>\n<style>{STYLE}{browser_style}</style>\n</head>\n<body>\n"
-            f"{body(markdown, figures)}<h2>{escape(PER_QUERY_HEADING)}</h2>\n{per_query}\n{browser}</body>\n"
+            f"{body(markdown, figures)}<h2>{escape(PER_QUERY_HEADING)}</h2>\n"
+            f"<div class=\"wide\">{per_query}</div>\n{browser}</body>\n"
             "</html>\n")
