@@ -10,7 +10,8 @@ from scipy.stats import kendalltau
 
 from rerank_study.data.beir import Doc
 from rerank_study.report import report_browser as rb
-from rerank_study.report.report_browser_page import section
+from rerank_study.report import report_html
+from rerank_study.report.report_browser_page import STYLE, section
 
 # q1: candidates a, b, c, d in RRF order; CE ranks 3, 1, 4, 2; blend ranks 1, 2, 4, 3
 # q2: candidates e, f, g; CE and blend both 1, 2, 3
@@ -160,3 +161,50 @@ def test_the_section_is_a_fixed_function_of_the_data_and_loads_nothing():
     text = section(data())
     assert text == section(data())
     assert not any(s in text for s in ("http", " src=", "fetch(", "XMLHttpRequest", "import("))
+
+
+# A confirmation opening's run: two sealed queries, s1 (candidates u, v; v relevant, grade 2) and s2
+# (candidates w, u; w relevant, grade 1, and t relevant, grade 1, not a candidate). nDCG@10 by hand:
+# s1: RRF u v (v at 2: 3 / log2 3 over the ideal 3) 0.6309; CE and blend v u 1.0 -> Δ 0, CE > RRF,
+#     blend = CE: tie
+# s2: ideal 1 + 1 / log2 3 = 1.6309; RRF w u 0.6131, CE u w (w at 2) 0.3869, blend w u 0.6131 -> CE < RRF,
+#     blend > CE: repaired
+SEALED_RANKINGS = [dict(zip(COLUMNS, row.split())) for row in (
+    "s1 u 1 0.5 2 0.25 2", "s1 v 2 1.5 1 1.0 1", "s2 w 1 0.0 2 1.0 1", "s2 u 2 1.0 1 0.5 2")]
+SEALED_QRELS = {"s1": {"v": 2}, "s2": {"w": 1, "t": 1}}
+SEALED_PER_QUERY = [pq("s1", 1, 1, "0.6309", "1.0", "1.0", ("2", "1", "1")),
+                    pq("s2", 2, 1, "0.6131", "0.3869", "0.6131", ("1", "2", "1"))]
+OPENING_MD = """# Confirmation analysis — opening 2 of protocol 0123456789ab — `confirm-0123456789ab-test-2`
+
+These are the sealed confirmation queries, opened under the frozen protocol.
+
+## Worst 3 queries of the primary comparison (blend-ce)
+
+| query | Δ |
+|---|---|
+| s1 | 0.000000 |
+| s2 | 0.226200 |
+"""
+
+
+def test_a_confirmation_openings_page_holds_the_browser_of_its_sealed_queries():
+    """report.html of an opening (report_html.page of a confirmation report, the browser built from the
+    sealed run's hand-made rankings): the same browser as a development run's, over the sealed queries."""
+    summary = {**SUMMARY, "worst_primary": [{"qid": "s1"}, {"qid": "s2"}]}
+    corpus = {d: Doc(d, f"title {d}", f"text {d}") for d in "tuvw"}
+    texts = {"s1": "sealed one", "s2": "sealed two"}
+    d = rb.browser_data(summary, SEALED_PER_QUERY, SEALED_RANKINGS, SEALED_QRELS,
+                        rb.group_of(["G001"], [["s1", "s2"]]), texts, corpus, "CE logit")
+    s1, s2 = d["queries"]
+    assert (s1["outcome"], s1["delta"], s1["wtl"], s1["tau"]) == ("tie", 0.0, "T", 1.0)  # v u in both orders
+    assert (s2["outcome"], s2["wtl"], s2["tau"]) == ("repaired", "W", -1.0)  # u w against w u
+    assert s2["delta"] == pytest.approx(0.2262, abs=1e-12) and s2["missing"] == [["t", 1]]
+    assert [[c[0], c[5]] for c in s1["ranked"]] == [["u", None], ["v", 2]]
+    assert d["named"] == {"worst": ["s1", "s2"], "repaired": ["s2"], "weakened": []}
+    page = report_html.page(OPENING_MD, {}, ["qid"], [["s1"], ["s2"]], section(d), STYLE)
+    assert "<title>Confirmation analysis — opening 2 of protocol 0123456789ab — confirm-0123456789ab-test-2" \
+           "</title>" in page
+    seen = Links()
+    seen.feed(page)
+    assert seen.data == d
+    assert seen.links == ["#query=s1", "#query=s2", "#outcome=repaired", "#query=s2", "#outcome=weakened"]
