@@ -66,6 +66,11 @@ class Browser:
         target = self.call("Target.createTarget", {"url": url})["targetId"]
         self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
 
+    def viewport(self, width: int, height: int) -> None:
+        """The open page's viewport, in CSS pixels (device scale 1, not a mobile device)."""
+        self.call("Emulation.setDeviceMetricsOverride",
+                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}, self.session)
+
     def evaluate(self, expression: str):
         result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True,
                                                 "awaitPromise": True}, self.session)

@@ -2,7 +2,9 @@
 look is recorded (a 'started' ledger line before the judgements are copied), also one that targets an
 intermediate file; an unfinished opening blocks freezing and re-freezing and shows in status; fresh inference
 at every opening, proven equal to the cache; the report says what was opened, its hash, when, the ledger line
-and the protocol; the audit of a confirmation run compares with the protocol's pins, not re-pinned lockfiles.
+and the protocol; its report.html's query browser shows the sealed queries with the opened judgements (and
+renders in headless Chromium); the audit of a confirmation run compares with the protocol's pins, not
+re-pinned lockfiles.
 
 ``opened`` is the session's openings world (tests/conftest.py ``openings``), opened in a copy of the
 ``frozen`` world, which stays unopened for the freeze and guard tests."""
@@ -10,13 +12,15 @@ and the protocol; the audit of a confirmation run compares with the protocol's p
 import csv
 import hashlib
 import json
+import re
 import subprocess
 import sys
 import types
 from pathlib import Path
 
 import pytest
-from conftest import DATA, ROOT, read_json
+from browser import Browser, chromium
+from conftest import DATA, FIXTURE, ROOT, read_json
 from seal_world import SEALED, copy_workdir, file_hashes, sealed_run, sha256, status
 
 from rerank_study.seal import ledger as seal_ledger
@@ -181,6 +185,71 @@ def test_an_openings_report_shows_the_calibration_on_the_confirmation_data(opene
     assert "## How far to trust these intervals here" in report and "seed 111," in report
     audit = read_json(run / "audit.json")
     assert audit["ok"] and audit["checks"]["calibration"]["failures"] == 0
+
+def _tsv(path):
+    with open(path, encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh, delimiter="\t"))
+
+
+def test_an_openings_report_html_browses_the_sealed_queries(opened):
+    """The opening's report.html holds the query browser of its own run: the sealed confirmation queries
+    (none of the development split), their candidates in rankings.tsv's RRF order with the grades of the
+    opened judgements (the run's inputs/qrels.tsv), the texts of the fixture's queries.jsonl; the audit's
+    check of it passed."""
+    wd, sha, _ = opened
+    run = wd / _sealed_run(sha, 2)
+    page = (run / "report.html").read_text(encoding="utf-8")
+    assert "<title>Confirmation analysis — opening 2" in page and '<h2 id="query-browser">' in page
+    found = re.findall(r'<script type="application/json" id="qb-data">(.*?)</script>', page, re.S)
+    assert len(found) == 1
+    data = json.loads(found[0])
+    qids = [r["qid"] for r in _tsv(run / "per_query.tsv")]
+    confirm = (wd / "lockfiles/splits/confirm.txt").read_text().split()
+    dev = (wd / "lockfiles/splits/dev.txt").read_text().split()
+    assert [q["qid"] for q in data["queries"]] == qids and sorted(qids) == sorted(confirm)
+    assert not set(qids) & set(dev)
+    grades = {(r["query-id"], r["corpus-id"]): int(r["score"]) for r in _tsv(run / "inputs/qrels.tsv")}
+    lines = (FIXTURE / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    texts = {r["_id"]: r["text"] for r in map(json.loads, lines)}
+    rankings = _tsv(run / "rankings.tsv")
+    for q in data["queries"]:
+        rows = sorted((r for r in rankings if r["qid"] == q["qid"]), key=lambda r: int(r["r0"]))
+        assert [[c[0], c[1], c[2], c[5]] for c in q["ranked"]] == \
+            [[r["doc_id"], int(r["r1"]), int(r["blend_rank"]), grades.get((q["qid"], r["doc_id"]))]
+             for r in rows]
+        t = texts[q["qid"]]
+        assert q["text"] == (t if len(t) <= 200 else t[:200] + "…")
+    # the sealed judgements are what the browser marks: some candidate of the opening is judged relevant
+    assert any(c[5] for q in data["queries"] for c in q["ranked"])
+    assert read_json(run / "audit.json")["checks"]["report_browser"]["failures"] == 0
+
+
+def test_an_openings_report_html_renders_its_browser_in_chromium(opened, tmp_path):
+    """The opening's page in headless Chromium: a row per sealed query; the first opened shows its three
+    rankings, side by side within a 1400 px wide viewport."""
+    if chromium() is None:
+        pytest.skip("no Chromium to render the report in (Debian: apt-get install chromium)")
+    wd, sha, _ = opened
+    run = wd / _sealed_run(sha, 2)
+    qids = [r["qid"] for r in _tsv(run / "per_query.tsv")]
+    browser = Browser(chromium())
+    try:
+        browser.open((run / "report.html").as_uri() + f"#query={qids[0]}")
+        browser.viewport(1400, 900)
+        browser.wait_for("!document.getElementById('qb-query').hidden")
+        assert browser.evaluate("[...document.querySelectorAll('#qb-table tbody tr')]"
+                                ".map(r => r.dataset.qid)") == qids
+        shown = browser.evaluate("[...document.querySelectorAll('#qb-query table[data-method]')].map(t => "
+                                 "[t.dataset.method, t.querySelectorAll('tbody tr').length])")
+        n = sum(r["qid"] == qids[0] for r in _tsv(run / "rankings.tsv"))
+        assert shown == [[m, min(n, 10)] for m in ("rrf", "ce", "blend")]
+        scroll, client = browser.evaluate("(() => { const r = document.querySelector('#qb-query "
+                                          ".qb-rankings'); return [r.scrollWidth, r.clientWidth]; })()")
+        assert scroll <= client, (scroll, client)
+        print("screenshot of an opening's query:", browser.screenshot(tmp_path / "opening_query.png"))
+    finally:
+        browser.close()
+
 
 def test_audit_of_a_confirmation_run_compares_with_the_protocol_not_repinned_lockfiles(opened, tmp_path):
     wd, sha, _ = opened

@@ -2,7 +2,8 @@
 headless Chromium (Debian's package ``chromium``; the test skips, saying so, where it is not installed),
 sorted by Δ, the worst query opened; the three rankings it shows are rankings.tsv's and its relevance
 marks qrels.tsv's; the "most different" order is Kendall's tau (scipy) between the CE and blend ranks,
-ascending; the view is the address's fragment. Screenshots are saved under the test's tmp folder (their
+ascending; the view is the address's fragment; at a 1400 px wide viewport the three rankings fit side by side
+(their container does not scroll sideways). Screenshots are saved under the test's tmp folder (their
 paths printed)."""
 
 import csv
@@ -14,6 +15,10 @@ from scipy.stats import kendalltau
 pytestmark = pytest.mark.slow
 
 ROWS = "[...document.querySelectorAll('#qb-table tbody tr')].map(r => r.dataset.qid)"
+# the three rankings' container: [its scroll width, its client width, the viewport's width]
+FITS = ("(() => { const r = document.querySelector('#qb-query .qb-rankings'); "
+        "return [r.scrollWidth, r.clientWidth, innerWidth]; })()")
+PAGE_FITS = "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
 SHOWN = ("[...document.querySelectorAll('#qb-query table[data-method]')].map(t => [t.dataset.method, "
          "[...t.querySelectorAll('tbody tr')].map(r => [r.dataset.doc, r.dataset.grade])])")
 
@@ -49,6 +54,7 @@ def browser():
 
 def test_sort_by_delta_open_the_worst_query_and_see_the_runs_rankings(smoke_run, browser, tmp_path):
     browser.open((smoke_run / "report.html").as_uri())
+    browser.viewport(1400, 900)
     browser.wait_for("document.querySelectorAll('#qb-table tbody tr').length > 0")
     browser.evaluate("document.querySelector('#qb-table th[data-key=delta]').click()")
     browser.wait_for("location.hash.includes('sort=delta')")
@@ -61,10 +67,15 @@ def test_sort_by_delta_open_the_worst_query_and_see_the_runs_rankings(smoke_run,
     want = expected_rankings(smoke_run, worst)
     shown = dict(browser.evaluate(SHOWN))
     assert shown == {m: docs[:10] for m, docs in want.items()}  # the top 10 by default
+    scroll, client, width = browser.evaluate(FITS)  # side by side without a sideways scroll
+    assert width == 1400 and scroll <= client, (scroll, client)
+    assert browser.evaluate(PAGE_FITS)  # nor the page (the per-query table scrolls in its own box)
     print("screenshot of the worst query:", browser.screenshot(tmp_path / "query_browser_worst.png"))
     browser.evaluate("document.getElementById('qb-depth').click()")  # every candidate
     browser.wait_for("location.hash.includes('depth=all')")
     assert dict(browser.evaluate(SHOWN)) == want
+    scroll, client, width = browser.evaluate(FITS)
+    assert width == 1400 and scroll <= client, (scroll, client)
     qrels = {r["corpus-id"]: int(r["score"]) for r in table(smoke_run / "inputs/qrels.tsv")
              if r["query-id"] == worst}
     outside = sorted(d for d, g in qrels.items() if g > 0 and d not in {d for d, _ in want["rrf"]})

@@ -10,7 +10,8 @@ from scipy.stats import kendalltau
 
 from rerank_study.data.beir import Doc
 from rerank_study.report import report_browser as rb
-from rerank_study.report.report_browser_page import section
+from rerank_study.report import report_html
+from rerank_study.report.report_browser_page import STYLE, section
 
 # q1: candidates a, b, c, d in RRF order; CE ranks 3, 1, 4, 2; blend ranks 1, 2, 4, 3
 # q2: candidates e, f, g; CE and blend both 1, 2, 3
@@ -77,9 +78,35 @@ def test_the_page_data_name_the_queries_and_cut_the_texts():
 
 @pytest.mark.parametrize(("ce", "rrf", "blend", "delta", "want"), [
     (0.2, 0.5, 0.3, 0.1, "repaired"), (0.5, 0.2, 0.3, -0.2, "weakened"), (0.2, 0.5, 0.2, 0.0, "tie"),
-    (0.5, 0.2, 0.6, 0.1, "other"), (0.2, 0.5, 0.1, -0.1, "other")])
+    (0.5, 0.2, 0.6, 0.1, "other"), (0.2, 0.5, 0.1, -0.1, "other"),
+    # the boundaries: a CE equal to RRF neither loses nor wins (so the blend neither repairs nor weakens it);
+    # a blend equal to a winning CE does not weaken it (Δ = 0: a tie)
+    (0.5, 0.5, 0.6, 0.1, "other"), (0.5, 0.5, 0.4, -0.1, "other"), (0.5, 0.5, 0.5, 0.0, "tie"),
+    (0.5, 0.2, 0.5, 0.0, "tie")])
 def test_outcomes(ce, rrf, blend, delta, want):
     assert rb.outcome({"rrf": rrf, "ce": ce, "blend": blend}, delta) == want
+
+
+@pytest.mark.parametrize(("x", "y", "want"), [
+    # pairs (0,1) (0,2) (1,2): y tied, concordant, concordant; n0 = 3, 1 tie in y: 2 / sqrt(3 * 2)
+    ([1, 2, 3], [1, 1, 2], 2 / 6 ** 0.5),
+    # the same with the sequences swapped: the tie is in x now
+    ([1, 1, 2], [1, 2, 3], 2 / 6 ** 0.5),
+    # x tied at (0,1), concordant at (0,2), y tied at (1,2): 1 / sqrt((3 - 1) * (3 - 1))
+    ([1, 1, 2], [1, 2, 2], 0.5),
+    # (0,1) discordant, (0,2) y tied, (1,2) concordant, (0,3) (1,3) (2,3) concordant: n0 = 6,
+    # (4 - 1) / sqrt(6 * 5)
+    ([1, 2, 3, 4], [2, 1, 2, 3], 3 / 30 ** 0.5),
+    # a constant y (every pair tied in y): undefined
+    ([1, 2, 3], [5, 5, 5], None)])
+def test_kendall_tau_with_ties_in_either_sequence_by_hand(x, y, want):
+    got = rb.kendall_tau(x, y)
+    assert got == (None if want is None else pytest.approx(want, abs=1e-15))
+
+
+def test_kendall_tau_of_sequences_of_two_lengths_is_refused_naming_them():
+    with pytest.raises(ValueError, match=r"^Kendall tau of sequences of lengths 3 and 2$"):
+        rb.kendall_tau([1, 2, 3], [1, 2])
 
 
 def test_kendall_tau_equals_scipy_on_permutations_and_ties():
@@ -134,3 +161,50 @@ def test_the_section_is_a_fixed_function_of_the_data_and_loads_nothing():
     text = section(data())
     assert text == section(data())
     assert not any(s in text for s in ("http", " src=", "fetch(", "XMLHttpRequest", "import("))
+
+
+# A confirmation opening's run: two sealed queries, s1 (candidates u, v; v relevant, grade 2) and s2
+# (candidates w, u; w relevant, grade 1, and t relevant, grade 1, not a candidate). nDCG@10 by hand:
+# s1: RRF u v (v at 2: 3 / log2 3 over the ideal 3) 0.6309; CE and blend v u 1.0 -> Δ 0, CE > RRF,
+#     blend = CE: tie
+# s2: ideal 1 + 1 / log2 3 = 1.6309; RRF w u 0.6131, CE u w (w at 2) 0.3869, blend w u 0.6131 -> CE < RRF,
+#     blend > CE: repaired
+SEALED_RANKINGS = [dict(zip(COLUMNS, row.split())) for row in (
+    "s1 u 1 0.5 2 0.25 2", "s1 v 2 1.5 1 1.0 1", "s2 w 1 0.0 2 1.0 1", "s2 u 2 1.0 1 0.5 2")]
+SEALED_QRELS = {"s1": {"v": 2}, "s2": {"w": 1, "t": 1}}
+SEALED_PER_QUERY = [pq("s1", 1, 1, "0.6309", "1.0", "1.0", ("2", "1", "1")),
+                    pq("s2", 2, 1, "0.6131", "0.3869", "0.6131", ("1", "2", "1"))]
+OPENING_MD = """# Confirmation analysis — opening 2 of protocol 0123456789ab — `confirm-0123456789ab-test-2`
+
+These are the sealed confirmation queries, opened under the frozen protocol.
+
+## Worst 3 queries of the primary comparison (blend-ce)
+
+| query | Δ |
+|---|---|
+| s1 | 0.000000 |
+| s2 | 0.226200 |
+"""
+
+
+def test_a_confirmation_openings_page_holds_the_browser_of_its_sealed_queries():
+    """report.html of an opening (report_html.page of a confirmation report, the browser built from the
+    sealed run's hand-made rankings): the same browser as a development run's, over the sealed queries."""
+    summary = {**SUMMARY, "worst_primary": [{"qid": "s1"}, {"qid": "s2"}]}
+    corpus = {d: Doc(d, f"title {d}", f"text {d}") for d in "tuvw"}
+    texts = {"s1": "sealed one", "s2": "sealed two"}
+    d = rb.browser_data(summary, SEALED_PER_QUERY, SEALED_RANKINGS, SEALED_QRELS,
+                        rb.group_of(["G001"], [["s1", "s2"]]), texts, corpus, "CE logit")
+    s1, s2 = d["queries"]
+    assert (s1["outcome"], s1["delta"], s1["wtl"], s1["tau"]) == ("tie", 0.0, "T", 1.0)  # v u in both orders
+    assert (s2["outcome"], s2["wtl"], s2["tau"]) == ("repaired", "W", -1.0)  # u w against w u
+    assert s2["delta"] == pytest.approx(0.2262, abs=1e-12) and s2["missing"] == [["t", 1]]
+    assert [[c[0], c[5]] for c in s1["ranked"]] == [["u", None], ["v", 2]]
+    assert d["named"] == {"worst": ["s1", "s2"], "repaired": ["s2"], "weakened": []}
+    page = report_html.page(OPENING_MD, {}, ["qid"], [["s1"], ["s2"]], section(d), STYLE)
+    assert "<title>Confirmation analysis — opening 2 of protocol 0123456789ab — confirm-0123456789ab-test-2" \
+           "</title>" in page
+    seen = Links()
+    seen.feed(page)
+    assert seen.data == d
+    assert seen.links == ["#query=s1", "#query=s2", "#outcome=repaired", "#query=s2", "#outcome=weakened"]

@@ -66,6 +66,8 @@ def test_the_page_shows_the_reports_tables_banner_figure_and_the_per_query_table
                                              "blend-ce (primary)", "0.250000", "[0.062500, 0.437500]"]
     assert ("h2", "Per-query results (per_query.tsv)") in seen.headings
     assert [c for _, c in seen.cells[6:]] == [*HEADER, *ROWS[0], *ROWS[1]]
+    # the per-query table (many columns) scrolls sideways in a box of its own, not the page
+    assert "</h2>\n<div class=\"wide\"><table>" in page() and ".wide{overflow:auto;" in page()
     assert seen.images == ["data:image/png;base64," + base64.b64encode(PNG).decode()]
     assert "script" not in seen.tags and "a" not in seen.tags
 

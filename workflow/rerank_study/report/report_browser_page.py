@@ -12,13 +12,20 @@ from .report_browser import embedded_json
 
 HEADING = "Query browser"
 STYLE = (".qb-w{background:#e6f4e6}.qb-l{background:#fbe4e4}.qb-t{background:#f4f4f4}"
-         "#qb-query{border:2px solid #888;padding:.2rem 1rem;margin:1rem 0;width:calc(100vw - 4rem);"
+         "#qb-query{border:2px solid #888;padding:.2rem .5rem;margin:1rem 0;width:calc(100vw - 2rem);"
          "position:relative;left:50%;transform:translateX(-50%);box-sizing:border-box;background:#fff}"
-         ".qb-rankings{display:flex;gap:.5rem;align-items:flex-start;overflow-x:auto}"
-         ".qb-rankings table{font-size:.68rem;flex:1 1 0;min-width:0;margin:0}"
-         ".qb-rankings th,.qb-rankings td{padding:.1rem .25rem;vertical-align:top}"
+         # the three rankings: three equal columns of the view, each table exactly its column's width (fixed
+         # layout: the widths of its <col>s, the document takes the rest; a long title or text ends in an
+         # ellipsis after two lines, whole in its tooltip); one below the other in a narrow window
+         ".qb-rankings{display:grid;grid-template-columns:repeat(3,minmax(0,1fr));gap:.5rem;align-items:start}"
+         "@media (max-width:1100px){.qb-rankings{grid-template-columns:minmax(0,1fr)}}"
+         ".qb-rankings table{font-size:.7rem;width:100%;table-layout:fixed;margin:0}"
+         ".qb-rankings th,.qb-rankings td{padding:.1rem .2rem;vertical-align:top;overflow-wrap:anywhere}"
+         ".qb-c-rank{width:2.4rem}.qb-c-in{width:4.3rem}.qb-c-judgement{width:4.8rem}.qb-c-score{width:5.9rem}"
          ".qb-rel td{background:#fff1b8}.qb-rel td:first-child{font-weight:700}"
-         ".qb-doc{text-align:left!important;min-width:9rem}.qb-doc strong{font-weight:600}"
+         ".qb-doc,.qb-rankings th:nth-child(2){text-align:left!important}.qb-doc strong{font-weight:600}"
+         ".qb-clamp{display:-webkit-box;-webkit-box-orient:vertical;-webkit-line-clamp:2;overflow:hidden}"
+         "#qb-missing .qb-doc{min-width:9rem}"
          ".qb-controls{display:flex;gap:1rem;flex-wrap:wrap;align-items:center}"
          "th.qb-sort{cursor:pointer;text-decoration:underline dotted}.qb-up{color:#070}.qb-down{color:#b00}"
          "caption{font-weight:700;text-align:left}#qb-table td:nth-child(2){text-align:left;min-width:14rem}")
@@ -150,19 +157,24 @@ function ranking(q, mi, depth) {
   var order = q.ranked.map(function (c, i) { return {c: c, r: [i + 1, c[1], c[2]]}; });
   order.sort(function (a, b) { return a.r[mi] - b.r[mi]; });
   var others = [0, 1, 2].filter(function (j) { return j !== mi; });
-  var head = ["rank", "document"].concat(others.map(function (j) { return "in " + M[j]; }),
-                                         ["judgement", D.score_label, "blend score"]);
+  var head = ["rank", "document", "in " + M[others[0]] + " / " + M[others[1]], "judgement",
+              D.score_label + " / blend score"];
   var body = order.slice(0, depth).map(function (o) {
     var d = doc(o.c[0]), g = o.c[5];
     var attrs = {"class": g !== null && g > 0 ? "qb-rel" : "", "data-doc": o.c[0],
                  "data-grade": g === null ? "" : String(g)};
-    var name = td([el("strong", {}, [o.c[0] + " " + d[0]]), el("br"), d[1]], {"class": "qb-doc"});
-    return el("tr", attrs, [td([String(o.r[mi])]), name]
-      .concat(others.map(function (j) { return td([arrow(o.r[mi], o.r[j])]); }),
-              [td([judgement(g)]), td([sci(o.c[3])]), td([sci(o.c[4])])]));
+    var name = td([el("strong", {"class": "qb-clamp"}, [o.c[0] + " " + d[0]]),
+                   el("span", {"class": "qb-clamp"}, [d[1]])],
+                  {"class": "qb-doc", title: o.c[0] + " " + d[0] + "\n" + d[1]});
+    return el("tr", attrs, [td([String(o.r[mi])]), name,
+      td(others.map(function (j) { return el("div", {}, [M[j] + " ", arrow(o.r[mi], o.r[j])]); })),
+      td([judgement(g)]), td([el("div", {}, [sci(o.c[3])]), el("div", {}, [sci(o.c[4])])])]);
   });
   return el("table", {"data-method": M[mi]}, [
     el("caption", {}, [M[mi]]),
+    el("colgroup", {}, ["qb-c-rank", "qb-c-doc", "qb-c-in", "qb-c-judgement", "qb-c-score"].map(function (c) {
+      return el("col", {"class": c});
+    })),
     el("thead", {}, [el("tr", {}, head.map(function (h) { return el("th", {}, [h]); }))]),
     el("tbody", {}, body)]);
 }

@@ -25,7 +25,7 @@ STYLE = ("body{font-family:system-ui,sans-serif;max-width:80rem;margin:2rem auto
          "th,td{border:1px solid #bbb;padding:.2rem .5rem;text-align:right}"
          "th:first-child,td:first-child{text-align:left}thead th{background:#eee;position:sticky;top:0}"
          "blockquote{border-left:.3rem solid #c00;margin:1rem 0;padding:.2rem 1rem;background:#fee}"
-         "img{max-width:100%}code{font-size:.9em}")
+         "img{max-width:100%}code{font-size:.9em}.wide{overflow:auto;max-height:90vh}")
 HEADING = re.compile(r"(#{1,6}) (.*)")
 IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
 SEPARATOR = re.compile(r"\|(?:-+\|)+")
@@ -143,5 +143,5 @@ def page(markdown: str, figures: Mapping[str, bytes], per_query_header: Sequence
     ``browser``: the query browser's section (HTML), placed last, ``browser_style`` its style."""
     per_query = table([[escape(c) for c in per_query_header],
                        *([escape(c) for c in r] for r in per_query_rows)])
-    return document(markdown, figures, title_of(markdown),
-                    f"<h2>{escape(PER_QUERY_HEADING)}</h2>\n{per_query}\n{browser}", browser_style)
+    after = f"<h2>{escape(PER_QUERY_HEADING)}</h2>\n<div class=\"wide\">{per_query}</div>\n{browser}"
+    return document(markdown, figures, title_of(markdown), after, browser_style)
