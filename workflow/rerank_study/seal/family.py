@@ -262,9 +262,8 @@ def freeze_family(folder, configs: Mapping[str, dict], block: Mapping, root, now
                 "lockdir": loc.relative(c["lockdir"], root), "protocol_sha256": frozen[s][0]}
                for s, c in configs.items()]
     protocol = build_protocol(name, studies, block, threshold, comparison, metric, now or _now())
-    labels = sorted({lab for c in configs.values() if loc.is_test_fixture(c["lockdir"], root)
-                     for lab in [led.FIXTURE_LABEL]}
-                    | {led.PROTOCOL_LABEL for _, p in frozen.values() if p.get("test_only")})
+    labels = ([led.FIXTURE_LABEL] if any(loc.is_test_fixture(c["lockdir"], root) for c in configs.values())
+              else []) + ([led.PROTOCOL_LABEL] if any(p.get("test_only") for _, p in frozen.values()) else [])
     folder.mkdir(parents=True, exist_ok=True)
     text = canonical_json(protocol)
     sha = sha256_text(text)
