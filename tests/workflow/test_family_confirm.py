@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, STUDY_DIR, run_snakemake, studies_arg, write_yaml
+from seal_world import commit_all, constructed_freeze, genuine_repo, repo_config
+
+from rerank_study.seal import guard
 
 pytestmark = pytest.mark.slow
 
@@ -199,3 +202,20 @@ def test_the_pooled_confirmation_decides_on_the_completed_openings_and_records_i
     assert done["decision"] == decision["decision"] and done["openings"] == decision["openings"]
     md = (out / "synthesis.md").read_text()
     assert "## The family's decision" in md and "lower bound" in md
+
+
+def test_a_familys_folder_committed_or_not_never_blocks_a_studys_opening(tmp_path):
+    """A family is frozen after its studies froze: its folder under lockfiles/ is no study's method (a git
+    copy of this checkout whose lockfiles/ hold a frozen protocol; the guard of the opening, in process)."""
+    repo = genuine_repo(tmp_path / "repo")
+    cfg = repo_config(repo)
+    sha = constructed_freeze(repo, cfg, repo / "lockfiles")
+    cfg = dict(cfg, unseal=sha, results=str(repo / "results"))
+    folder = repo / "lockfiles" / "families" / "beir"
+    folder.mkdir(parents=True)
+    (folder / "family_protocol.json").write_text('{"name": "beir"}\n')
+    (folder / "family_ledger.jsonl").write_text('{"event": "frozen"}\n')
+    (folder / "notes.txt").write_text("not a record\n")
+    assert guard.check_unseal(cfg, repo / "lockfiles", repo)["opening"] == 1  # untracked
+    commit_all(repo, "family beir frozen")
+    assert guard.check_unseal(cfg, repo / "lockfiles", repo)["opening"] == 1  # committed
