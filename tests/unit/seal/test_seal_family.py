@@ -104,6 +104,9 @@ def test_a_study_whose_protocol_changed_since_the_family_froze_is_refused():
     assert (f"study 'beta': its protocol (lockfiles/studies/beta/protocol.json) has sha256 {OTHER}, the "
             f"family recorded {B}.") in text
     assert "has not opened yet" not in text  # one problem, one message
+    text = refusal(found(opened(A), [], beta_sha=None))
+    assert (f"study 'beta': its protocol (lockfiles/studies/beta/protocol.json) has sha256 none (no "
+            f"protocol.json), the family recorded {B}.") in text
 
 
 def test_an_opening_under_another_protocol_is_refused():
@@ -117,6 +120,11 @@ def test_an_opening_started_and_not_completed_is_refused_saying_how_to_finish_it
     assert ("study 'beta': opening 1 (confirm-bbbbbbbbbbbb-1) started at 2026-12-02T08:00:00+00:00 and has "
             "not completed") in text
     assert "rerun OPEN-BETA" in text
+    # the unfinished look stays recorded; the next opening of the same protocol, once completed, is read
+    later = opened(B, "2026-12-03T08:00:00+00:00", "2026-12-03T09:00:00+00:00", opening=2)
+    plan = family.confirmation_plan(PROTOCOL, FROZEN_AT, found(
+        opened(A), [started(B, 1, "2026-12-02T08:00:00+00:00"), *later]))
+    assert plan["beta"]["run"] == "confirm-bbbbbbbbbbbb-2" and plan["beta"]["opening"] == 2
 
 
 def test_every_study_that_is_not_ready_is_named_at_once():

@@ -119,10 +119,11 @@ def _problems_of(study: Mapping, frozen_at: str, found: Mapping) -> tuple[list[s
     now = found.get("protocol_sha256")
     problems = []
     if now != want:
-        problems.append(f"study {name!r}: its protocol ({study['lockdir']}/{loc.PROTOCOL}) has sha256 {now}, "
-                        f"the family recorded {want}. Fix: restore the study's frozen protocol from git (git "
-                        f"log -- {study['lockdir']}/{loc.PROTOCOL}); a study re-frozen after the family was "
-                        "frozen has left it: freeze a new family before any of its studies opens.")
+        problems.append(f"study {name!r}: its protocol ({study['lockdir']}/{loc.PROTOCOL}) has sha256 "
+                        f"{now or 'none (no protocol.json)'}, the family recorded {want}. Fix: restore the "
+                        f"study's frozen protocol from git (git log -- {study['lockdir']}/{loc.PROTOCOL}); a "
+                        "study re-frozen after the family was frozen has left it: freeze a new family before "
+                        "any of its studies opens.")
     rows = found.get("openings") or []
     for r in rows:
         if r["protocol_sha256"] != want:
@@ -148,9 +149,9 @@ def _problems_of(study: Mapping, frozen_at: str, found: Mapping) -> tuple[list[s
     if mine and not done:
         r = mine[0]
         problems.append(f"study {name!r}: opening {r['opening']} ({r['run']}) started at {_start_time(r)} "
-                        f"and has not completed ({r['source']} line {r['line']}). Fix: finish it: rerun "
-                        f"{found.get('unseal')} until its audit passes and record_opening writes the "
-                        "completed line.")
+                        f"and has not completed ({r['source']} line {r['line']}; the look is recorded and "
+                        f"counts). Fix: rerun {found.get('unseal')}: it starts the next opening of the same "
+                        "protocol, and the first opening that completes is the one the family reads.")
     return problems, (done[0] if done else None)
 
 
