@@ -156,6 +156,15 @@ def test_the_invocation_must_name_the_familys_studies_and_its_frozen_settings(wo
     assert proc.returncode != 0
     assert "synthesis.weighting: frozen 'datasets', now 'queries'" in proc.stderr
     assert not (wd / "results").exists()
+    proc = synthesis_confirm(wd, files[:1], folder)
+    assert proc.returncode != 0
+    assert (f"REFUSED: family={folder} pools the openings of a family's studies; studies=['planted-alpha'] "
+            "names 1.") in proc.stderr
+    proc = run_snakemake(wd, config={"studies": studies_arg(*files)}, fixture=False,
+                         targets=("synthesis_confirm",), check=False)
+    assert proc.returncode != 0
+    assert "REFUSED: synthesis_confirm decides a frozen family of studies, and none is named." in proc.stderr
+    assert not (wd / "results").exists()
 
 
 def test_the_pooled_confirmation_decides_on_the_completed_openings_and_records_it(tmp_path):
