@@ -38,6 +38,11 @@ except PipelineError as exc:
 if len(STUDY_CONFIGS) == 1 and "synthesis" in sys.argv[1:]:  # the target asked for, on one study's datasets
     raise WorkflowError(f"REFUSED: a synthesis needs two or more datasets (got 1) (studies={list(STUDY_CONFIGS)}). "
                         "Fix: --config studies=[<a>,<b>,...], one study per dataset.")
+if config["family"] and len(STUDY_CONFIGS) < 2:  # a family is confirmed over its studies, two or more
+    raise WorkflowError(f"REFUSED: family={config['family']} pools the openings of a family's studies; "
+                        f"studies={list(STUDY_CONFIGS)} names {len(STUDY_CONFIGS)}. Fix: --config studies=[<a>,<b>,...] "
+                        f"family={config['family']} (the family's studies, in its order: "
+                        "lockfiles/families/<name>/family_protocol.json).")
 if len(STUDY_CONFIGS) == 1:
     config.clear()
     config.update(next(iter(STUDY_CONFIGS.values())))

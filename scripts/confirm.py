@@ -10,6 +10,9 @@
     python scripts/confirm.py register --url https://osf.io/...  # where the protocol's sha256 is registered
     python scripts/confirm.py status                            # protocol, openings, the records kept
                                                                 # elsewhere, and what an opening now would say
+    python scripts/confirm.py freeze-family --family NAME --configfile synthesis.yaml --studies [a,b,c]
+                                                                # a family across datasets, frozen before any
+                                                                # of its studies opens
 
 Then open the sealed confirmation (the only path that reads the confirmation judgements):
 
@@ -23,6 +26,12 @@ per_query.tsv and groups.tsv. It refuses a STAND-IN or smoke run, and refuses on
 started. refreeze records a code change whose development results are byte-identical (shown by a
 development run made under the changed code) as a new protocol and a 're-frozen' ledger line.
 --allow-standin-for-testing: TEST SUITE ONLY (a test-fixture lock folder; the protocol says test_only).
+
+freeze-family writes lockfiles/families/NAME/family_protocol.json, family_protocol.sha256 and the 'frozen'
+line of family_ledger.jsonl (commit them): the studies (each already frozen, none opened), each study's
+protocol sha256, the synthesis block of the --configfile files, the threshold they share and the decision
+rule. Then open each study, and: snakemake synthesis_confirm --configfile synthesis.yaml --config
+studies=[a,b,c] family=NAME (docs/across-datasets.md).
 """
 
 import argparse
@@ -34,7 +43,7 @@ sys.dont_write_bytecode = True  # no byte-code caches in the checkout's code fol
 sys.path.insert(0, str(ROOT / "workflow"))
 
 from rerank_study.core.errors import PipelineError  # noqa: E402
-from rerank_study.seal import freeze, locations, status  # noqa: E402
+from rerank_study.seal import family, freeze, locations, status  # noqa: E402
 from rerank_study.settings import studies  # noqa: E402
 from rerank_study.settings.config import deep_update, load_config  # noqa: E402
 
@@ -42,7 +51,7 @@ from rerank_study.settings.config import deep_update, load_config  # noqa: E402
 def parser() -> argparse.ArgumentParser:
     """The command line: the command and its options."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=["freeze", "refreeze", "register", "status"])
+    ap.add_argument("command", choices=["freeze", "refreeze", "register", "status", "freeze-family"])
     ap.add_argument("--dev-run", type=Path, help="the finished development run folder (manifest.json "
                                                  "+ audit.json)")
     ap.add_argument("--reason", default="", help="refreeze: why (recorded in the ledger)")
@@ -65,6 +74,12 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--resources", type=Path, default=None,
                     help="the resources folder whose sealed cache holds verified copies of a look "
                          "(default: the config's, relative to the current folder)")
+    ap.add_argument("--family", default="",
+                    help="freeze-family: the family's name (its lock folder lockfiles/families/<name>/) or "
+                         "the path of its folder")
+    ap.add_argument("--studies", default="",
+                    help="freeze-family: the family's studies, as studies= is given to snakemake ([a,b,c]: "
+                         "names in config/studies/ or study files), one per dataset")
     ap.add_argument("--allow-standin-for-testing", action="store_true",
                     help="TEST SUITE ONLY: freeze from a STAND-IN development run into a "
                          "test-fixture lock folder")
@@ -81,6 +96,26 @@ def base_config(args) -> dict:
     if args.lockdir:
         overrides["lockdir"] = str(args.lockdir)
     return load_config(ROOT / "config" / "config.yaml", overrides)
+
+
+def run_freeze_family(args, cfg: dict) -> int:
+    """freeze-family: the studies' configs (as studies=[...] makes them), the synthesis block of cfg."""
+    names = studies.parse_study_list(args.studies)
+    configs = {}
+    for name in names:
+        c = studies.study_config(cfg, studies.study_file(name, ROOT))
+        configs[c["study"]["name"]] = c
+    folder = family.family_folder(args.family, ROOT)
+    out = family.freeze_family(folder, configs, cfg["synthesis"], ROOT)
+    p = out["protocol"]
+    configfiles = "".join(f"--configfile {f} " for f in args.configfile)
+    print(f"FROZEN family {p['name']!r}: {folder / locations.FAMILY_PROTOCOL}\nsha256 {out['sha256']}\n"
+          + "".join(f"  {s['name']}: protocol {s['protocol_sha256']}\n" for s in p["studies"])
+          + f"decision rule: {p['decision_rule']}\n"
+          f"commit the family folder (git add {folder} && git commit) and push it; then open each study "
+          "(snakemake confirm ... unseal=<its sha256>), then: snakemake synthesis_confirm --cores 4 "
+          f"{configfiles}--config studies=[{','.join(names)}] family={args.family}")
+    return 0
 
 
 def run_command(args, cfg: dict, lockdir: Path) -> int:
@@ -119,6 +154,14 @@ def main(argv=None) -> int:
     ap = parser()
     args = ap.parse_args(argv)
     cfg = base_config(args)
+    if args.command == "freeze-family":
+        if not (args.family and args.studies):
+            ap.error("freeze-family needs --family NAME and --studies [a,b,...]")
+        try:
+            return run_freeze_family(args, cfg)
+        except PipelineError as exc:
+            print(str(exc), file=sys.stderr)
+            return 1
     try:
         if args.study:
             cfg = studies.study_config(cfg, studies.study_file(args.study, ROOT))

@@ -15,6 +15,21 @@ if config["repin"]:
     raise WorkflowError(f"repin={config['repin']} re-pins ONE study's lock folder; studies={config['studies']} names "
                         f"{len(STUDY_CONFIGS)}. Fix: --config studies=[<the study>] repin={config['repin']}.")
 
+# a family of studies (--config family=<name>): every study has completed its opening under the protocol the family
+# recorded, started after the family was frozen; else refused here, before any job (rerank_study.seal.family)
+FAMILY = None
+if config["family"]:
+    from rerank_study.seal import family as _family
+
+    try:
+        FAMILY = _family.check_confirmation(config, STUDY_CONFIGS, workflow.basedir)
+    except PipelineError as exc:
+        raise WorkflowError(str(exc)) from None
+elif "synthesis_confirm" in sys.argv[1:]:
+    raise WorkflowError("REFUSED: synthesis_confirm decides a frozen family of studies, and none is named. Fix: "
+                        "--config studies=[<a>,<b>,...] family=<name> (python scripts/confirm.py freeze-family "
+                        "froze it; docs/across-datasets.md).")
+
 
 # (an absolute path: Snakemake resolves a relative include against this file's folder, not the working directory)
 include: str(_studies.modules_file(STUDY_CONFIGS, Path(config["resources"]).resolve() / "studies"))
@@ -102,3 +117,42 @@ rule synthesis:
         f"{SYNTHESIS}/synthesis.log",
     script:
         "../scripts/synthesis.py"
+
+
+if FAMILY:
+    # each study's completed opening (its ledger's completed line names the run folder), under results/<study>/
+    FAMILY_RUNS = {s: f"{STUDY_CONFIGS[s]['results']}/{o['run']}" for s, o in FAMILY["openings"].items()}
+    CONFIRMED = f"{config['results']}/families/{FAMILY['name']}"
+
+    rule synthesis_confirm:
+        """The family's confirmation (`snakemake synthesis_confirm --config family=<name> studies=[...]`): the
+        synthesis of rule synthesis on each study's completed opening, under the family's frozen synthesis block,
+        audited; then its decision (the pooled interval's lower bound above the threshold) in decision.json and
+        synthesis.md, and a completed line in the family's ledger."""
+        input:
+            summaries=[f"{r}/summary.json" for r in FAMILY_RUNS.values()],
+            audits=[f"{r}/audit.json" for r in FAMILY_RUNS.values()],
+            manifests=[f"{r}/manifest.json" for r in FAMILY_RUNS.values()],
+            per_query=[f"{r}/per_query.tsv" for r in FAMILY_RUNS.values()],
+            groups=[f"{r}/groups.tsv" for r in FAMILY_RUNS.values()],
+        output:
+            json=f"{CONFIRMED}/synthesis.json",
+            tsv=f"{CONFIRMED}/synthesis.tsv",
+            tex=f"{CONFIRMED}/synthesis.tex",
+            md=f"{CONFIRMED}/synthesis.md",
+            html=f"{CONFIRMED}/synthesis.html",
+            forest=f"{CONFIRMED}/forest.png",
+            indices=[f"{CONFIRMED}/indices/{s}.tsv" for s in STUDY_CONFIGS],
+            audit=f"{CONFIRMED}/audit.json",
+            decision=f"{CONFIRMED}/decision.json",
+        params:
+            studies=list(STUDY_CONFIGS.values()),
+            synthesis=FAMILY["protocol"]["synthesis"],  # the frozen block (the invocation's equals it)
+            runs=list(FAMILY_RUNS.values()),
+            audit=[sys.executable, str(Path(workflow.basedir) / "scripts" / "audit")],
+            configfiles=[os.path.abspath(str(c)) for c in workflow.overwrite_configfiles],
+            family=FAMILY,
+        log:
+            f"{CONFIRMED}/synthesis.log",
+        script:
+            "../scripts/synthesis.py"

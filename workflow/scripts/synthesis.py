@@ -8,7 +8,14 @@ Every study's run must have passed its audit, and its summary and per-query tabl
 manifest lists; every study must analyse the same primary comparison and metric; the weighting must be
 declared (config synthesis.weighting); two or more datasets, none twice. Each refusal names the study, the
 file and the fix. Every comparison the studies share is tested in every dataset (synthesis.json "family": the
-declared family adjusted, the others exploratory)."""
+declared family adjusted, the others exploratory).
+
+Rule synthesis_confirm runs it too, on each study's completed opening of a frozen family (params ``family``,
+rerank_study.seal.family): then the family's decision (the pooled interval's lower bound above the threshold)
+goes into decision.json and synthesis.md, and a completed line into the family's ledger."""
+
+import datetime as dt
+import logging
 
 from rerank_study.core.errors import PipelineError
 from rerank_study.core.fileio import (
@@ -17,13 +24,17 @@ from rerank_study.core.fileio import (
     input_bytes,
     read_json,
     read_tsv,
+    sha256_file,
     write_index_matrix,
     write_json,
 )
 from rerank_study.core.names import column
 from rerank_study.core.rule import run
 from rerank_study.repro import audited
+from rerank_study.seal import family
 from rerank_study.synthesis import synthesis, synthesis_audit, synthesis_report
+
+log = logging.getLogger("synthesis")
 
 
 def declared(sm) -> dict:
@@ -90,13 +101,37 @@ def main(sm):
     write_json(sm.output.json, result)
     atomic_write_text(sm.output.tsv, synthesis_report.tsv(result))
     atomic_write_text(sm.output.tex, synthesis_report.tex(result))
+    fam = sm.params.family if "family" in sm.params.keys() else None
+    decided = family.decision(result["pooled"], fam["protocol"]["threshold"],
+                              fam["protocol"]["decision_rule"]) if fam else None
     with atomic_path(sm.output.forest) as tmp:
         synthesis_report.forest(result, tmp)
-    text = "\n".join(synthesis_report.markdown(result) + synthesis_audit.VERDICT) + "\n"
+    lines = synthesis_report.markdown(result) + (family_section(fam, decided) if fam else [])
+    text = "\n".join(lines + synthesis_audit.VERDICT) + "\n"
     atomic_write_text(sm.output.md, text)
     atomic_write_text(sm.output.html, synthesis_report.page(text, input_bytes(sm.output.forest),
                                                             result["studies"]))
     synthesis_audit.audited(sm)  # its own audit, on every file just written (a failure removes the pages)
+    if fam:
+        record_decision(sm, fam, decided)
+
+
+def family_section(fam: dict, decided: dict) -> list[str]:
+    """The decision of a family's confirmation, for synthesis.md."""
+    runs = ", ".join(f"{s}: {o['run']}" for s, o in fam["openings"].items())
+    return ["## The family's decision", "", f"Family `{fam['name']}` (protocol {fam['sha256']}), on the "
+            f"studies' completed openings ({runs}).", "", f"Rule: {decided['rule']}", "",
+            f"**{family.decision_text(fam['name'], decided)}**", ""]
+
+
+def record_decision(sm, fam: dict, decided: dict) -> None:
+    """decision.json, then the completed line of the family's ledger (after the audit passed)."""
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
+    entry = family.completed_entry(fam, sha256_file(sm.output.json), decided, now)
+    write_json(sm.output.decision, {**entry, "family_folder": fam["folder"]})
+    line = family.record_completed(fam["folder"], entry)
+    log.warning("%s Recorded in %s line %d: commit and push it.", family.decision_text(fam["name"], decided),
+                fam["folder"], line)
 
 
 if __name__ == "__main__":

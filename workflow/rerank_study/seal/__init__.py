@@ -13,8 +13,9 @@ development run), ``prereg`` (the preregistration text), ``ledger``, ``registry`
 development side), ``traces`` (local traces of a look), ``tree`` (the method's files in git status),
 ``method`` (the frozen method's files), ``environment`` (the lock's library versions; the rest recorded),
 ``guard`` (the checks before an opening and before any development job), ``freeze`` (freeze, re-freeze,
-register) and ``status``.
+register), ``status`` and ``family`` (a family of studies confirmed together: frozen before any of them
+opens, decided on their completed openings).
 """
 
-__all__ = ['environment', 'evidence', 'freeze', 'guard', 'ledger', 'locations', 'method', 'prereg',
+__all__ = ['environment', 'evidence', 'family', 'freeze', 'guard', 'ledger', 'locations', 'method', 'prereg',
     'protocol', 'registry', 'status', 'traces', 'tree']

@@ -151,8 +151,11 @@ def dirty_fix(dirty: list[str], lockdir, root, cfg: dict) -> str:
 
 
 def another_studys(rel: str, lockdir, root, cfg: dict) -> bool:
-    """A file of another study (its lock folder, its study file): no part of this opening's method."""
+    """A file of another study (its lock folder, its study file) or of a family of studies (its own records):
+    no part of this opening's method."""
     path = (Path(root) / rel).resolve()
+    if rel.startswith(loc.FAMILY_LOCKDIRS + "/"):
+        return True
     if rel.startswith(loc.STUDY_LOCKDIRS + "/"):
         return not path.is_relative_to(Path(lockdir).resolve())
     if rel.startswith("config/studies/"):

@@ -25,6 +25,11 @@ METHOD_PATHS = ("Snakefile", "config", "lockfiles", "pyproject.toml", "scripts",
 SETTINGS_PATHS = ("config",)
 # the lock folder's other files are named by the layout
 TEST_FIXTURE, STUDY_LOCKDIRS = layout.TEST_FIXTURE, layout.STUDY_LOCKDIRS
+# a family of studies confirmed together (seal.family): lockfiles/families/<name>/, its own records (no
+# study's method: each study's protocol is pinned there by its sha256)
+FAMILY_LOCKDIRS = "lockfiles/families"
+FAMILY_PROTOCOL, FAMILY_SHA = "family_protocol.json", "family_protocol.sha256"
+FAMILY_LEDGER = "family_ledger.jsonl"
 DATA_PINS, DERIVED_PINS, CONFIRM_SPLIT = layout.DATA_PINS, layout.DERIVED_PINS, layout.SPLIT_CONFIRM
 
 

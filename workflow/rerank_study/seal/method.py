@@ -5,7 +5,9 @@ pyproject.toml, scripts/, workflow/; in a copy that is not a git checkout, every
 caches), read from disk; config/ is compared as the protocol's frozen settings
 (``config.result_settings``), not as bytes, so a key that cannot change a result (``ce.threads``) may
 change. A study's lock folder (lockfiles/studies/<study>/) is not hashed either: its pins are frozen by
-value in that study's protocol, so one study's new pins never change another's method. README.md, docs/,
+value in that study's protocol, so one study's new pins never change another's method; nor is a family's
+lock folder (lockfiles/families/<name>/, ``seal.family``: it pins each study's protocol by its sha256, so
+freezing a family after its studies froze changes no study's method). README.md, docs/,
 SOURCE_MAP.md and tests/ are not part of it: they cannot change a result (a lint test refuses a Snakefile
 ``include:`` of a file outside the method). The seal's own records in
 lockfiles/ are left out by what they are, so that writing them does not change the method:
@@ -93,8 +95,9 @@ def excluded(root, rel: str) -> str | None:
 
 def study_pins(rel: str) -> bool:
     """A file of a study's lock folder (lockfiles/studies/<study>/): frozen by value in that study's own
-    protocol (its pin and model blocks), so it is no other study's method."""
-    return rel.startswith(loc.STUDY_LOCKDIRS + "/")
+    protocol (its pin and model blocks), so it is no other study's method; or of a family's lock folder
+    (lockfiles/families/<name>/: the family's own records)."""
+    return rel.startswith((loc.STUDY_LOCKDIRS + "/", loc.FAMILY_LOCKDIRS + "/"))
 
 
 def candidate_paths(root) -> list[str]:
@@ -156,7 +159,8 @@ def method_changes(frozen_files: dict, current_files: dict) -> list[str]:
 
 COVERS = ("the tracked files of " + ", ".join(HASHED) + " (a copy without git: every file "
           "there but byte-code caches), from the bytes on disk, except the studies' lock folders "
-          f"({loc.STUDY_LOCKDIRS}/: each frozen by value in its own protocol) and the seal's own records in "
+          f"({loc.STUDY_LOCKDIRS}/: each frozen by value in its own protocol), the families' lock folders "
+          f"({loc.FAMILY_LOCKDIRS}/: their own records) and the seal's own records in "
           "their record format (ledgers and traces of JSON lines, a protocol JSON object and its sha256 "
           "line, the preregistration note its protocol generates, a run-file reranker's confirmation run "
           "with the sha256 its protocol pins)")

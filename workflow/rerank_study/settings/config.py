@@ -225,8 +225,8 @@ def calibration_settings(cfg: dict, confirmation: bool = False) -> dict:
 # protocol (config/README.md lists these; a run-file study also sets RUN_FILE_ONLY_SPEED aside)
 NOT_RESULT_KEYS = ("smoke", "scorer", "data_mirror", "data_zip", "data_dir", "model_dir", "revision",
                    "hf_cache", "repin", "run_name", "studies", "study_file", "trec_run", "run_file", "unseal",
-                   "allow_standin_for_testing", "allow_dirty_for_testing", "lockdir", "resources", "results",
-                   "smoke_settings", "audit", "data.url", "data.download_timeout_s",
+                   "family", "allow_standin_for_testing", "allow_dirty_for_testing", "lockdir", "resources",
+                   "results", "smoke_settings", "audit", "data.url", "data.download_timeout_s",
                    "candidates.dense.threads", "ce.threads", "ce.shards", "synthesis")
 NOT_RESULT_FOR_A_RUN_FILE = ("ce", "verify", "standin")  # a run-file reranker infers nothing
 

@@ -111,6 +111,7 @@ def study_config(base: dict, path) -> dict:
         raise StudyError(f"STUDY FILE {path}: a study cannot name other studies (key 'studies'); remove it.")
     cfg = deep_update({k: v for k, v in base.items() if k != "studies"}, overrides)
     cfg["studies"] = []
+    cfg["family"] = ""  # a family of studies is the invocation's (studies.smk), not a study's
     cfg["study_file"] = str(Path(path).resolve())
     if "lockdir" not in overrides and cfg["study"]["name"] != base["study"]["name"]:
         raise StudyError(f"STUDY FILE {path}: study {cfg['study']['name']!r} names no lockdir, so it would "
