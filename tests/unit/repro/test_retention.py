@@ -204,12 +204,6 @@ def test_the_two_sides_must_be_the_torch_run_and_the_backend_run_of_one_model_ea
                        "the pin's 'P'"]
 
 
-def test_the_fresh_draw_is_the_audits_own_record():
-    """audited.FRESH_DRAW is the text the audit writes for a draw by fresh randomness (its source, read)."""
-    source = (Path(__file__).resolve().parents[3] / "scripts" / "audit" / "checks_reinfer.py").read_text()
-    assert f'else "{audited.FRESH_DRAW}"' in source
-
-
 def test_the_difference_interval_uses_the_analyses_seeded_grouped_draws_and_the_declared_percentiles():
     """Expected by numpy alone: the plan's seeded generator draws the B x G group indices first (the analyses'
     grouped draws); a replicate is the drawn groups' summed difference over their summed sizes; the ends are
@@ -292,17 +286,3 @@ def test_each_claim_of_a_side_that_differs_is_named_exactly():
         s["verdict"]["info"]["reinfer"]["model_files_sha256"] = {}
     assert retention.side_problems("onnx-int8", "P", *both_empty)[0].startswith("the two audits re-inferred "
                                                                                  "with other model files")
-
-
-def test_a_verdict_vouches_for_logits_only_with_a_fresh_sample_of_pairs():
-    def verdict(**stage):
-        return {"info": {"reinfer": {"asked": True, "pairs": 20, "seed_source": audited.FRESH_DRAW,
-                                     "note": "N", **stage}}}
-
-    assert audited.reinfer_problem(verdict()) is None
-    for stage in ({"asked": False}, {"pairs": 0}, {"pairs": None}):
-        want = "its audit re-inferred nothing (info.reinfer: 'N')"
-        assert audited.reinfer_problem(verdict(**stage)) == want
-    assert audited.reinfer_problem({}) == "its audit re-inferred nothing (info.reinfer: None)"
-    assert audited.reinfer_problem(verdict(seed_source="S")) == (
-        f"its audit's re-inference drew its batches by 'S', not {audited.FRESH_DRAW!r}")

@@ -128,14 +128,6 @@ def test_logits_are_the_same_bits_at_1_2_and_4_threads_and_on_repetition(derived
     assert len(bits) == 1
 
 
-def test_the_session_is_the_pinned_one_threads_granted_and_no_busy_waiting(derived):
-    opts = backend_session.session(derived["onnx"], threads=3).get_session_options()
-    assert (opts.intra_op_num_threads, opts.inter_op_num_threads) == (3, 1)
-    assert opts.get_session_config_entry("session.intra_op.allow_spinning") == "0"
-    assert str(opts.graph_optimization_level) == "GraphOptimizationLevel.ORT_ENABLE_ALL"
-    assert str(opts.execution_mode) == "ExecutionMode.ORT_SEQUENTIAL"
-
-
 def test_a_derived_file_that_differs_from_its_pin_stops(derived, tmp_path):
     pin = {"sha256": sha256_file(derived["onnx"])}
     assert backends.verify_derived(derived["onnx"], pin, "derived_pins.json") == derived["onnx"].read_bytes()

@@ -340,17 +340,6 @@ def test_one_tokenisation_gives_the_joint_tokenizer_call_inputs_and_the_token_co
     assert set(padded) == set(direct) and all(torch.equal(padded[k], direct[k]) for k in direct)
 
 
-# ------------------------------------------------------------------------------ the plan --
-def test_batch_plan_sorts_by_token_length_descending_then_rank_ascending():
-    # hand-made: lengths by candidate index 0..5; 9 and 9 tie -> lower index first; 7, 5, 5, 2
-    assert scoring_batches.batch_plan([5, 9, 9, 2, 7, 5], 2) == [[1, 2], [4, 0], [5, 3]]
-    assert scoring_batches.batch_plan([5, 9, 9, 2, 7, 5], 4) == [[1, 2, 4, 0], [5, 3]]
-    assert scoring_batches.batch_plan([3] * 5, 16) == [[0, 1, 2, 3, 4]]
-    assert scoring_batches.batch_plan([], 16) == []
-    with pytest.raises(ValueError):
-        scoring_batches.batch_plan([1], 0)
-
-
 # ------------------------------------------------------------------------------- shards --
 def test_assign_shards_is_round_robin_over_the_canonical_order():
     assert scoring.assign_shards(list("abcdefg"), 3) == [["a", "d", "g"], ["b", "e"], ["c", "f"]]
