@@ -152,7 +152,8 @@ if FAMILY:
             audit=[sys.executable, str(Path(workflow.basedir) / "scripts" / "audit")],
             configfiles=[os.path.abspath(str(c)) for c in workflow.overwrite_configfiles],
             family=FAMILY,
+            synthesis_script=str(Path(workflow.basedir) / "workflow" / "scripts" / "synthesis.py"),
         log:
             f"{CONFIRMED}/synthesis.log",
         script:
-            "../scripts/synthesis.py"
+            "../scripts/synthesis_confirm.py"
