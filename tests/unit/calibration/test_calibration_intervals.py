@@ -13,30 +13,13 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from test_calibration import grouped_data, partition
 
 from rerank_study.calibration import calibration_intervals as civ
 from rerank_study.stats import bootstrap as bs
 from rerank_study.stats import evalstats as es
 
 PCT = (2.5, 97.5)
-
-
-def partition(sizes):
-    """Consecutive positions grouped by the given sizes: [[0], [1, 2], ...]."""
-    out, i = [], 0
-    for s in sizes:
-        out.append(list(range(i, i + s)))
-        i += s
-    return out
-
-
-def grouped_data(seed, G, K=2, max_size=4):
-    rng = np.random.default_rng(seed)
-    sizes = rng.integers(1, max_size + 1, G).tolist()
-    positions = partition(sizes)
-    N = sum(sizes)
-    deltas = {f"c{k}": np.round(rng.normal(0.02 * k, 0.2, N), 4).tolist() for k in range(K)}
-    return deltas, positions
 
 
 def test_hand_calculation_cluster_se_and_jackknife_acceleration():

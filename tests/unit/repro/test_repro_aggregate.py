@@ -20,6 +20,7 @@ from independent_repro import (  # written independently of the module under tes
     scipy_ktu,
     webber_rbo_ext,
 )
+from test_repro_measures import O_CE, O_RRF, R_CE, R_RRF, TINY_O_RANK, TINY_R_RANK
 
 from rerank_study.rankings.ranking import order_by_score
 from rerank_study.repro import repro_aggregate as ra
@@ -27,12 +28,6 @@ from rerank_study.stats.metrics import ndcg_at
 
 # --------------------------------------------------------------------- the tiny example --
 # test_repro_measures.py's tiny example: three queries, two methods (a = ce, b = rrf), 3-4 documents.
-TINY_O_RANK = {"q1": ["d1", "d2", "d3", "d4"], "q2": ["d2", "d1", "d3", "d4"], "q3": ["d1", "d2", "d3"]}
-TINY_R_RANK = {"q1": ["d1", "d2", "d3", "d4"], "q2": ["d1", "d2", "d4", "d3"], "q3": ["d2", "d1", "d3"]}
-O_CE = {"q1": 0.5, "q2": 0.25, "q3": 1.0}
-R_CE = {"q1": 0.5, "q2": 0.5, "q3": 0.5}
-O_RRF = {"q1": 0.25, "q2": 0.25, "q3": 0.5}
-R_RRF = {"q1": 0.25, "q2": 0.25, "q3": 0.5}
 
 
 def tiny_run(values_ce, values_rrf, rank):
