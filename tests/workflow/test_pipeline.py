@@ -15,7 +15,9 @@ import yaml
 from conftest import DATA, ROOT, make_lockdir, read_json, run_snakemake
 
 pytestmark = pytest.mark.slow  # runs snakemake
-FIXTURE_B = yaml.safe_load((DATA / "fixture_config.yaml").read_text(encoding="utf-8"))["bootstrap"]["B"]
+FIXTURE_CONFIG = yaml.safe_load((DATA / "fixture_config.yaml").read_text(encoding="utf-8"))
+FIXTURE_B = FIXTURE_CONFIG["bootstrap"]["B"]
+MAX_LENGTH = FIXTURE_CONFIG["ce"]["max_length"]
 
 
 def tsv(path):
@@ -28,9 +30,10 @@ def test_smoke_run_shape_and_labels(smoke_run):
     assert len(pairs) == 50 and len({r["qid"] for r in pairs}) == 5
     assert all(r["model"].startswith("STAND-IN:") for r in pairs)
     assert [int(r["r0"]) for r in pairs[:10]] == list(range(1, 11))
-    assert any(r["truncated"] == "true" for r in pairs), "expected at least one pair over 512 tokens"
+    assert any(r["truncated"] == "true" for r in pairs), f"expected at least one pair over {MAX_LENGTH} tokens"
+    assert all((r["truncated"] == "true") == (int(r["total_tokens"]) > MAX_LENGTH) for r in pairs)
     shapes = read_json(smoke_run / "shape_check.json")
-    assert shapes["input_ids"] == [2, 512] and shapes["last_hidden_state"] == [2, 512, 384] \
+    assert shapes["input_ids"] == [2, MAX_LENGTH] and shapes["last_hidden_state"] == [2, MAX_LENGTH, 384] \
         and shapes["logits"] == [2, 1]
     report = (smoke_run / "report.md").read_text()
     assert "STAND-IN SCORER" in report.split("\n## ")[0]
