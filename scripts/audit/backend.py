@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from checks_columns import same_value
+from compare import same_value
 from definitions import STANDIN
 from problems import Unreadable
 from readers import sha256_of

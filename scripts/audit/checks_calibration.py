@@ -20,7 +20,7 @@ import secrets
 
 from calib_stats import T_QUANTILE_REL, ratio_and_se, t_quantile
 from calibration_tallies import METHODS, read_columns, tallies
-from checks_columns import same_value
+from compare import same_value
 from expected_calibration import CalibrationData, coverage_sample, null_sample, power_sample, randomization
 from readers import read_json
 from rng import DefaultRng

@@ -91,22 +91,6 @@ def shard_records(run) -> list:
     return sorted(run.rundir.glob("measurements/score-of-*/*.json"))
 
 
-def same_value(a, b) -> bool:
-    """Equal values: numbers by value (``8`` is ``8.0``, ``-0.0`` is ``0.0``), a flag only to a flag (a
-    boolean field must be a JSON boolean), records and lists item by item. A recomputed NaN equals
-    nothing."""
-    number = (int, float)
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a is b
-    if isinstance(a, number) and isinstance(b, number):
-        return a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
-    return type(a) is type(b) and a == b
-
-
 def check_columns(run, want, au) -> None:
     """Every table and JSON record the anchor's settings give the run (its candidate source, its reranker's
     kind)."""

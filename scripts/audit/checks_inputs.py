@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from columns import cell_is
+from compare import first_difference
 from definitions import tie_rule_order
 from readers import plain_number, read_run_scores, read_table, rows_by_query, sha256_of, text_of
 
@@ -42,11 +43,18 @@ def check_candidates(run, want, au) -> None:
     # ranks)
     frozen = rows_by_query(run.frozen_rows)
     expect = [r for q in run.analysed for r in frozen.get(q, [])[:depth]]
-    diff = next((i for i, (a, b) in enumerate(zip(expect, run.cand_rows)) if a != b), None)
-    au.check("candidates", diff is None and len(expect) == len(run.cand_rows), f,
+    au.check("candidates", expect == run.cand_rows, f,
              "every row and column (the pinned frozen table's rows, in the analysed order)",
-             expect[diff] if diff is not None else f"{len(expect)} rows",
-             run.cand_rows[diff] if diff is not None else f"{len(run.cand_rows)} rows")
+             *first_row_difference(expect, run.cand_rows))
+
+
+def first_row_difference(expect: list, got: list) -> tuple:
+    """What a failure shows of each side: the first row that differs, or each side's number of rows when one
+    ends first."""
+    i = first_difference(expect, got)
+    if i is None or i == min(len(expect), len(got)):
+        return f"{len(expect)} rows", f"{len(got)} rows"
+    return expect[i], got[i]
 
 
 def check_qrels(run, want, au) -> None:
@@ -61,11 +69,8 @@ def check_qrels(run, want, au) -> None:
     expect = [{"query-id": q, "corpus-id": d, "score": str(g)} for q in run.analysed
               for d, g in sorted(run.source_qrels.get(q, {}).items())]
     got = read_table(run.path("run_qrels"))
-    diff = next((i for i, (a, b) in enumerate(zip(expect, got)) if a != b), None)
-    au.check("qrels", diff is None and len(expect) == len(got), f,
-             "every row (analysed order, judgements by document id)",
-             expect[diff] if diff is not None else f"{len(expect)} rows", got[diff] if diff is not None
-             else f"{len(got)} rows")
+    au.check("qrels", expect == got, f, "every row (analysed order, judgements by document id)",
+             *first_row_difference(expect, got))
 
 
 def check_frozen_candidates(run, want, au) -> None:

@@ -12,9 +12,9 @@ import re
 import backend
 import shard_records
 from anchors import REPO
-from checks_columns import same_value
 from checks_scores import absent_for_a_run_file, expected_shapes, scorer_label, shard_tables
 from columns import DTYPE, NUMERICS
+from compare import same_value
 from definitions import STANDIN
 from layout import RUN_FILE
 from readers import read_json, read_table, text_of

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 from anchors import pinned_role
-from checks_columns import same_value
 from checks_reranker_run import run_file_pin
+from compare import same_value
 from definitions import STANDIN
 from layout import RUN_FILE
 from readers import read_json, sha256_of, text_of

@@ -4,13 +4,37 @@ queries). Signature: see checks_provenance."""
 
 from __future__ import annotations
 
-import report_numbers
+from readers import text_of
+from report_facts import facts
+from report_numbers import (
+    CHECK,
+    check_banner,
+    compare_labelled,
+    compare_line,
+    compare_record,
+    compare_table,
+    parse,
+)
 
 
 def check_report(run, want, au) -> None:
-    """Every number, verdict and label of report.md equals the audit's recomputation (``report_numbers``);
-    the STAND-IN banner exactly when the scorer is the stand-in."""
-    report_numbers.check(run, want, au)
+    """Every number, verdict and label of report.md equals the audit's recomputation (``report_facts``,
+    compared by ``report_numbers``); the STAND-IN banner exactly when the scorer is the stand-in."""
+    f = str(run.path("report"))
+    au.note(CHECK, "every number, verdict and label of report.md's tables and numeric lines compared with "
+                   "the audit's recomputation (numbers by value at the precision shown); the wording is "
+                   "not compared")
+    tables, lines = parse(text_of(run.path("report")))
+    expect = facts(run, want, au)
+    check_banner(au, f, lines, expect["standin"])
+    for key, rows in expect["tables"].items():
+        compare_table(au, f, key, tables.get(key), rows)
+    for key, labelled in expect["labelled"].items():
+        compare_labelled(au, f, key, tables.get(key), labelled)
+    for fact in expect["lines"]:
+        compare_line(au, f, lines, fact)
+    for record in expect.get("records", []):
+        compare_record(au, f, lines, record)
 
 
 def check_seal(run, want, au) -> None:

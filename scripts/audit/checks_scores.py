@@ -9,9 +9,9 @@ from __future__ import annotations
 import hashlib
 
 import backend
-from checks_columns import same_value
 from checks_reranker_run import run_file_pin
 from columns import PAIR_SPECIAL_TOKENS, TREC_RUNS, cell_is
+from compare import first_difference, item_at, same_value
 from definitions import STANDIN
 from layout import RUN_FILE
 from readers import plain_number, rows_by_query, text_of
@@ -227,12 +227,10 @@ def check_runs(run, want, au) -> None:
     for key, method in TREC_RUNS.items():
         path = run.path(key)
         found, expect = text_of(path).splitlines(), expected_trec_run(run, want, method).splitlines()
-        i = next((i for i, (a, b) in enumerate(zip(expect, found)) if not same_run_line(a, b)),
-                 None if len(found) == len(expect) else min(len(expect), len(found)))
+        i = first_difference(expect, found, same_run_line)
         where = f"every line ({len(expect)})" if i is None else f"line {i + 1}"
-        au.check("runs", i is None, str(path), where,
-                 expect[i] if i is not None and i < len(expect) else "end of file",
-                 found[i] if i is not None and i < len(found) else "end of file")
+        au.check("runs", i is None, str(path), where, item_at(expect, i, "end of file"),
+                 item_at(found, i, "end of file"))
 
 
 def same_run_line(expect: str, found: str) -> bool:
@@ -262,7 +260,7 @@ def check_verification(run, want, au) -> None:
              f"{len(wanted)} pairs of the sampled batches, each once", f"{len(rec['pairs'])} entries")
     listed = [(p["qid"], p["doc_id"]) for p in rec["pairs"]]
     au.check("verification", listed == sorted(listed), f, "order of the re-inferred pairs",
-             "by (qid, doc id) as strings", next((x for x, y in zip(listed, sorted(listed)) if x != y), None))
+             "by (qid, doc id) as strings", item_at(listed, first_difference(listed, sorted(listed))))
     for key in sorted(wanted & set(got)):
         p, (batch, logit) = got[key], recorded[key]
         expect = {"qid": key[0], "doc_id": key[1], "batch": batch, "reinferred_batch": batch, "logit": logit,

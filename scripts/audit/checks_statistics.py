@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import math
 
-from checks_columns import same_value
 from columns import cell_is
+from compare import first_difference, item_at, same_value
 from definitions import group_label
 from expected_summary import expected_summary
 from readers import sha256_of
@@ -49,10 +49,9 @@ def check_groups(run, want, au) -> None:
     expect = [(group_label(i, n_groups), str(i), str(len(g)), q) for i, g in enumerate(want.groups)
               for q in g]
     got = [(r["group_id"], r["group_index"], r["group_size"], r["qid"]) for r in run.group_rows]
-    first_diff = next((i for i, (a, b) in enumerate(zip(expect, got)) if a != b), min(len(expect), len(got)))
-    au.check("groups", got == expect, str(run.path("groups")), "membership/order/sizes",
-             expect[first_diff] if first_diff < len(expect) else None,
-             got[first_diff] if first_diff < len(got) else None)
+    i = first_difference(expect, got)
+    au.check("groups", got == expect, str(run.path("groups")), "membership/order/sizes", item_at(expect, i),
+             item_at(got, i))
     gmeta, f = run.groups_meta, str(run.path("groups_meta"))
     sizes = [len(g) for g in want.groups]
     expect_meta = {
@@ -93,8 +92,9 @@ def check_replicates(run, want, au) -> None:
     au.check("replicates", set(saved[0]) == {"replicate"} | set(want.replicates) if saved else False, f,
              "columns", sorted(want.replicates), sorted(saved[0]) if saved else "no rows")
     numbers = [row.get("replicate") for row in saved]
-    au.check("replicates", numbers == [str(b) for b in range(len(saved))], f, "replicate column",
-             "0, 1, 2, ... in order", next((n for b, n in enumerate(numbers) if n != str(b)), None))
+    in_order = [str(b) for b in range(len(saved))]
+    au.check("replicates", numbers == in_order, f, "replicate column", "0, 1, 2, ... in order",
+             item_at(numbers, first_difference(numbers, in_order)))
     for col, vals in want.replicates.items():
         for b, (row, val) in enumerate(zip(saved, vals)):
             found = row.get(col)

@@ -5,6 +5,7 @@ module. A differing file fails, naming its first differing line."""
 
 from __future__ import annotations
 
+from compare import first_difference, item_at
 from definitions import METHODS
 from readers import text_of
 from report_facts import shown_summary
@@ -122,8 +123,7 @@ def check_tables(run, want, au) -> None:
         path = run.path(key)
         found, expect = text_of(path), RENDER[name](s)
         f_lines, e_lines = found.splitlines(), expect.splitlines()
-        i = next((i for i, (a, b) in enumerate(zip(e_lines, f_lines)) if a != b), min(len(e_lines),
-                                                                                     len(f_lines)))
-        au.check(CHECK, f_lines == e_lines, str(path), f"the whole file (first difference at line {i + 1})",
-                 e_lines[i] if i < len(e_lines) else "(end of file)",
-                 f_lines[i] if i < len(f_lines) else "(end of file)")
+        i = first_difference(e_lines, f_lines)
+        au.check(CHECK, i is None, str(path),
+                 "the whole file" if i is None else f"the whole file (first difference at line {i + 1})",
+                 item_at(e_lines, i, "(end of file)"), item_at(f_lines, i, "(end of file)"))

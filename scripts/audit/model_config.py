@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from checks_columns import same_value
+from compare import same_value
 from readers import read_json
 
 ABSENT = "absent from config.json"  # a fact neither side holds is not a fact both agree on

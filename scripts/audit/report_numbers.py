@@ -1,51 +1,30 @@
-"""Check 'report': every NUMBER, VERDICT and LABEL report.md shows equals the audit's own recomputation. The
-words around them are the pipeline's and are not compared: a sentence may be reworded freely, a number may
-not change.
+"""How check 'report' (checks_report_and_seal) reads report.md: every NUMBER, VERDICT and LABEL it shows
+equals the audit's own recomputation. The words around them are the pipeline's and are not compared: a
+sentence may be reworded freely, a number may not change.
 
 report.md is read as tables and lines (``parse``). A table is found by its first header cell (without a
 parenthesised part) and its place among the tables of that name; each row is compared cell by cell with the
-row the audit expects (``report_facts``), a number by value at the precision shown (``same_number``). A line
-is found by a few words and must show the expected numbers in order and the expected verdict words. A
-missing table, row or line, a missing number or a different one fails, naming the line. The STAND-IN banner
-(a quoted line naming STAND-IN before the first section) is expected exactly when the scorer is the
-stand-in. report.html is a rendering of report.md: its manifest hash is checked as every artefact's, and the
-data its query browser embeds are checked by check 'report_browser' (checks_browser)."""
+row the audit expects (``report_facts``), a number by value at the precision shown
+(``compare.same_number``). A line is found by a few words and must show the expected numbers in order and
+the expected verdict words. A missing table, row or line, a missing number or a different one fails, naming
+the line. The STAND-IN banner (a quoted line naming STAND-IN before the first section) is expected exactly
+when the scorer is the stand-in. report.html is a rendering of report.md: its manifest hash is checked as
+every artefact's, and the data its query browser embeds are checked by check 'report_browser'
+(checks_browser)."""
 
 from __future__ import annotations
 
 import json
 import re
 
-from checks_columns import same_value
-from readers import text_of
+from compare import numbers, same_number, same_value
 
 CHECK = "report"
 ANY = object()  # a cell the audit does not compare (declared provenance, a description)
-NUMBER = re.compile(r"(?<![\w.])[-−]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?!\w)")
-SHAPE = re.compile(r"[-−]?\d+(?:\.(\d+))?(?:[eE]([-+]?\d+))?")
 
 
 class Loose(float):
     """A number a line may show without a decimal point (a p-value shown to 4 significant digits: 1)."""
-
-
-def numbers(text: str) -> list[str]:
-    return NUMBER.findall(text)
-
-
-def same_number(shown: str, value) -> bool:
-    """``shown`` is ``value`` at the precision it is shown with (half a unit in its last place); a whole
-    number of fewer than 3 digits only when it is exact (``1`` is not 0.6)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    m = SHAPE.fullmatch(shown)
-    x = float(shown.replace("−", "-"))
-    if m is None or x == value:
-        return m is not None
-    decimals, exponent = len(m.group(1) or ""), int(m.group(2) or 0)
-    digits = re.sub(r"[^0-9]", "", shown.split("e")[0].split("E")[0]).lstrip("0")
-    precise = decimals - exponent >= 1 or len(digits) >= 3
-    return precise and abs(x - value) <= 0.5 * 10.0 ** (exponent - decimals) * (1 + 1e-9)
 
 
 def same_cell(cell: str, want) -> bool:
@@ -140,26 +119,6 @@ def check_banner(au, f: str, lines: list, standin: bool) -> None:
     au.check(CHECK, shown == standin, f, "the STAND-IN banner (before the first section)",
              "present" if standin else "absent (the scorer is not the stand-in)",
              "present" if shown else "absent")
-
-
-def check(run, want, au) -> None:
-    from report_facts import facts  # the expected tables and lines
-
-    f = str(run.path("report"))
-    au.note(CHECK, "every number, verdict and label of report.md's tables and numeric lines compared with "
-                   "the audit's recomputation (numbers by value at the precision shown); the wording is "
-                   "not compared")
-    tables, lines = parse(text_of(run.path("report")))
-    expect = facts(run, want, au)
-    check_banner(au, f, lines, expect["standin"])
-    for key, rows in expect["tables"].items():
-        compare_table(au, f, key, tables.get(key), rows)
-    for key, labelled in expect["labelled"].items():
-        compare_labelled(au, f, key, tables.get(key), labelled)
-    for fact in expect["lines"]:
-        compare_line(au, f, lines, fact)
-    for record in expect.get("records", []):
-        compare_record(au, f, lines, record)
 
 
 def compare_record(au, f: str, lines: list, record: dict) -> None:

@@ -5,8 +5,8 @@ tables and the other records, or declared a timing or the machine's description 
 
 from __future__ import annotations
 
-from checks_columns import same_value
 from columns import NUMERICS
+from compare import same_value
 
 MMAP_THRESHOLD_BYTES = 256 * 1024  # glibc's mmap threshold every scoring process sets (docs/scoring.md)
 MKL_CNR_CODE = 2 | 0x10000  # MKL_CBWR_AUTO | MKL_CBWR_STRICT, as oneMKL reports NUMERICS

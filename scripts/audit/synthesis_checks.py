@@ -25,7 +25,7 @@ import synthesis_family
 import synthesis_math as sm
 import synthesis_pages
 from anchors import merged
-from checks_columns import same_value
+from compare import same_value
 from readers import read_json, read_table, resolve, sha256_of
 from rng import DefaultRng
 from yamlsubset import read_simple_yaml

@@ -18,8 +18,8 @@ import html
 import re
 from pathlib import Path
 
+from compare import first_difference, numbers, same_number
 from readers import bytes_of, sha256_of, text_of
-from report_numbers import numbers, same_number
 
 CHECK = "synthesis_pages"
 RENDERINGS = ("synthesis.tsv", "synthesis.tex", "forest.png", "synthesis.md", "synthesis.html")
@@ -51,7 +51,7 @@ def page_problems(page: str, markdown: str, forest: bytes) -> list[tuple[str, st
         out.append(("forest.png inlined", "its bytes as a PNG data URI", "absent or other bytes"))
     want, got = numbers(markdown), body_numbers(page)
     if want != got:
-        first = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
+        first = first_difference(want, got)
         out.append((f"the numbers of synthesis.md (the first to differ: number {first + 1})",
                     want[first:first + 3], got[first:first + 3]))
     return out
