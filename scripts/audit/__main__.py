@@ -80,7 +80,7 @@ from core.problems import Unauditable, Unreadable  # noqa: E402
 from expected.expected import Expected  # noqa: E402
 from read.readers import one_read_per_file, sha256_of  # noqa: E402
 from read.run_files import RunFiles  # noqa: E402
-from read.yamlsubset import canonical_json  # noqa: E402
+from read.yamlsubset import yaml_as_compact_json  # noqa: E402
 from reinfer import stage as reinfer_stage  # noqa: E402
 from synthesis import synthesis_checks  # noqa: E402
 
@@ -223,7 +223,7 @@ def reinfer_arguments(ap) -> None:
 
 def read_yaml(path: Path) -> int:
     try:
-        text = canonical_json(path)
+        text = yaml_as_compact_json(path)
     except Unreadable as exc:
         print(exc, file=sys.stderr)
         return 1

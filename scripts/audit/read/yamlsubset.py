@@ -2,7 +2,7 @@
 mappings indented by spaces, scalars, one-level flow lists ``[a, b]`` and flow mappings ``{k: v}``,
 ``#`` comments. Anything else is refused (``Unreadable``). The library checks at start that the audit
 reads every study file as PyYAML does: it runs ``python3 -I -S scripts/audit --read-yaml FILE``, which
-prints ``canonical_json`` of the file, and compares that with ``yaml.safe_load``."""
+prints ``yaml_as_compact_json`` of the file, and compares that with ``yaml.safe_load``."""
 
 from __future__ import annotations
 
@@ -99,6 +99,6 @@ def read_simple_yaml(path: Path) -> dict:
     return root
 
 
-def canonical_json(path: Path) -> str:
+def yaml_as_compact_json(path: Path) -> str:
     """What the audit reads from a YAML file, as canonical JSON (sorted keys, no spaces, ASCII)."""
     return json.dumps(read_simple_yaml(path), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
