@@ -44,9 +44,10 @@ def full_mirror() -> Path:
 
 
 def audit_module(name: str):
-    """One module of the standard-library audit (``scripts/audit/<name>.py``), imported as the audit itself
-    imports its modules: the folder first on sys.path, the module by its plain name. The one way tests
-    reach inside the audit (everything else runs it: ``python -I -S scripts/audit``)."""
+    """One module of the standard-library audit by its dotted name (``checks.columns``:
+    ``scripts/audit/checks/columns.py``), imported as the audit itself imports its modules: the audit's folder
+    first on sys.path, the module by its room and name. The one way tests reach inside the audit (everything
+    else runs it: ``python -I -S scripts/audit``)."""
     if str(AUDIT) not in sys.path:
         sys.path.insert(0, str(AUDIT))
     return importlib.import_module(name)

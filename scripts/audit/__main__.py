@@ -32,19 +32,21 @@ its anchor is the committed config and lock folder, never what the run names for
 to the committed reference runs of the stand-in scorer (check 'reference', within a measured cross-CPU
 tolerance).
 
-``--reinfer N``: an optional second stage (check 'reinfer', checks_reinfer): the auditor draws N of the run's
+``--reinfer N``: an optional second stage (check 'reinfer', reinfer.stage): the auditor draws N of the run's
 batches with fresh randomness and re-infers them with upstream sentence-transformers in a child process
-(``reinfer.py``, the one module that needs torch, run with the environment's python; audit.json records
+(``reinfer/child.py``, the one module that needs torch, run with the environment's python; audit.json records
 the interpreter and the sha256 of every model file it loaded); without it the standard-library audit runs
 alone and says the stage was not asked for.
 
-Structure (one module per job, sibling imports): ``run_files`` reads what the run folder says (each
-file once, on first use); ``anchors`` says what the run must have used (committed config / frozen
-protocol, lock folder pins); ``expected`` and ``expected_summary`` recompute what the definitions
-(``definitions``, ``rng``) say the files must hold; each ``check_*`` of the ``checks_*`` modules
-compares the two for one subject and records every comparison under its name (``bookkeeping``), in the
-order of ``registry``. FAIL CLOSED: a check whose input is missing or unreadable fails (naming what is
-missing); it never skips.
+Structure (one module per job, in rooms: a package per concept, whose __init__.py says what lives there;
+this folder first on sys.path, each module imported as <room>.<module>): ``read.run_files`` reads what the
+run folder says (each file once, on first use); ``anchor.anchors`` says what the run must have used
+(committed config / frozen protocol, lock folder pins); ``expected.expected`` and
+``expected.expected_summary`` recompute what the definitions (``expected.definitions``, ``expected.rng``)
+say the files must hold; each ``check_*`` of the ``checks`` modules compares the two for one subject (values
+as ``core.compare`` compares them) and records every comparison under its name (``core.bookkeeping``), in
+the order of ``checks.registry``. FAIL CLOSED: a check whose input is missing or unreadable fails (naming
+what is missing); it never skips.
 
 Exit status 0 when every check passes; 1 when any check fails (each failure names the check, file, item
 and expected vs found); 2 when the folder is not a run at all (no manifest). Floats are compared
@@ -71,16 +73,16 @@ sys.dont_write_bytecode = True
 # a folder that cannot exist: nothing read or written
 sys.pycache_prefix = os.path.join(os.devnull, "pycache")
 
-import checks_reinfer  # noqa: E402
-import synthesis_checks  # noqa: E402
-from anchors import DEFAULT_CONFIG, Anchor, committed_lockdir  # noqa: E402
-from bookkeeping import MAX_FAILURES_SHOWN, Audit  # noqa: E402
-from expected import Expected  # noqa: E402
-from problems import Unauditable, Unreadable  # noqa: E402
-from readers import one_read_per_file, sha256_of  # noqa: E402
-from registry import run_checks  # noqa: E402
-from run_files import RunFiles  # noqa: E402
-from yamlsubset import canonical_json  # noqa: E402
+from anchor.anchors import DEFAULT_CONFIG, Anchor, committed_lockdir  # noqa: E402
+from checks.registry import run_checks  # noqa: E402
+from core.bookkeeping import MAX_FAILURES_SHOWN, Audit  # noqa: E402
+from core.problems import Unauditable, Unreadable  # noqa: E402
+from expected.expected import Expected  # noqa: E402
+from read.readers import one_read_per_file, sha256_of  # noqa: E402
+from read.run_files import RunFiles  # noqa: E402
+from read.yamlsubset import yaml_as_compact_json  # noqa: E402
+from reinfer import stage as reinfer_stage  # noqa: E402
+from synthesis import synthesis_checks  # noqa: E402
 
 
 def audit_run(rundir: Path, lockdir: Path | None, au: Audit, config_anchor: Path = DEFAULT_CONFIG,
@@ -118,7 +120,7 @@ def _checked_run(rundir, lockdir, au, config_anchor, study_anchor, config_files)
             info[key] = fn()
         except Exception:  # noqa: BLE001 - the failing check has already said why
             info[key] = None
-    info["reinfer"] = checks_reinfer.REQUEST.record  # the second stage: what was drawn, how, its own seconds
+    info["reinfer"] = reinfer_stage.REQUEST.record  # the second stage: what was drawn, how, its own seconds
     info["seconds"] = round(time.perf_counter() - t0, 3)
     return info
 
@@ -211,7 +213,7 @@ def reinfer_arguments(ap) -> None:
                          "derived file (verified against the lock folder's pin), re-inferred with ONNX "
                          "Runtime")
     ap.add_argument("--reinfer-python", type=Path, default=None,
-                    help="with --reinfer: the python that runs reinfer.py (default: this interpreter)")
+                    help="with --reinfer: the python that runs reinfer/child.py (default: this interpreter)")
     ap.add_argument("--reinfer-threads", type=int, default=1, help="with --reinfer: torch threads "
                                                                    "(speed only)")
     ap.add_argument("--reinfer-seed", type=int, default=None,
@@ -221,7 +223,7 @@ def reinfer_arguments(ap) -> None:
 
 def read_yaml(path: Path) -> int:
     try:
-        text = canonical_json(path)
+        text = yaml_as_compact_json(path)
     except Unreadable as exc:
         print(exc, file=sys.stderr)
         return 1
@@ -286,9 +288,9 @@ def main(argv=None) -> int:
         return synthesis_checks.main_synthesis(args, write_result)
     au = Audit()
     if args.reinfer is not None:
-        checks_reinfer.configure(batches=args.reinfer, model_dir=args.model_dir, seed=args.reinfer_seed,
-                                 python=args.reinfer_python, threads=args.reinfer_threads,
-                                 derived_file=args.derived_file)
+        reinfer_stage.configure(batches=args.reinfer, model_dir=args.model_dir, seed=args.reinfer_seed,
+                                python=args.reinfer_python, threads=args.reinfer_threads,
+                                derived_file=args.derived_file)
     out = args.out or (args.rundir / "audit.json")
     if out.parent.is_dir():  # until the verdict is written, the last word is that there is none
         write_result(out, IN_PROGRESS)
@@ -304,7 +306,7 @@ def main(argv=None) -> int:
             return 2
         raise
     finally:
-        checks_reinfer.stop_children()  # no re-inference child outlives the audit
+        reinfer_stage.stop_children()  # no re-inference child outlives the audit
     write_result(out, au.result(info))
     return print_verdict(args.rundir, info, au)
 

@@ -1,5 +1,5 @@
-"""The audit's account of a derived backend's pin (scripts/audit/backend.py): the pin's recorded recipe must
-be the documented recipe of its slot, every step with its arguments and the session, for the pinned
+"""The audit's account of a derived backend's pin (scripts/audit/anchor/backend.py): the pin's recorded recipe
+must be the documented recipe of its slot, every step with its arguments and the session, for the pinned
 architecture; the audit's statement of that recipe agrees with the pipeline's
 (rerank_study.reranker.backends.recipe,
 written apart)."""
@@ -18,7 +18,7 @@ from rerank_study.reranker import backends
 LOCK = Path(__file__).resolve().parents[2] / "lockfiles"
 PINS = json.loads((LOCK / "derived_pins.json").read_text(encoding="utf-8"))["backends"]
 ARCH = json.loads((LOCK / "model_pins.json").read_text(encoding="utf-8"))["cross_encoder"]["architecture"]
-BACKEND = audit_module("backend")
+BACKEND = audit_module("anchor.backend")
 
 
 @pytest.mark.parametrize("name", ["onnx", "onnx-int8"])
@@ -107,10 +107,10 @@ class _Run:
 def test_a_pin_must_be_of_the_runs_weights_and_the_libraries_it_scored_with():
     _, pin = _pin("onnx-int8")
     versions = {**pin["recipe"]["versions"], "tokenizers": "0.23.3"}  # the run also records tokenizers
-    au = audit_module("bookkeeping").Audit()
+    au = audit_module("core.bookkeeping").Audit()
     assert BACKEND.run_records_agree(_Run(pin["source"]["weights_sha256"], versions), au, "reinfer", pin)
     assert au.checks["reinfer"] == {"checked": 5, "failures": []}
-    au = audit_module("bookkeeping").Audit()
+    au = audit_module("core.bookkeeping").Audit()
     run = _Run("ef" * 32, {**versions, "onnxruntime": "1.0.0"})
     assert not BACKEND.run_records_agree(run, au, "reinfer", pin)
     assert [(f["item"], f["expected"], f["found"]) for f in au.checks["reinfer"]["failures"]] == [
@@ -163,7 +163,7 @@ def test_a_pin_is_keyed_by_the_identity_sha256_of_the_models_pinned_files():
     assert BACKEND.lock_identity_sha256(_Want({}), identity) == key  # re-derived from model_pins.json
     assert BACKEND.derived_pin(_Want({"onnx-int8": {key: pin}}), identity) == pin
     pin["source"]["identity_sha256"] = "b" * 64
-    with pytest.raises(audit_module("problems").Unreadable,
+    with pytest.raises(audit_module("core.problems").Unreadable,
                        match=f"its key is not the identity sha256 of the model's pinned files in "
                              f"model_pins.json \\({key}\\)"):
         BACKEND.derived_pin(_Want({"onnx-int8": {"b" * 64: pin}}), identity)

@@ -35,41 +35,42 @@ def branches_study(tmp: Path, model_dir: Path) -> Path:
     return write_yaml(tmp / "branches-tiny.yaml", data)
 
 
+DEFS, EXPECTED = "expected.definitions", "expected.expected"  # the audit modules the wrong definitions edit
 WRONG = {  # name -> (module, the right text, the wrong text); each must make the audit of the run fail
     "ideal DCG from every relevant document, not cut at K": (
-        "definitions", "sorted(gains.values(), reverse=True)[:k]", "sorted(gains.values(), reverse=True)"),
-    "exponential gain 2^g - 1": ("definitions", "dcg += gains[d] /", "dcg += (2 ** gains[d] - 1) /"),
+        DEFS, "sorted(gains.values(), reverse=True)[:k]", "sorted(gains.values(), reverse=True)"),
+    "exponential gain 2^g - 1": (DEFS, "dcg += gains[d] /", "dcg += (2 ** gains[d] - 1) /"),
     "Recall divided by min(|P|, K)": (
-        "definitions", "return len(positives.keys() & set(order[:k])) / len(positives)",
+        DEFS, "return len(positives.keys() & set(order[:k])) / len(positives)",
         "return len(positives.keys() & set(order[:k])) / min(len(positives), k)"),
     "Recall divided by the relevant documents in the ranking": (
-        "definitions", "return len(positives.keys() & set(order[:k])) / len(positives)",
+        DEFS, "return len(positives.keys() & set(order[:k])) / len(positives)",
         "return len(positives.keys() & set(order[:k])) / len(positives.keys() & set(order))"),
     "capped Recall divided by |P|": (
-        "definitions", "/ min(len(positives), k)", "/ len(positives)"),
-    "capped Recall divided by K": ("definitions", "/ min(len(positives), k)", "/ k"),
-    "MRR not cut at K": ("definitions", "r = first_rel(order[:k], rels)", "r = first_rel(order, rels)"),
+        DEFS, "/ min(len(positives), k)", "/ len(positives)"),
+    "capped Recall divided by K": (DEFS, "/ min(len(positives), k)", "/ k"),
+    "MRR not cut at K": (DEFS, "r = first_rel(order[:k], rels)", "r = first_rel(order, rels)"),
     "a negative judgement counts as relevant": (
-        "definitions", ("for d, g in rels.items() if g > 0}", "for d, g in rels.items() if g != 0}"),
+        DEFS, ("for d, g in rels.items() if g > 0}", "for d, g in rels.items() if g != 0}"),
         ("if rels.get(d, 0) > 0:", "if rels.get(d, 0) != 0:")),
     "a judged non-relevant document counts as the first relevant one": (
-        "definitions", "        if rels.get(d, 0) > 0:\n            return i", "        if d in "
+        DEFS, "        if rels.get(d, 0) > 0:\n            return i", "        if d in "
         "rels:\n            return i"),
     "groups linked through any judged document": (
-        "definitions", ("            if g > 0:\n                by_doc", "            if g >= "
+        DEFS, ("            if g > 0:\n                by_doc", "            if g >= "
                         "0:\n                by_doc"),
         ("                if g <= 0:\n                    continue", "                if g < "
          "0:\n                    continue")),
     "groups linked through the first relevant document only": (
-        "definitions", "                if g <= 0:\n                    continue",
+        DEFS, "                if g <= 0:\n                    continue",
         "                if g <= 0 or d != min(x for x, y in qrels[cur].items() if y > "
         "0):\n                    continue"),
-    "a zero difference is a win of the sign test": ("definitions", "sum(x > 0 for x in d)",
+    "a zero difference is a win of the sign test": (DEFS, "sum(x > 0 for x in d)",
                                                     "sum(x >= 0 for x in d)"),
-    "a zero difference is a win in W/T/L": ("expected", '"wins": sum(x > 0 for x in d)', '"wins": sum(x >= '
+    "a zero difference is a win in W/T/L": (EXPECTED, '"wins": sum(x > 0 for x in d)', '"wins": sum(x >= '
                                             '0 for x in d)'),
     "a percentile is the lower order statistic": (
-        "definitions", "return b - (b - a) * (1 - t) if t >= 0.5 else a + (b - a) * t", "return a"),
+        DEFS, "return b - (b - a) * (1 - t) if t >= 0.5 else a + (b - a) * t", "return a"),
 }
 MUST_FAIL = {name: "per_query" for name in list(WRONG)[:9]} | {
     "groups linked through any judged document": "groups", "groups linked through the first relevant "
@@ -95,7 +96,7 @@ def audit_copy(tmp: Path, name: str, wrong: tuple | None) -> Path:
     if wrong:
         module, *edits = wrong
         edits = [tuple(edits)] if isinstance(edits[0], str) else edits  # one (right, wrong) pair or several
-        path = dest / f"{module}.py"
+        path = dest.joinpath(*module.split(".")).with_suffix(".py")  # a dotted name: room.module
         text = path.read_text(encoding="utf-8")
         for right, bad in edits:
             assert text.count(right) == 1, f"{name}: the right definition is no longer written {right!r}"

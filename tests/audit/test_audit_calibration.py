@@ -15,7 +15,7 @@ import pytest
 from conftest import DATA, audit_module
 from run_copies import rehash_manifest, run_audit
 
-cs = audit_module("calib_stats")
+cs = audit_module("expected.calib_stats")
 
 
 def edit(rundir, fn, name="calibration.json"):

@@ -12,8 +12,8 @@ from conftest import audit_module
 from rerank_study.calibration import calibration as cal
 from rerank_study.calibration import calibration_inputs as cin
 
-cs = audit_module("calib_stats")
-ec = audit_module("expected_calibration")
+cs = audit_module("expected.calib_stats")
+ec = audit_module("expected.expected_calibration")
 
 
 def recorded(out, stream, s):
@@ -112,8 +112,8 @@ def test_wilson_equals_statsmodels():
 
 
 def test_the_audits_sample_is_distinct_uniform_and_everything_when_it_covers_all():
-    cc = audit_module("checks_calibration")
-    rng_mod = audit_module("rng")
+    cc = audit_module("checks.calibration")
+    rng_mod = audit_module("expected.rng")
     # all when n >= total; distinct, sorted, in range otherwise
     assert cc.audit_sample(rng_mod.DefaultRng(3), 5, 9) == [0, 1, 2, 3, 4]
     picks = cc.audit_sample(rng_mod.DefaultRng(4), 2000, 20)

@@ -1,5 +1,5 @@
-"""The audit's own definitions (scripts/audit/definitions.py) tested like the library's: every function
-against a hand calculation (the arithmetic in the comments) or an independent library - pytrec_eval
+"""The audit's own definitions (scripts/audit/expected/definitions.py) tested like the library's: every
+function against a hand calculation (the arithmetic in the comments) or an independent library - pytrec_eval
 (trec_eval) for nDCG, Recall and MRR on graded judgements with relevance 0 and negative ones, numpy.percentile
 on adversarial inputs, statsmodels' multipletests for Holm / BH, scipy for the exact McNemar / sign test, the
 hypergeometric chance level and connected components. Each test names the branch it pins: a wrong audit
@@ -22,7 +22,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from statsmodels.stats.multitest import multipletests
 
-D = audit_module("definitions")
+D = audit_module("expected.definitions")
 
 
 def trec(order: list[str], rels: dict[str, int], measure: str, key: str) -> float:

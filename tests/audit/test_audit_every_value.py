@@ -1,10 +1,10 @@
 """Every value of every audited file is recomputed or declared (the audit's columns table,
-scripts/audit/columns.py): for EACH documented column of each table and EACH documented key of each JSON file,
-one value of a copy of the fixture's smoke run is changed to another well-formed value, the manifest re-hashed
-to match, and the audit must reject it under the check the table names (a declared value: under 'columns',
-when it leaves its declared kind). The cases are generated from the table, so a column or key added to it
-without a check that reads it fails here; one the pipeline writes but the table omits fails the untouched run
-(test_untouched_results_pass)."""
+scripts/audit/read/columns.py): for EACH documented column of each table and EACH documented key of each JSON
+file, one value of a copy of the fixture's smoke run is changed to another well-formed value, the manifest
+re-hashed to match, and the audit must reject it under the check the table names (a declared value: under
+'columns', when it leaves its declared kind). The cases are generated from the table, so a column or key added
+to it without a check that reads it fails here; one the pipeline writes but the table omits fails the
+untouched run (test_untouched_results_pass)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pytest
 from conftest import audit_module
 from run_copies import read_rows, rehash_manifest, run_audit, write_rows
 
-columns = audit_module("columns")
-layout = audit_module("layout")
+columns = audit_module("read.columns")
+layout = audit_module("read.layout")
 
 # the smoke run's parametric tables, named with the fixture's settings (3 comparisons, 5 queries, their
 # groups)

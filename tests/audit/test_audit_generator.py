@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from conftest import audit_module
 
-rng = audit_module("rng")
+rng = audit_module("expected.rng")
 
 
 @pytest.mark.parametrize("seed", [0, 1, 110, 111, 2**32 + 5, 2**63 + 7, 2**127 + 12345])

@@ -12,7 +12,7 @@ from rerank_study.core import layout
 
 
 def test_the_audit_layout_is_the_pipelines():
-    audit_layout = audit_module("layout")
+    audit_layout = audit_module("read.layout")
     assert audit_layout.INPUTS == layout.INPUTS
     assert set(audit_layout.QRELS_OF_KIND.values()) == set(layout.QRELS_KEYS)
     assert audit_layout.RUN_ARTEFACTS == {a.key: (a.path, a.role, a.deterministic)
@@ -27,7 +27,7 @@ def test_the_audit_layout_is_the_pipelines():
 
 
 def test_only_documented_files_belong_to_a_run_folder():
-    allowed = audit_module("layout").allowed_file
+    allowed = audit_module("read.layout").allowed_file
     for rel in ("report.md", "pairs.tsv", "logs/score.log", "logs/score_shard/0-of-4.job.json",
                 "logs/score_shard/3-of-4.log", "benchmarks/score_shard/3-of-4.tsv", "shards/score-of-4/3.tsv",
                 "measurements/score-of-4/0.json", "audit.json", "pairs.parquet"):
@@ -53,20 +53,20 @@ def test_only_documented_files_belong_to_a_run_folder():
 def test_the_documented_columns_are_the_audits():
     """docs/outputs.md "Every column and key" is the audit's columns table, rendered."""
     doc = (ROOT / "docs" / "outputs.md").read_text(encoding="utf-8")
-    assert audit_module("columns").markdown() in doc
+    assert audit_module("read.columns").markdown() in doc
 
 
 def test_the_cross_study_table_is_declared_column_by_column():
     from rerank_study.report.cross_table import CROSS_STUDY_COLUMNS, RETENTION_COLUMNS
 
-    assert tuple(c for c, _, _ in audit_module("columns").CROSS_STUDY) == CROSS_STUDY_COLUMNS
-    assert tuple(c for c, _, _ in audit_module("columns").CROSS_RETENTION) == RETENTION_COLUMNS
+    assert tuple(c for c, _, _ in audit_module("read.columns").CROSS_STUDY) == CROSS_STUDY_COLUMNS
+    assert tuple(c for c, _, _ in audit_module("read.columns").CROSS_RETENTION) == RETENTION_COLUMNS
 
 
 def test_every_table_and_json_artefact_has_its_columns_documented():
     """Every run artefact that is a table, a list or a JSON record is in the columns table (the figures and
     the report are checked by their own checks)."""
-    columns, audit_layout = audit_module("columns"), audit_module("layout")
+    columns, audit_layout = audit_module("read.columns"), audit_module("read.layout")
     covered = (set(columns.TABLES) | set(columns.PARAMETRIC_TABLES) | set(columns.JSON_KEYS)
                | set(columns.WHOLE_FILES))
     # a run-file reranker's artefacts
@@ -80,13 +80,13 @@ def test_the_audits_rule_names_are_the_rules_that_write_into_a_run_folder():
     """Log and benchmark files are allowed by the names of the rules that write them, not by any name."""
     text = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "workflow" / "rules").glob("*.smk"))
     written = set(re.findall(r'(?:log|bench)_of\("([a-z_]+)"\)', text))
-    assert written == set(audit_module("layout").RULES)
+    assert written == set(audit_module("read.layout").RULES)
 
 
 def test_a_rules_log_belongs_only_to_the_runs_its_rule_runs_for():
     """An opening's rules (the sealed judgements fetched, the opening recorded) log in an opening only; the
     cross-encoder's scoring rules in a cross-encoder's run only, a run file's scores rule in its own only."""
-    allowed = audit_module("layout").allowed_file
+    allowed = audit_module("read.layout").allowed_file
     for rel in ("logs/fetch_sealed_qrels.log", "benchmarks/record_opening.tsv"):
         assert allowed(rel, "confirmation", "qrels/test.tsv", shards=1)
         assert not allowed(rel, "development", None, shards=1)
@@ -102,7 +102,7 @@ def test_a_rules_log_belongs_only_to_the_runs_its_rule_runs_for():
 
 
 def test_an_openings_files_belong_only_to_an_opening():
-    allowed = audit_module("layout").allowed_file
+    allowed = audit_module("read.layout").allowed_file
     for rel in ("OPENING.json", "OPENING_STARTED.json"):
         assert allowed(rel, "confirmation", "qrels/test.tsv", shards=1)
         assert not allowed(rel, "development", None, shards=1)

@@ -1,4 +1,4 @@
-"""The audit's own reading of a model's config.json (scripts/audit/model_config.py): the lock folder's
+"""The audit's own reading of a model's config.json (scripts/audit/anchor/model_config.py): the lock folder's
 architecture block must be the verified model folder's config.json, fact by fact; num_labels as transformers'
 PretrainedConfig reads it (checked against transformers itself)."""
 
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 from conftest import audit_module
 
-MC = audit_module("model_config")
+MC = audit_module("anchor.model_config")
 LOCK = Path(__file__).resolve().parents[2] / "lockfiles"
 ARCH = json.loads((LOCK / "model_pins.json").read_text(encoding="utf-8"))["cross_encoder"]["architecture"]
 CONFIG = {"architectures": ["BertForSequenceClassification"], "hidden_size": 384, "intermediate_size": 1536,
@@ -38,10 +38,10 @@ def test_the_lock_block_must_be_the_folders_config_fact_by_fact(tmp_path):
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text(json.dumps(CONFIG))
-    au = audit_module("bookkeeping").Audit()
+    au = audit_module("core.bookkeeping").Audit()
     assert MC.architecture_ok(au, "reinfer", model, _want(tmp_path, ARCH))  # the committed block: the model's
     assert au.checks["reinfer"] == {"checked": len(MC.KEYS), "failures": []}
-    au = audit_module("bookkeeping").Audit()
+    au = audit_module("core.bookkeeping").Audit()
     forged = {**ARCH, "num_attention_heads": 6, "num_hidden_layers": 6.0, "num_labels": True}  # 6.0 is 6
     del forged["vocab_size"], forged["max_position_embeddings"]
     (model / "config.json").write_text(json.dumps({k: v for k, v in CONFIG.items()

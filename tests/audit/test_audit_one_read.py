@@ -8,8 +8,8 @@ import os
 import pytest
 from conftest import audit_module
 
-readers = audit_module("readers")
-problems = audit_module("problems")
+readers = audit_module("read.readers")
+problems = audit_module("core.problems")
 
 
 def test_a_fifo_is_unreadable_without_blocking(tmp_path):

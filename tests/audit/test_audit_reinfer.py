@@ -30,8 +30,8 @@ def reinfer_args(workdir, n="2", *extra):
 
 def forced_draw(rundir, lockdir, n, seed):
     """The batches the audit draws with ``seed`` (its own functions, on the run as the audit reads it)."""
-    stage = audit_module("checks_reinfer")
-    return stage.draw(stage.run_batches(audit_module("run_files").RunFiles(rundir, lockdir)), n, seed)
+    stage = audit_module("reinfer.stage")
+    return stage.draw(stage.run_batches(audit_module("read.run_files").RunFiles(rundir, lockdir)), n, seed)
 
 
 def batch_of(rows, qid, batch, max_length=None):
@@ -91,7 +91,7 @@ class FakeEarly:
 
 @pytest.mark.parametrize("same_job", [True, False])
 def test_the_early_childs_answer_is_used_only_for_the_very_job_the_check_builds(monkeypatch, same_job):
-    stage = audit_module("checks_reinfer")
+    stage = audit_module("reinfer.stage")
     started = []
     monkeypatch.setattr(stage, "run_child", lambda req, job: started.append(job) or ({"bits": "now"}, ""))
     req = stage.Request(batches=2, model_dir="m", seed=1)
@@ -267,10 +267,10 @@ def test_an_audit_ended_by_a_signal_leaves_no_child_running_and_a_failed_verdict
 
 
 def test_the_child_exits_at_once_when_the_audit_that_started_it_is_gone():
-    """reinfer.py is given the audit's pid: when that is not its parent (the audit died before the child's
-    first line), it exits before it reads its job or imports torch."""
+    """reinfer/child.py is given the audit's pid: when that is not its parent (the audit died before the
+    child's first line), it exits before it reads its job or imports torch."""
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-I", "-B", str(AUDIT / "reinfer.py"), "1"], input="",
+    proc = subprocess.run([sys.executable, "-I", "-B", str(AUDIT / "reinfer" / "child.py"), "1"], input="",
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 3 and time.monotonic() - t0 < 5
     assert "is not this process's parent" in proc.stderr and "give the interpreter itself" in proc.stderr

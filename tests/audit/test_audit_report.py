@@ -333,7 +333,7 @@ def test_an_opening_is_audited_with_every_batch_reinferred(opening, tmp_path):
 
     rundir, lockdir = copy_opening(opening, tmp_path)
     sample = {tuple(x) for x in json.loads((rundir / "verification.json").read_text())["sample"]}
-    rows = [r for r in audit_module("run_files").RunFiles(rundir, lockdir).pair_rows]
+    rows = [r for r in audit_module("read.run_files").RunFiles(rundir, lockdir).pair_rows]
     row = next(r for r in rows if (r["qid"], int(r["batch"])) not in sample)
     forged = one_ulp_up(row["logit"])
     forge_logit(rundir, row["qid"], row["doc_id"], forged)

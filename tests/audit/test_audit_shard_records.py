@@ -1,16 +1,16 @@
-"""The audit's account of the scoring shards' measurement records (scripts/audit/shard_records.py): a shard's
-tokens and padded tokens recounted from its table's batches (by hand below), the cache verification allowed
-only in an opening, and the gathered record as the sums and copies of the shard records."""
+"""The audit's account of the scoring shards' measurement records (scripts/audit/checks/shard_records.py): a
+shard's tokens and padded tokens recounted from its table's batches (by hand below), the cache verification
+allowed only in an opening, and the gathered record as the sums and copies of the shard records."""
 
 from __future__ import annotations
 
 from conftest import audit_module
 
-SHARDS = audit_module("shard_records")
+SHARDS = audit_module("checks.shard_records")
 
 
 def _audit():
-    return audit_module("bookkeeping").Audit()
+    return audit_module("core.bookkeeping").Audit()
 
 
 def _failed(au) -> list[str]:

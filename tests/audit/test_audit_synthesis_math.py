@@ -1,4 +1,4 @@
-"""The synthesis audit's own arithmetic (scripts/audit/synthesis_math.py) and its key allowlist
+"""The synthesis audit's own arithmetic (scripts/audit/synthesis/synthesis_math.py) and its key allowlist
 (synthesis_checks.key_problems) against independent libraries and hand calculations: scipy's t and χ²
 distributions, statsmodels' combine_effects (fixed effect, DerSimonian–Laird, Paule–Mandel, the HKSJ
 interval), numpy's draws and percentiles. The modules are imported as the audit imports them
@@ -14,8 +14,8 @@ from conftest import audit_module
 from scipy import stats
 from statsmodels.stats.meta_analysis import combine_effects
 
-M = audit_module("synthesis_math")
-C = audit_module("synthesis_checks")
+M = audit_module("synthesis.synthesis_math")
+C = audit_module("synthesis.synthesis_checks")
 
 # three datasets of the planted family's shape: (y, v) with clear heterogeneity, and a homogeneous set
 HETERO = ([0.1246, 0.0754, -0.4296], [0.0009, 0.0006, 0.0035])
@@ -25,7 +25,7 @@ HOMO = ([0.10, 0.11, 0.09, 0.105], [0.01, 0.02, 0.015, 0.01])
 @pytest.mark.parametrize("df", [1, 2, 3, 4, 7, 30])
 @pytest.mark.parametrize("p", [0.975, 0.95, 0.995])
 def test_t_quantile_equals_scipy(p, df):
-    t = audit_module("calib_stats").t_quantile(p, df)
+    t = audit_module("expected.calib_stats").t_quantile(p, df)
     assert t == pytest.approx(float(stats.t.ppf(p, df)), rel=1e-10)
 
 
@@ -130,7 +130,7 @@ def test_key_allowlist_names_an_unknown_and_a_missing_key():
 def test_the_family_of_tests_equals_numpy_draws_and_statsmodels_adjustments():
     from statsmodels.stats.multitest import multipletests
 
-    F = audit_module("synthesis_family")
+    F = audit_module("synthesis.synthesis_family")
     by_comparison = {"blend-ce": [([0.3, 0.1, 0.2, -0.05], [1, 1, 2, 1]), ([-0.2, 0.0, 0.1], [1, 1, 1])],
                      "ce-rrf": [([0.05, -0.1, 0.0, 0.02], [1, 1, 2, 1]), ([0.4, 0.3, 0.2], [1, 1, 1])]}
     anchor = {"family": ["blend-ce"], "seed": 9, "B": 300}

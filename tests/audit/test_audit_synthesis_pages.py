@@ -1,6 +1,6 @@
-"""The synthesis audit's check of its renderings (scripts/audit/synthesis_pages.py) on hand-written pages:
-a page of the markdown passes; a changed number, an address outside the page, other figure bytes, a pooled
-line that does not show synthesis.json's pooled answer or a missing rendering fail, naming the item."""
+"""The synthesis audit's check of its renderings (scripts/audit/synthesis/synthesis_pages.py) on hand-written
+pages: a page of the markdown passes; a changed number, an address outside the page, other figure bytes, a
+pooled line that does not show synthesis.json's pooled answer or a missing rendering fail, naming the item."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import hashlib
 
 from conftest import audit_module
 
-P = audit_module("synthesis_pages")
+P = audit_module("synthesis.synthesis_pages")
 POOLED = ("Pooled primary Δ (datasets weighting, declared before results): **0.125000**, interval "
           "[0.050000, 0.200000] from 400 stratified grouped bootstrap replicates (seed 7). The plain mean "
           "of the datasets' means is 0.125000.")
@@ -71,7 +71,7 @@ def test_other_figure_bytes_fail():
 
 
 def test_a_missing_rendering_fails_naming_the_file_and_the_fix(tmp_path):
-    Audit = audit_module("bookkeeping").Audit
+    Audit = audit_module("core.bookkeeping").Audit
     for name in P.RENDERINGS:
         (tmp_path / name).write_bytes(PNG if name == "forest.png" else
                                       (PAGE if name == "synthesis.html" else MD).encode("utf-8"))

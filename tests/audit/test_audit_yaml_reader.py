@@ -10,8 +10,8 @@ import pytest
 import yaml
 from conftest import AUDIT, DATA, ROOT, audit_module
 
-yamlsubset = audit_module("yamlsubset")
-problems = audit_module("problems")
+yamlsubset = audit_module("read.yamlsubset")
+problems = audit_module("core.problems")
 
 
 @pytest.mark.parametrize("path", [ROOT / "config" / "config.yaml", DATA / "fixture_config.yaml"])

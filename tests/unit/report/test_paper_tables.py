@@ -1,6 +1,6 @@
 """Paper-ready tables (rerank_study.report.paper_tables) of a tiny summary, against the text written out by
 hand here
-from the layout docs/outputs.md documents; and the audit's own renderer (scripts/audit/checks_tables.py),
+from the layout docs/outputs.md documents; and the audit's own renderer (scripts/audit/checks/tables.py),
 written from the same documentation, gives the same bytes."""
 
 import re
@@ -75,7 +75,7 @@ def test_each_table_is_the_hand_written_text(name):
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_the_audits_own_renderer_gives_the_same_bytes(name):
-    assert audit_module("checks_tables").RENDER[name](SUMMARY) == EXPECTED[name]
+    assert audit_module("checks.tables").RENDER[name](SUMMARY) == EXPECTED[name]
 
 
 def test_a_pinned_run_has_no_standin_warning_and_latex_specials_are_escaped():

@@ -141,7 +141,7 @@ SCORED = {"torch": "1.0", "transformers": "1.0", "tokenizers": "1.0"}  # as PLAT
 
 
 def audit_verdict(method, text, monkeypatch):
-    check = audit_module("checks_run_metadata")
+    check = audit_module("checks.run_metadata")
     # the locked releases of the other libraries, as PLATFORM's
     monkeypatch.setattr(check, "locked_versions", lambda: {"numpy": "1.0", "scipy": "1.0",
                                                            "snakemake": "1.0"})

@@ -77,7 +77,7 @@ def test_an_artefact_changed_after_its_audit_or_not_listed_is_refused(tmp_path):
 
 def test_the_fresh_draw_is_the_audits_own_record():
     """audited.FRESH_DRAW is the text the audit writes for a draw by fresh randomness (its source, read)."""
-    source = (Path(__file__).resolve().parents[3] / "scripts" / "audit" / "checks_reinfer.py").read_text()
+    source = (Path(__file__).resolve().parents[3] / "scripts" / "audit" / "reinfer" / "stage.py").read_text()
     assert f'else "{audited.FRESH_DRAW}"' in source
 
 

@@ -74,9 +74,9 @@ def test_each_backend_is_made_to_the_same_bytes_in_another_process(derived, tiny
 
 
 def test_the_audits_second_derivation_makes_the_same_bytes(derived, tiny_models, tmp_path):
-    """The audit's child codes the recipe again (scripts/audit/reinfer.py rederive, none of the project's
-    code): from the same source folder it must make the same files, or a pin could not be bound to its
-    recipe."""
+    """The audit's child codes the recipe again (scripts/audit/reinfer/child.py rederive, none of the
+    project's code): from the same source folder it must make the same files, or a pin could not be bound to
+    its recipe."""
     audit = Path(__file__).resolve().parents[3] / "scripts" / "audit"
     code = (
         "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); import reinfer; "

@@ -128,7 +128,7 @@ def test_a_study_file_the_audit_cannot_read_stops_at_start(tmp_path):
 def test_the_audit_reads_every_study_file_as_pyyaml_does():
     import yaml
 
-    yamlsubset = audit_module("yamlsubset")
+    yamlsubset = audit_module("read.yamlsubset")
     for path in [*sorted((ROOT / "config" / "studies").glob("*.yaml")), STUDY_DIR / "synthetic.yaml"]:
         assert yamlsubset.read_simple_yaml(path) == yaml.safe_load(path.read_text(encoding="utf-8")), path
         studies.check_audit_reads(path)  # the library's own check: the audit run with --read-yaml

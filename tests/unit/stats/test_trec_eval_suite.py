@@ -69,9 +69,9 @@ DATA_ENV = "TREC_EVAL_TEST_DATA"
 
 @functools.cache
 def load_audit():
-    """The standard-library audit's definitions (scripts/audit/definitions.py), through the one test
+    """The standard-library audit's definitions (scripts/audit/expected/definitions.py), through the one test
     helper."""
-    return audit_module("definitions")
+    return audit_module("expected.definitions")
 
 
 # ------------------------------------------------------------------ the data and their pins --

@@ -10,7 +10,7 @@ from ..core.fileio import VerifiedFile, input_bytes, read_json
 from ..data.pins import verify_against
 
 FIX = "re-run the run (snakemake) so that its audit is of these files"
-# the audit's record of a draw by fresh randomness (scripts/audit/checks_reinfer.py, info.reinfer.seed_source)
+# the audit's record of a draw by fresh randomness (scripts/audit/reinfer/stage.py, info.reinfer.seed_source)
 FRESH_DRAW = "secrets.randbits(64), drawn at audit time"
 
 

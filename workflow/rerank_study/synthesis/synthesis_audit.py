@@ -40,4 +40,5 @@ def audited(sm) -> None:
         raise PipelineError(f"the audit of this synthesis FAILED (exit {proc.returncode}); nothing of it is "
                             f"to be trusted. Its report:\n{proc.stdout[-4000:]}{proc.stderr[-2000:]}\nFix: "
                             "rerun `snakemake synthesis` from the studies' audited runs; a key the audit "
-                            "does not know needs the audit extended (scripts/audit/synthesis_checks.py).")
+                            "does not know needs the audit extended "
+                            "(scripts/audit/synthesis/synthesis_checks.py).")
