@@ -1,6 +1,7 @@
 """seal.protocol: an opening evaluates exactly the run file the protocol pins (an edited or missing copy, or
-another run_file, is refused naming the file and both sha256, computed here with hashlib), and the protocol is
-parsed from the bytes whose sha256 was checked."""
+another run_file, is refused naming the file and both sha256, computed here with hashlib); the protocol is
+written as canonical JSON with its sha256 and note, and parsed from the bytes whose sha256 was checked; the
+settings that differ are named by their dotted keys; the commands name another study's file."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ import shutil
 
 import pytest
 from test_freeze import cfg, confirmation_run, copied_lock, frozen_protocol
+from test_prereg import PROTOCOL
 
 from rerank_study.core.errors import NotRegularFileError, SealError
 from rerank_study.seal import protocol
+from rerank_study.seal.prereg import preregistration_note
 
 
 def test_an_opening_evaluates_exactly_the_frozen_file(tmp_path):
@@ -76,3 +79,62 @@ def test_the_protocol_is_parsed_from_the_bytes_whose_sha256_was_checked(tmp_path
     os.mkfifo(lockdir / "protocol.sha256")
     with pytest.raises(NotRegularFileError, match="protocol.sha256 is a FIFO"):
         protocol.verified_protocol(lockdir)
+
+
+def test_diff_keys_names_each_dotted_key_that_differs_and_setting_changes_leave_the_method_out():
+    a = {"x": 1, "y": {"p": 1, "q": [1, 2]}, "only_a": 0}
+    b = {"x": 1, "y": {"p": 2, "q": [1, 2], "r": None}, "only_b": 3}
+    assert protocol.diff_keys(a, b) == ["only_a", "only_b", "y.p"]  # r: None on both sides
+    assert protocol.diff_keys(1, 1) == [] and protocol.diff_keys({"a": 1}, 5) == [""]
+    frozen = {"settings": {"k": 60}, "method": {"sha256": "old"}, "frozen_at": "then"}
+    assert protocol.setting_changes(frozen, {"settings": {"k": 61}, "method": {"sha256": "new"}}) == \
+        ["settings.k"]  # the method is compared file by file elsewhere; keys only the protocol has are not
+
+
+def test_value_at_follows_a_dotted_key_and_is_none_past_a_leaf():
+    tree = {"a": {"b": {"c": 3}}, "s": "text"}
+    assert protocol.value_at(tree, "a.b.c") == 3 and protocol.value_at(tree, "a.b") == {"c": 3}
+    assert protocol.value_at(tree, "a.x.c") is None and protocol.value_at(tree, "s.t") is None
+
+
+def test_the_commands_and_sources_name_the_study_file_only_for_another_study():
+    assert protocol.unseal_command({}, "lockfiles") == \
+        "snakemake confirm --cores 4 --config unseal=$(cut -d' ' -f1 lockfiles/protocol.sha256)"
+    study = {"study_file": "config/studies/nf.yaml", "study": {"name": "nf"}}
+    assert protocol.unseal_command(study, "lockfiles/studies/nf") == (
+        "snakemake confirm --cores 4 --config studies=[config/studies/nf.yaml] unseal=$(cut -d' ' -f1 "
+        "lockfiles/studies/nf/protocol.sha256)")
+    assert protocol.refreeze_command({}) == \
+        'python scripts/confirm.py refreeze --reason "..." --dev-run results/dev'
+    assert protocol.refreeze_command(study) == (
+        'python scripts/confirm.py refreeze --study config/studies/nf.yaml --reason "..." --dev-run '
+        'results/nf/dev')
+    assert protocol.settings_sources({}) == "config/config.yaml, --configfile / --config"
+    assert protocol.settings_sources(study) == \
+        "config/config.yaml, config/studies/nf.yaml, --configfile / --config"
+
+
+def test_write_protocol_writes_canonical_json_its_sha256_and_the_note(tmp_path):
+    sha = protocol.write_protocol(tmp_path, PROTOCOL)
+    text = (tmp_path / "protocol.json").read_bytes()
+    assert text == (json.dumps(PROTOCOL, sort_keys=True, indent=2, ensure_ascii=True) + "\n").encode()
+    assert sha == hashlib.sha256(text).hexdigest()
+    assert (tmp_path / "protocol.sha256").read_text() == f"{sha}  protocol.json\n"
+    assert (tmp_path / "PREREGISTRATION.md").read_text() == preregistration_note(PROTOCOL, sha)
+    assert protocol.verified_protocol(tmp_path, token=sha) == (sha, PROTOCOL)
+
+
+def test_an_absent_or_changed_protocol_and_a_wrong_token_are_refused(tmp_path):
+    with pytest.raises(SealError, match="THE CONFIRMATION IS SEALED: no frozen protocol at"):
+        protocol.verified_protocol(tmp_path)
+    sha = protocol.write_protocol(tmp_path, PROTOCOL)
+    with pytest.raises(SealError, match=f"the unseal token 'abc' is not the frozen protocol's sha256 {sha}"):
+        protocol.verified_protocol(tmp_path, token="abc")
+    (tmp_path / "protocol.json").write_text("{}")
+    with pytest.raises(SealError, match=rf"changed since it was frozen \(sha256 now "
+                                        rf"{hashlib.sha256(b'{}').hexdigest()}, recorded {sha}\)"):
+        protocol.verified_protocol(tmp_path)
+
+
+def test_the_freezing_commit_outside_a_repository_is_described(tmp_path):
+    assert protocol.freezing_commit(tmp_path / "lock", tmp_path) == "<the commit that froze the protocol>"
