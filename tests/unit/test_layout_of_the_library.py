@@ -1,4 +1,5 @@
-"""The library's shape: no import cycle between its modules, and no private helper used across modules.
+"""The library's shape: no import cycle between its modules, no private helper used across modules, and
+every module of a subpackage with its own unit-test file.
 
 Every import is read from the source with ``ast`` (tests/import_graph.py, which the audit's layout test walks
 its code with too) - those at module level and those inside functions - so a cycle that only a function-level
@@ -8,6 +9,7 @@ executes it.
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 from conftest import ROOT
 from import_graph import Code, executed_nodes, strongly_connected, unlisted, unsaid
@@ -58,3 +60,31 @@ def test_every_module_is_listed_in_its_package_index():
 
 def test_every_package_says_what_lives_in_it():
     assert unsaid(LIBRARY, ROOT) == []
+
+
+def missing_unit_tests(library: Path, unit: Path) -> list[str]:
+    """Each module of a subpackage of ``library`` without its own ``unit/<subpackage>/test_<module>.py``
+    (paths relative to the checkout: the folder above ``library``'s)."""
+    root = library.parent.parent
+    wanted = {p: unit / p.parent.name / f"test_{p.name}" for p in sorted(library.glob("*/*.py"))
+              if p.name != "__init__.py"}
+    return [f"{p.relative_to(root)}: no {t.relative_to(root)}" for p, t in wanted.items() if not t.is_file()]
+
+
+def test_the_unit_test_finder_names_a_module_without_its_test_file(tmp_path):
+    (tmp_path / "workflow/lib/pkg").mkdir(parents=True)
+    for name in ("__init__.py", "tested.py", "untested.py"):
+        (tmp_path / "workflow/lib/pkg" / name).write_text("")
+    (tmp_path / "workflow/lib/top.py").write_text("")  # a module outside the subpackages: not asked for
+    (tmp_path / "tests/unit/pkg").mkdir(parents=True)
+    (tmp_path / "tests/unit/pkg/test_tested.py").write_text("")
+    assert missing_unit_tests(tmp_path / "workflow/lib", tmp_path / "tests/unit") == \
+        ["workflow/lib/pkg/untested.py: no tests/unit/pkg/test_untested.py"]
+
+
+def test_every_module_of_a_subpackage_has_its_own_unit_test_file():
+    """``tests/unit/<subpackage>/test_<module>.py`` for every ``rerank_study/<subpackage>/<module>.py`` (the
+    top-level ``rerank_study.evalstats`` only re-exports ``stats.evalstats``'s command line, whose tests
+    run it by that name)."""
+    found = missing_unit_tests(LIBRARY, ROOT / "tests" / "unit")
+    assert found == [], "a library module without its unit tests:\n" + "\n".join(found)

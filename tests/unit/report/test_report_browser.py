@@ -146,23 +146,6 @@ class Links(html.parser.HTMLParser):
             self.data = json.loads(data)
 
 
-def test_the_section_links_the_named_queries_and_embeds_the_data_safely():
-    d = data()
-    d["docs"]["b"] = ["</script><script>alert(1)</script>", "x"]
-    text = section(d)
-    assert "</script><script>alert" not in text
-    seen = Links()
-    seen.feed(text)
-    assert seen.data == d  # read back exactly, the script-ending text included
-    assert seen.links == ["#query=q2", "#query=q1", "#outcome=repaired", "#query=q1", "#outcome=weakened"]
-
-
-def test_the_section_is_a_fixed_function_of_the_data_and_loads_nothing():
-    text = section(data())
-    assert text == section(data())
-    assert not any(s in text for s in ("http", " src=", "fetch(", "XMLHttpRequest", "import("))
-
-
 # A confirmation opening's run: two sealed queries, s1 (candidates u, v; v relevant, grade 2) and s2
 # (candidates w, u; w relevant, grade 1, and t relevant, grade 1, not a candidate). nDCG@10 by hand:
 # s1: RRF u v (v at 2: 3 / log2 3 over the ideal 3) 0.6309; CE and blend v u 1.0 -> Δ 0, CE > RRF,

@@ -1,16 +1,15 @@
-"""The retention's run-level pieces (rerank_study.repro.retention_run) and its cross-study row
-(rerank_study.report.cross_table): what two runs must share to be compared, the pin they are held to, and how
-a
-record becomes a table row and Markdown, each against values written by hand."""
+"""The retention's run-level pieces (rerank_study.repro.retention_run): what two runs must share to be
+compared, the pin they are held to, and how a record becomes Markdown, each against values written by hand
+(its row of the cross-study table: tests/unit/report/test_cross_table.py)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from retention_example import REC
 
 from rerank_study.core.errors import PipelineError
-from rerank_study.report import cross_table
 from rerank_study.repro import retention_run
 
 KEYS = retention_run.INPUT_KEYS
@@ -104,42 +103,6 @@ def test_the_pin_of_a_backend_is_found_exactly_once(tmp_path):
             retention_run.pinned_sha256(path, "onnx-int8", "M")
         assert str(exc.value) == (f"{path}: pins backend 'onnx-int8' of M {n} times (exactly once expected): "
                                   "restore the committed lock folder.")
-
-
-REC = {
-    "backend": "onnx-int8", "runs": ["t/dev", "i/dev"], "queries": ["1", "2", "3"],
-    "conclusion": {
-        "primary": "blend-ce", "metric": "ndcg@10",
-        "reference": {"primary_mean": 0.25, "grouped_interval": [0.125, 0.375]},
-        "other": {"primary_mean": 0.5, "grouped_interval": [0.25, 0.75]},
-        "difference": {"mean": -0.0625, "grouped_interval": [-0.5, 0.25]},
-        "verdicts_changed": ["blend-ce.grouped_covers_0", "guardrail ce-rrf.pass"],
-        "conclusion_retained": False,
-    },
-    "agreement": {"kendall_tau_b": {"min": 0.5, "median": 0.75, "mean": 0.625},
-                  "top10_overlap": {"min": 0.7, "median": 0.8, "mean": 0.85},
-                  "max_abs_delta_logit": 0.0078125, "pairs_equal": 3, "pairs": 150},
-}
-
-
-def test_a_retention_record_is_one_row_of_the_cross_study_section():
-    row = cross_table.retention_row("i", "onnx-int8", "t", REC)
-    assert row == {
-        "study": "i", "backend": "onnx-int8", "torch_study": "t", "torch_primary_mean": 0.25,
-        "torch_grouped_lo": 0.125, "torch_grouped_hi": 0.375, "primary_mean": 0.5, "grouped_lo": 0.25,
-        "grouped_hi": 0.75, "delta_difference": -0.0625, "delta_difference_lo": -0.5,
-        "delta_difference_hi": 0.25,
-        "verdicts_changed": "blend-ce.grouped_covers_0, guardrail ce-rrf.pass", "conclusion_retained": False,
-        "kendall_tau_b_min": 0.5, "kendall_tau_b_median": 0.75, "top10_overlap_min": 0.7,
-        "top10_overlap_mean": 0.85, "max_abs_delta_logit": 0.0078125, "note": ""}
-    assert list(row) == list(cross_table.RETENTION_COLUMNS)
-    kept = {**REC, "conclusion": {**REC["conclusion"], "verdicts_changed": [], "conclusion_retained": True}}
-    row = cross_table.retention_row("i", "onnx-int8", "t", kept)
-    assert row["verdicts_changed"] == "none" and row["conclusion_retained"] is True
-    none = cross_table.retention_row("i", "onnx", None, None)
-    assert none == {**dict.fromkeys(cross_table.RETENTION_COLUMNS), "study": "i", "backend": "onnx",
-                    "note": "no fp32 torch study of the same model, inputs and settings in this invocation: "
-                            "add one to studies=[...] (the same study file without the backend)"}
 
 
 def test_a_retention_record_as_markdown():

@@ -1,8 +1,7 @@
 """Cross-encoder scoring: bit-identical to sentence-transformers' CrossEncoder.predict under the
 documented batching (per query, token-length-sorted chunks of 16); the same bits at 1, 2 and 4 torch
-threads in the enforced numeric mode; tokenise once; the batch plan; shards; the shape audit; the relevance
-column of a model with one or several logits; the cache (fresh scoring never reads it and proves each entry
-equal)."""
+threads in the enforced numeric mode; tokenise once; the batch plan; shards; the shape audit; the cache
+(fresh scoring never reads it and proves each entry equal)."""
 
 import json
 import subprocess
@@ -14,7 +13,6 @@ from conftest import DATA, FIXTURE, ROOT, read_json
 from rerank_study.core.errors import PipelineError
 from rerank_study.data import beir
 from rerank_study.reranker import models, scoring, scoring_batches, scoring_model
-from rerank_study.reranker.scoring_model import relevance_column
 
 MODEL_PINS = json.loads((ROOT / "lockfiles" / "model_pins.json").read_text())
 SETTINGS = scoring.ScoringSettings(max_length=512, truncation="longest_first", batch_size=16, seed=110,
@@ -139,14 +137,6 @@ def test_shape_audit(loaded, pairs):
     assert shapes["input_ids"] == [2, 512]
     assert shapes["last_hidden_state"] == [2, 512, 384]
     assert shapes["logits"] == [2, 1]
-
-
-def test_relevance_column_of_one_or_several_logits():
-    assert relevance_column(None, [4, 1]) == 0 and relevance_column(2, [4, 3]) == 2
-    with pytest.raises(ValueError, match="label_index"):
-        relevance_column(None, [4, 3])
-    with pytest.raises(ValueError, match="not a column"):
-        relevance_column(3, [4, 3])
 
 
 def test_scoring_twice_is_bitwise_stable(loaded, pairs):

@@ -1,8 +1,6 @@
 """Studies at parse time (rerank_study.settings.studies): the study list from the command line, unknown study
-names, a
-study file's paths (relative to it) and outputs (under the study), a bad value named with the file to fix, the
-cross-study row read from the summary it is given, study files the audit cannot read as PyYAML does stopped at
-start."""
+names, a study file's paths (relative to it) and outputs (under the study), a bad value named with the file to
+fix, study files the audit cannot read as PyYAML does stopped at start."""
 
 from __future__ import annotations
 
@@ -11,7 +9,6 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, STUDY_DIR, SYNTH, audit_module, write_yaml
 
-from rerank_study.report import cross_table
 from rerank_study.settings import studies
 from rerank_study.settings.config import load_config
 
@@ -54,62 +51,6 @@ def test_a_study_file_with_a_bad_value_is_named(tmp_path):
     lockless = write_yaml(tmp_path / "lockless.yaml", {"study": {"name": "lockless"}})
     with pytest.raises(studies.StudyError, match="names no lockdir"):
         studies.study_config(load_config(ROOT / "config" / "config.yaml"), lockless)
-
-
-def test_cross_study_row_reads_the_summary_it_is_given():
-    summary = {"primary": "blend-ce", "metric": "ndcg@10", "scorer": "pinned", "n_queries": 7, "n_groups": 5,
-               "methods": {"rrf": {"mean": 0.1}, "ce": {"mean": 0.2}, "blend": {"mean": 0.3}},
-               "comparisons": {"blend-ce": {"mean": 0.1, "grouped_interval": [-0.05, 0.25]}}}
-    cfg = {"study": {"name": "s", "dataset": "d", "reranker": "m", "reranker_kind": "run"}}
-    manifest = {"model_identity": "m run:reranker/dev.trec", "model_weights_sha256": "ab" * 32}
-    row = cross_table.cross_study_row(cfg, summary, {"ok": True}, "dev", manifest)
-    assert row == {"study": "s", "dataset": "d", "reranker_kind": "run",
-                   "reranker": "m run:reranker/dev.trec",
-                   "reranker_sha256": "ab" * 32, "backend": "none", "scorer": "pinned", "run": "dev",
-                   "n_queries": 7,
-                   "n_groups": 5, "rrf_mean": 0.1, "ce_mean": 0.2, "blend_mean": 0.3,
-                   "primary": "blend-ce (ndcg@10)", "primary_delta": 0.1, "primary_grouped_lo": -0.05,
-                   "primary_grouped_hi": 0.25, "audit": "PASSED"}
-    assert tuple(row) == cross_table.CROSS_STUDY_COLUMNS
-    for verdict in ({"ok": False}, {}, {"ok": "yes"}):  # only a verdict of exactly true passes
-        assert cross_table.cross_study_row(cfg, summary, verdict, "dev", manifest)["audit"] == "FAILED"
-
-
-def _manifest(backend=None, model="M", inputs=None, max_length=512, name="s"):
-    settings = {"max_length": max_length, "study": {"name": name, "dataset": "d"},
-                **({"backend": backend} if backend else {})}
-    arts = [{"key": k, "sha256": v} for k, v in (inputs or {"corpus": "c", "queries": "q"}).items()]
-    return {"model_identity": model, "model_weights_sha256": "W", "settings": settings, "artefacts": arts}
-
-
-def test_the_backend_column_and_the_torch_twin_of_a_derived_study():
-    assert [cross_table.backend_of(m) for m in (_manifest(), _manifest("onnx-int8"), {"settings": {}})] == \
-        ["torch", "onnx-int8", "none"]
-    keys = ("corpus", "queries")
-    int8, torch, other_model = _manifest("onnx-int8"), _manifest(), _manifest(model="N")
-    other_inputs = _manifest(inputs={"corpus": "c", "queries": "q2"})
-    other_settings = _manifest(max_length=256)
-    scored = {"batch_size": 16, "seed": 110, "truncation": "longest_first", "backend": "torch",
-              "numerics": "fp32"}
-    s8 = {**scored, "backend": "onnx-int8", "numerics": "ONNX Runtime"}  # the derived study's own
-
-    def twin(ms, scoring=None):
-        return cross_table.torch_twin(0, ms, keys, scoring or [s8] + [scored] * (len(ms) - 1))
-
-    # the first torch study of the same model, weights, inputs and settings but the backend and the study's
-    # name; never a derived one, never itself, never one of other settings (passed over, not refused later)
-    assert twin([int8, other_model, other_inputs, other_settings, _manifest(name="t"), torch]) == 4
-    assert twin([int8, other_model, other_inputs, other_settings, _manifest("onnx")]) is None
-    other_weights = {**_manifest(), "model_weights_sha256": "W2"}
-    assert twin([int8, other_weights]) is None
-    # the scoring settings count too, type-strictly: a torch study of batch size 8 (or 16.0) is passed over
-    # for the exact twin after it; a study without a scoring record is never a twin
-    assert twin([int8, torch, torch], [s8, {**scored, "batch_size": 8}, scored]) == 2
-    assert twin([int8, torch, torch], [s8, {**scored, "batch_size": 16.0}, scored]) == 2
-    assert twin([int8, torch], [s8, None]) is None and twin([int8, torch], [None, scored]) is None
-    row = cross_table.retention_row("s", "onnx-int8", None, None)
-    assert tuple(row) == cross_table.RETENTION_COLUMNS and row["primary_mean"] is None
-    assert row["note"].startswith("no fp32 torch study of the same model, inputs and settings")
 
 
 def test_a_study_file_the_audit_cannot_read_stops_at_start(tmp_path):

@@ -231,21 +231,6 @@ def test_synthesize_adds_the_family_only_when_tests_are_given():
     assert all(np.array_equal(i, j) for i, j in zip(idx, idx2))  # the bootstrap draws do not move
 
 
-def test_the_renderings_carry_every_test_row_and_leave_exploratory_rows_unadjusted():
-    from rerank_study.synthesis import synthesis_report as rep
-
-    result, _ = syn.synthesize([A, B, C], [[0.1, 0.3], [-0.1, 0.2], [-0.4, -0.1]], FAMILY, TESTS)
-    lines = [line.split("\t") for line in rep.tsv(result).splitlines()]
-    assert lines[0][-5:] == ["comparison", "role", "p", "p_holm", "p_bh"] and {len(x) for x in lines} == {13}
-    tests = [x for x in lines[1:] if x[9]]
-    assert [(x[0], x[8], x[9]) for x in tests] == [(r["dataset"], r["comparison"], r["role"])
-                                                   for r in result["family"]["rows"]]
-    assert all(x[11] == x[12] == "" for x in tests if x[9] == "exploratory")
-    assert all(float(x[11]) >= float(x[10]) for x in tests if x[9] == "family")
-    assert rep.markdown(result).count("### The declared family of tests") == 1
-    assert "tab:synthesis-family" in rep.tex(result) and len(rep.family_markdown(result)) == 6 + 9 + 1
-
-
 def test_an_undeclared_weighting_is_refused_with_the_fix():
     for weighting in syn.WEIGHTINGS:
         syn.check_declared({"weighting": weighting})

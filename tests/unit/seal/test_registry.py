@@ -58,27 +58,27 @@ def test_a_missing_or_stale_record_fails_closed(tmp_path):
         registry.load_sealed_set(lock)
 
 
-def _set(lockdir="x", dataset="d", corpus="c", content="h", ids=("1",), texts=("t1",)):
+def sealed_set(lockdir="x", dataset="d", corpus="c", content="h", ids=("1",), texts=("t1",)):
     return registry.SealedSet(lockdir, dataset, corpus, "qrels/test.tsv", "f" + content, content,
                               frozenset(ids), frozenset(texts))
 
 
 def test_overlap_by_content_by_id_on_the_same_corpus_and_by_text_on_any_corpus():
-    a = _set()
+    a = sealed_set()
     # content
-    assert a.overlaps(_set(content="h", ids=("9",), texts=("t9",), corpus="other", dataset="other"))
+    assert a.overlaps(sealed_set(content="h", ids=("9",), texts=("t9",), corpus="other", dataset="other"))
     # id, same name
-    assert a.overlaps(_set(content="z", ids=("1",), texts=("t9",), dataset="d", corpus="other"))
+    assert a.overlaps(sealed_set(content="z", ids=("1",), texts=("t9",), dataset="d", corpus="other"))
     # id, same corpus
-    assert a.overlaps(_set(content="z", ids=("1",), texts=("t9",), dataset="e", corpus="c"))
+    assert a.overlaps(sealed_set(content="z", ids=("1",), texts=("t9",), dataset="e", corpus="c"))
     # id elsewhere
-    assert not a.overlaps(_set(content="z", ids=("1",), texts=("t9",), dataset="e", corpus="other"))
+    assert not a.overlaps(sealed_set(content="z", ids=("1",), texts=("t9",), dataset="e", corpus="other"))
     # text anywhere
-    assert a.overlaps(_set(content="z", ids=("9",), texts=("t1",), dataset="e", corpus="other"))
+    assert a.overlaps(sealed_set(content="z", ids=("9",), texts=("t1",), dataset="e", corpus="other"))
 
 
 def test_conflicts_name_each_source_and_both_folders():
-    s = _set(lockdir="/sealed/folder", ids=("1", "2"), texts=(registry.text_sha256("Sealed claim."),))
+    s = sealed_set(lockdir="/sealed/folder", ids=("1", "2"), texts=(registry.text_sha256("Sealed claim."),))
     side = registry.DevelopmentSide("/dev/folder", "d", "c", files={"qrels/x.tsv": {"content_sha256": "h"}},
                                     query_ids={"development split": {"2", "3"}},
                                     texts={"7": registry.text_sha256("sealed  CLAIM.")})

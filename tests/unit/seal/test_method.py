@@ -1,63 +1,19 @@
-"""seal.tree (the method's files in git status) and seal.method (every file that can change a result)."""
+"""seal.method: every file that can change a result (the method folders' tracked files, bytes on disk),
+the seal's own records and a frozen run's pinned copy aside."""
 
 from __future__ import annotations
 
 import hashlib
-import os
-import subprocess
 
-from seal_world import commit_all, git
+from seal_world import git
+from test_freeze import confirmation_run, copied_lock, frozen_protocol
+from test_tree import repo_with_a_method
 
-from rerank_study.seal import method, tree
-
-
-def _repo(tmp_path):
-    repo = tmp_path / "r"
-    (repo / "workflow").mkdir(parents=True)
-    (repo / "workflow/a.py").write_text("a = 1\n")
-    (repo / "README.md").write_text("# doc\n")
-    (repo / "lockfiles/studies/other").mkdir(parents=True)
-    (repo / "lockfiles/studies/other/pins.json").write_text("{}\n")
-    (repo / "lockfiles/confirmation_ledger.jsonl").write_text("")
-    (repo / "run.sh").write_text("#!/bin/sh\n")
-    os.chmod(repo / "run.sh", 0o755)
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    commit_all(repo, "init")
-    return repo
-
-
-def test_a_clean_tree_and_each_way_of_not_being_one(tmp_path):
-    repo = _repo(tmp_path)
-    assert tree.tree_state(repo).dirty == []
-    (repo / "workflow/a.py").write_text("a = 2\n")
-    assert tree.tree_state(repo).dirty == ["workflow/a.py (changed)"]
-    git(repo, "add", "workflow/a.py")
-    assert tree.tree_state(repo).dirty == ["workflow/a.py (staged, not committed)"]
-    git(repo, "reset", "-q", "HEAD", "--", "workflow/a.py")
-    git(repo, "checkout", "--", "workflow/a.py")
-    (repo / "workflow/a.py").unlink()
-    assert tree.tree_state(repo).dirty == ["workflow/a.py (deleted)"]
-    git(repo, "checkout", "--", "workflow/a.py")
-    # an untracked file inside a method folder: "forgot to commit"; byte-code caches aside
-    (repo / "workflow/b.py").write_text("b = 1\n")
-    (repo / "workflow/__pycache__").mkdir()
-    (repo / "workflow/__pycache__/a.cpython-311.pyc").write_bytes(b"\0")
-    assert tree.tree_state(repo).dirty == ["workflow/b.py (untracked: not committed)"]
-    (repo / "workflow/b.py").unlink()
-    # outside the method: documentation, tests, scratch notes, generated folders count for nothing
-    (repo / "README.md").write_text("# a typo fixed\n")
-    (repo / "notes.txt").write_text("scratch\n")
-    (repo / "results").mkdir()
-    (repo / "results/x").write_text("generated\n")
-    assert tree.tree_state(repo).dirty == []
-
-
-def test_not_a_repository(tmp_path):
-    assert tree.tree_state(tmp_path).is_repo is False
+from rerank_study.seal import method
 
 
 def test_the_method_is_the_method_folders_tracked_files_but_the_seals_own_records(tmp_path):
-    repo = _repo(tmp_path)
+    repo = repo_with_a_method(tmp_path)
     files = method.method_files(repo)
     # README.md and run.sh lie outside the method folders; the empty ledger (JSON lines) is a seal record; a
     # study's lock folder is frozen by value in its own protocol, not as method
@@ -96,3 +52,15 @@ def test_method_changes_name_each_file():
     assert method.method_changes({"a": "1", "b": "2"}, {"a": "1", "b": "3", "c": "4"}) == ["b (changed)",
                                                                                            "c (added)"]
     assert method.method_changes({"a": "1"}, {}) == ["a (removed)"]
+
+
+def test_the_method_excludes_the_frozen_copy_only_with_its_pinned_bytes(tmp_path):
+    lock = copied_lock(tmp_path)
+    run = confirmation_run(tmp_path / "confirm.run")
+    frozen_protocol(lock, run)
+    rel = f"{lock.name}/reranker/confirm.trec"
+    assert method.excluded(tmp_path, rel) == "the confirmation run the protocol pins"
+    (lock / "reranker" / "confirm.trec").write_bytes(b"edited\n")
+    assert method.excluded(tmp_path, rel) is None  # then it is part of the method: a changed method
+    (lock / "reranker" / "dev.trec").write_bytes(run.read_bytes())
+    assert method.excluded(tmp_path, f"{lock.name}/reranker/dev.trec") is None
