@@ -79,8 +79,8 @@ def test_the_audits_second_derivation_makes_the_same_bytes(derived, tiny_models,
     its recipe."""
     audit = Path(__file__).resolve().parents[3] / "scripts" / "audit"
     code = (
-        "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); import reinfer; "
-        "[print(b, reinfer.rederive(Path(sys.argv[2]), b, Path(sys.argv[3]) / b) if (Path(sys.argv[3]) / b)"
+        "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); from reinfer import child; "
+        "[print(b, child.rederive(Path(sys.argv[2]), b, Path(sys.argv[3]) / b) if (Path(sys.argv[3]) / b)"
         ".mkdir() is None else '') for b in ('onnx', 'onnx-int8')]"
     )
     out = subprocess.run(
