@@ -27,7 +27,7 @@ writes the logits on stdout, with the interpreter it ran as and the sha256 of ev
 re-infer on the machine kind that made the run (check 'reference' holds a run to a committed reference within
 a measured tolerance instead). A derived backend's run (docs/backends.md): the child runs ``--derived-file``
 (the lock folder's pin) with ONNX Runtime and the pinned session, and makes that file AGAIN from the verified
-model by the recipe, coded a second time in the child (``reinfer.child.rederive``): its sha256 must be the pin's.
+model by the recipe, coded a second time in the child (``child.rederive``): its sha256 must be the pin's.
 """
 
 from __future__ import annotations
