@@ -152,6 +152,7 @@ rule score_shard:
 rule score:
     """Gather the shards into pairs.tsv (canonical order) once every shard's shape check passed (shard 0's, the run's
     first query, is shape_check.json); sum the measurements."""
+    localrule: True  # bookkeeping of a second or less: on a cluster it runs beside snakemake (docs/cluster.md)
     input:
         shards=expand(P["score_shard_pairs"], shard=range(SHARDS)),
         shard_measurements=expand(P["score_shard_measurements"], shard=range(SHARDS)),

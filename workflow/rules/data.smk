@@ -3,6 +3,7 @@
 
 
 rule fetch_data:
+    localrule: True  # bookkeeping of a second or less: on a cluster it runs beside snakemake (docs/cluster.md)
     input:
         data_pins=P["data_pins"],
     output:
@@ -51,6 +52,7 @@ rule freeze_splits:
 
 rule splits:
     """Verify the committed split lists against their pins and the data; never draws."""
+    localrule: True  # bookkeeping of a second or less: on a cluster it runs beside snakemake (docs/cluster.md)
     input:
         corpus=P["corpus"],  # (BEIR's GenericDataLoader reads the verified folder too: the two readers must agree)
         queries=P["queries"],

@@ -3,6 +3,7 @@
 
 
 rule groups:
+    localrule: True  # bookkeeping of a second or less: on a cluster it runs beside snakemake (docs/cluster.md)
     input:
         queries=P["run_queries"],
         qrels=P["run_qrels"],
@@ -20,6 +21,7 @@ rule groups:
 
 
 rule evaluate:
+    localrule: True  # bookkeeping of a second or less: on a cluster it runs beside snakemake (docs/cluster.md)
     input:
         groups=P["groups"],  # the group manifest exists before any score is merged with qrels
         queries=P["run_queries"],
@@ -47,6 +49,7 @@ rule evaluate:
 
 rule run_metadata:
     """The ir_metadata sidecar of each TREC run (runs/<method>.yaml): platform, implementation, method, data."""
+    localrule: True  # bookkeeping of a second or less: on a cluster it runs beside snakemake (docs/cluster.md)
     input:
         rrf=P["run_rrf"],
         ce=P["run_ce"],

@@ -54,6 +54,7 @@ rule report:
 
 rule tables:
     """Paper-ready tables of the methods and comparisons (CSV and LaTeX with booktabs), from summary.json only."""
+    localrule: True  # bookkeeping of a second or less: on a cluster it runs beside snakemake (docs/cluster.md)
     input:
         summary=P["summary"],
     output:
@@ -75,6 +76,7 @@ rule tables:
 
 rule manifest:
     """Every artefact of the run (declared here as an input) with its role, path and sha256."""
+    localrule: True  # bookkeeping of a second or less: on a cluster it runs beside snakemake (docs/cluster.md)
     input:
         **{key: P[key] for key in manifest_keys(RUN_QRELS_KEY, RERANKER_KIND)},
         model=P["model"] if RERANKER_KIND == CROSS_ENCODER else P["reranker_run"],  # the reranker's identity
@@ -168,6 +170,7 @@ rule check_reproduction:
 rule parquet:
     """Parquet copies of pairs.tsv and per_query.tsv (pandas; ids kept as strings, floats read back exactly).
     Conveniences only: the TSVs are the audited artefacts."""
+    localrule: True  # bookkeeping of a second or less: on a cluster it runs beside snakemake (docs/cluster.md)
     input:
         pairs=SCORES,  # (a run-file reranker: its reranker_scores.tsv)
         per_query=P["per_query"],

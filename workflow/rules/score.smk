@@ -5,6 +5,7 @@
 
 rule run_inputs:
     """The run's analysed queries, their candidates (cut at the run's depth) and their qrels."""
+    localrule: True  # bookkeeping of a second or less: on a cluster it runs beside snakemake (docs/cluster.md)
     input:
         candidates=P["candidates"],  # the committed, frozen table (verified against its pin)
         derived=P["derived_pins"],
