@@ -5,8 +5,8 @@ one shard).
 
 Skips, saying why, where this machine cannot host the cluster: not root, slurm/munge not installable
 (no apt), the SLURM ports taken or another local cluster up (local_slurm.sh exits 75 then). Cost on
-the reference machine kind (2 cores): ~1 min to install the packages once, then the DAG's 17 jobs
-(~12-20 s of SLURM overhead each, partly in parallel)."""
+the reference machine kind (2 cores): ~1 min to install the packages once, then the DAG's cluster jobs
+(~12-20 s of SLURM overhead each, partly in parallel; the ten local bookkeeping rules run beside snakemake)."""
 
 import os
 import shutil
@@ -64,6 +64,9 @@ def test_smoke_dag_through_slurm_in_two_shards_is_byte_identical_to_the_local_ru
     rundir = wd / "results" / "smoke-standin"
     logs = list((wd / ".snakemake" / "slurm_logs").rglob("*.log"))
     assert any("score_shard" in str(p) for p in logs), logs  # each shard was a SLURM job with its own log
+    submitted = {part[len("rule_"):] for p in logs for part in p.parts if part.startswith("rule_")}
+    assert {"score_shard", "verify_scores", "analyse", "audit"} <= submitted, submitted
+    assert not submitted & {"fetch_data", "splits", "score", "manifest"}, submitted  # local rules stay local
     assert sorted(p.name for p in (rundir / "logs" / "score_shard").glob("*.log")) == ["0-of-2.log",
                                                                                        "1-of-2.log"]
     local = {a["key"]: a for a in read_json(smoke_run / "manifest.json")["artefacts"]}
