@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import DATA, FIXTURE, ROOT, run_snakemake, world_lock
 
 pytestmark = pytest.mark.slow  # runs snakemake (the two-study test too, which uses no DAG fixture)
@@ -224,15 +225,17 @@ def test_a_backend_study_beside_its_torch_study_has_its_retention_in_the_cross_s
     from rerank_study.settings.config import load_config
 
     base = load_config(ROOT / "config" / "config.yaml")
+    sizes = yaml.safe_load((DATA / "fixture_config.yaml").read_text())  # the fixture's splits, B, sizes, ce
     files = []
-    for name, extra in (("scifact-fixture", {}), ("scifact-fixture-int8", {"ce": {"backend": "onnx-int8"}})):
+    for name, extra in (("scifact-fixture", {}),
+                        ("scifact-fixture-int8", {"ce": {**sizes["ce"], "backend": "onnx-int8"}})):
         lock = make_lockdir(tmp_path / f"{name}-lock")
         pins = json.loads((lock / "derived_pins.json").read_text())
         pins["backends"] = {"onnx-int8": {STANDIN_IDENTITY: COMMITTED["onnx-int8"][STANDIN_IDENTITY]}}
         (lock / "derived_pins.json").write_text(json.dumps(pins, indent=2, sort_keys=True) + "\n")
         files.append(write_yaml(tmp_path / f"{name}.yaml", {
             "study": {**base["study"], "name": name}, "lockdir": str(lock), "data_mirror": str(FIXTURE),
-            "scorer": "stand-in", "splits": {"dev_size": 8, "confirm_size": 6, "seed": 110}, **extra}))
+            "scorer": "stand-in", **sizes, **extra}))
     run_snakemake(tmp_path, config={"studies": studies_arg(*files), "smoke": "true"}, fixture=False)
     cross = tmp_path / "results" / "cross-study" / "scifact-fixture+scifact-fixture-int8"
     import pandas as pd
