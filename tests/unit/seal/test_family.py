@@ -169,7 +169,8 @@ def test_a_family_is_a_name_under_lockfiles_families_or_a_folder(tmp_path):
 
 
 def write_family(folder, protocol: dict, frozen_line: bool = True) -> str:
-    """A family's files as freeze_family writes them (canonical JSON: sorted keys, no spaces)."""
+    """A family's files in freeze_family's layout (its JSON written compactly here: what is read back is the
+    JSON, and the sha256 is of the bytes written)."""
     import hashlib
 
     folder.mkdir(parents=True)
