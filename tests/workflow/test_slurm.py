@@ -6,7 +6,7 @@ one shard).
 Skips, saying why, where this machine cannot host the cluster: not root, slurm/munge not installable
 (no apt), the SLURM ports taken or another local cluster up (local_slurm.sh exits 75 then). Cost on
 the reference machine kind (2 cores): ~1 min to install the packages once, then the DAG's cluster jobs
-(~12-20 s of SLURM overhead each, partly in parallel; the ten local bookkeeping rules run beside snakemake)."""
+(~12-20 s of SLURM overhead each, partly in parallel; the local bookkeeping rules run beside snakemake)."""
 
 import os
 import shutil

@@ -25,10 +25,10 @@ def test_the_section_is_a_fixed_function_of_the_data_and_loads_nothing():
 
 
 def test_the_named_line_links_each_named_query_and_counts_each_outcome():
-    named = {"worst": ["q2", "q1"], "repaired": [], "weakened": ["q<3"]}
+    named = {"worst": ["q2", "q1"], "repaired": [], "weakened": ["q<3", "a&b=c#d%"]}
     line = named_line({"primary": ["blend-ce", "blend", "ce"], "named": named})
     assert line == (
         '<p id="qb-named">Named in the report: worst 3 of blend-ce: <a href="#query=q2">q2</a>, '
         '<a href="#query=q1">q1</a>; the CE losses the blend repairs (<a href="#outcome=repaired">0</a>): '
-        'none; the CE wins it weakens (<a href="#outcome=weakened">1</a>): '
-        '<a href="#query=q&lt;3">q&lt;3</a>.</p>')
+        'none; the CE wins it weakens (<a href="#outcome=weakened">2</a>): '
+        '<a href="#query=q%3C3">q&lt;3</a>, <a href="#query=a%26b%3Dc%23d%25">a&amp;b=c#d%</a>.</p>')

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping
+from urllib.parse import quote
 
 from .report_browser import embedded_json
 
@@ -230,8 +231,9 @@ render();
 
 
 def _links(qids) -> str:
-    """Each query id as a link that opens it in the browser (none: "none")."""
-    return ", ".join(f'<a href="#query={html.escape(q, quote=True)}">{html.escape(q)}</a>' for q in qids) \
+    """Each query id as a link that opens it in the browser (none: "none"); the id percent-encoded in the
+    address, as the page's script decodes it (an id with ``&``, ``=``, ``#`` or ``%`` keeps its link)."""
+    return ", ".join(f'<a href="#query={quote(q, safe="")}">{html.escape(q)}</a>' for q in qids) \
         or "none"
 
 
