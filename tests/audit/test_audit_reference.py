@@ -93,6 +93,7 @@ def test_a_run_no_reference_applies_to_says_so_and_compares_nothing(smoke_run, f
     assert "standin-smoke (differs in inputs.candidates, inputs.corpus," in note, note
 
 
+@pytest.mark.slow  # runs the DAG on the real data
 @pytest.mark.full_data
 def test_an_honest_stand_in_smoke_run_on_the_real_data_passes_against_the_committed_reference(tmp_path):
     """README command 1 (smoke) on the real data: the DAG's audit compares every logit with
