@@ -20,6 +20,7 @@ import yaml
 from conftest import AUDIT, audit_module, read_json
 from forged_runs import FIXTURE_CONFIG, copy_run, failures, forge_logit, model_dir, read_rows, run_audit
 
+MAX_LENGTH = yaml.safe_load(FIXTURE_CONFIG.read_text())["ce"]["max_length"]  # where the fixture cuts a pair
 SEED = 20240611  # a draw forced by hand (--reinfer-seed, tests only)
 
 
@@ -34,10 +35,9 @@ def forced_draw(rundir, lockdir, n, seed):
     return stage.draw(stage.run_batches(audit_module("read.run_files").RunFiles(rundir, lockdir)), n, seed)
 
 
-def batch_of(rows, qid, batch, max_length=None):
+def batch_of(rows, qid, batch, max_length=MAX_LENGTH):
     """The rows of one batch of pairs.tsv, in the batching rule's order (token length desc, rank asc), the
     length cut at ``max_length`` (the fixture's ce.max_length by default)."""
-    max_length = max_length or yaml.safe_load(FIXTURE_CONFIG.read_text())["ce"]["max_length"]
     return [r["doc_id"] for r in sorted((r for r in rows if r["qid"] == qid and int(r["batch"]) == batch),
                                         key=lambda r: (-min(int(r["total_tokens"]), max_length),
                                                        int(r["r0"])))]
